@@ -1,0 +1,224 @@
+// net_bench — CPU cost of the network collectors per sample, and a fixture recorder.
+//
+//   net_bench sample [--ports P1,P2,..] [--samples K] [--force-procfs] [--collector NAME]
+//                    [--target NAME=PID ...]
+//       Builds the collector (default "tcp") as the daemon does, runs one warm-up sample and
+//       K timed samples against the live /proc and kernel, and prints one JSON line: CPU
+//       (user + system, CLOCK_THREAD_CPUTIME_ID) per sample in ms (mean, median, max), wall
+//       ms, and the collector's TIME_WAIT figures of the last sample. Driven by
+//       bench/net_bench.py, which builds the 60,000 TIME_WAIT fixture and runs the peers.
+//
+//   net_bench capture DIR
+//       Records, in one quiet moment, the raw netlink sock_diag replies of an all-states TCP
+//       dump per family (DIR/sock_diag_inet.bin, DIR/sock_diag_inet6.bin) and /proc/net/tcp,
+//       tcp6 and sockstat (DIR/tcp, DIR/tcp6, DIR/sockstat). It retries (at most 10 times)
+//       until both readers report the same sockets, so the fixtures agree with each other.
+//       Used by tests/fixtures/net/capture-net.py.
+
+#include <sys/socket.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "collector.h"
+#include "collectors/proc_net_tcp.h"
+#include "collectors/tcp_sockets.h"
+#include "sock_diag.h"
+
+using namespace loadwatch;
+
+namespace {
+
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+double wall_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+double find(const std::vector<prometheus::MetricFamily>& fams, const std::string& name,
+            const std::vector<std::pair<std::string, std::string>>& labels) {
+  for (const auto& f : fams) {
+    if (f.name != name) continue;
+    for (const auto& m : f.metric) {
+      bool ok = true;
+      for (const auto& [k, v] : labels) {
+        bool hit = false;
+        for (const auto& l : m.label) hit |= l.name == k && l.value == v;
+        ok &= hit;
+      }
+      if (ok) return f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
+    }
+  }
+  return -1;
+}
+
+int sample(int argc, char** argv) {
+  Options opt;
+  Config cfg;
+  std::string collector = "tcp";
+  int samples = 20;
+  std::vector<TargetState> targets;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--ports" && i + 1 < argc) {
+      std::stringstream ss(argv[++i]);
+      for (std::string p; std::getline(ss, p, ',');) {
+        if (!p.empty()) cfg.tcp.ports.push_back(static_cast<std::uint16_t>(std::stoi(p)));
+      }
+    } else if (a == "--samples" && i + 1 < argc) {
+      samples = std::max(1, std::min(10000, std::atoi(argv[++i])));
+    } else if (a == "--force-procfs") {
+      opt.tcp_force_procfs = true;
+    } else if (a == "--target" && i + 1 < argc) {  // NAME=PID
+      std::string t = argv[++i];
+      auto eq = t.find('=');
+      if (eq == std::string::npos) return 2;
+      TargetState ts;
+      ts.name = t.substr(0, eq);
+      ts.pids = {static_cast<pid_t>(std::stoi(t.substr(eq + 1)))};
+      ts.up = true;
+      targets.push_back(ts);
+    } else if (a == "--collector" && i + 1 < argc) {
+      collector = argv[++i];
+    } else {
+      std::cerr << "unknown argument " << a << "\n";
+      return 2;
+    }
+  }
+  FsRoot proc("/proc"), sys("/sys");
+  CollectorEnv env{opt, cfg, proc, sys};
+  std::unique_ptr<Collector> c;
+  for (const auto& spec : collector_table()) {
+    if (collector == spec.name) c = spec.make(env);
+  }
+  if (!c) c = make_tcp_collector(env);  // before the table lists it
+  std::vector<double> cpu, wall;
+  std::vector<prometheus::MetricFamily> last;
+  for (int i = 0; i <= samples; ++i) {
+    SampleContext ctx{proc, sys, 0, targets};
+    MetricSink sink;
+    const double c0 = thread_cpu_ms(), w0 = wall_ms();
+    c->collect(ctx, sink);
+    const double c1 = thread_cpu_ms(), w1 = wall_ms();
+    if (i > 0) {  // sample 0 warms up (opens the socket, sizes the buffers)
+      cpu.push_back(c1 - c0);
+      wall.push_back(w1 - w0);
+    }
+    last = sink.take();
+  }
+  auto stats = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    double sum = 0;
+    for (double x : v) sum += x;
+    return std::make_tuple(sum / v.size(), v[v.size() / 2], v.back());
+  };
+  auto [cmean, cmed, cmax] = stats(cpu);
+  auto [wmean, wmed, wmax] = stats(wall);
+  std::printf(
+      "{\"collector\":\"%s\",\"samples\":%d,\"ports\":%zu,\"force_procfs\":%s,"
+      "\"cpu_ms_mean\":%.3f,\"cpu_ms_median\":%.3f,\"cpu_ms_max\":%.3f,"
+      "\"wall_ms_mean\":%.3f,\"wall_ms_median\":%.3f,\"wall_ms_max\":%.3f,"
+      "\"time_wait\":%.0f",
+      collector.c_str(), samples, cfg.tcp.ports.size(), opt.tcp_force_procfs ? "true" : "false",
+      cmean, cmed, cmax, wmean, wmed, wmax,
+      find(last, "loadwatch_tcp_connections", {{"state", "time_wait"}}));
+  for (auto p : cfg.tcp.ports) {
+    std::printf(",\"tw_port_%u\":%.0f", p,
+                find(last, "loadwatch_tcp_port_connections",
+                     {{"port", std::to_string(p)}, {"side", "local"}, {"state", "time_wait"}}) +
+                    find(last, "loadwatch_tcp_port_connections",
+                         {{"port", std::to_string(p)}, {"side", "remote"}, {"state", "time_wait"}}));
+  }
+  for (const auto& t : targets) {
+    std::printf(",\"target_%s_established\":%.0f", t.name.c_str(),
+                find(last, "loadwatch_process_tcp_connections",
+                     {{"target", t.name}, {"state", "established"}}));
+  }
+  std::printf("}\n");
+  return 0;
+}
+
+/// Collects (family, state, minisock, sport, dport, inode, rqueue) of every socket, sorted.
+class Keys final : public TcpSocketVisitor {
+ public:
+  using Key = std::tuple<int, int, int, int, int, std::uint64_t, std::uint32_t>;
+  std::vector<Key> keys;
+  void on_socket(const TcpSocket& s) override {
+    keys.emplace_back(s.family, s.state, s.timewait_minisock, s.sport, s.dport, s.inode,
+                      s.state == kTcpListen ? s.rqueue : 0);
+  }
+};
+
+bool write_file(const std::string& path, const std::string& data) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(data.data(), static_cast<std::streamsize>(data.size()));
+  return static_cast<bool>(f);
+}
+
+int capture(const std::string& dir) {
+  int err = 0;
+  auto diag = SockDiag::open(err);
+  if (!diag) {
+    std::cerr << "sock_diag: " << std::strerror(err) << "\n";
+    return 1;
+  }
+  FsRoot proc("/proc");
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    std::string bin4, bin6, tcp4, tcp6, sockstat, scratch;
+    Keys nl, pf;
+    diag->set_capture(&bin4);
+    if (diag->dump(AF_INET, kAllTcpStates, {}, nl) != 0) return 1;
+    diag->set_capture(&bin6);
+    if (diag->dump(AF_INET6, kAllTcpStates, {}, nl) != 0) return 1;
+    diag->set_capture(nullptr);
+    if (proc.read("net/tcp", tcp4) != 0 || proc.read("net/tcp6", tcp6) != 0 ||
+        proc.read("net/sockstat", sockstat) != 0) {
+      return 1;
+    }
+    parse_proc_net_tcp(tcp4, AF_INET, pf);
+    parse_proc_net_tcp(tcp6, AF_INET6, pf);
+    std::sort(nl.keys.begin(), nl.keys.end());
+    std::sort(pf.keys.begin(), pf.keys.end());
+    if (nl.keys != pf.keys) {
+      std::cerr << "attempt " << attempt << ": netlink and /proc differ, retrying\n";
+      continue;
+    }
+    bool ok = write_file(dir + "/sock_diag_inet.bin", bin4) &&
+              write_file(dir + "/sock_diag_inet6.bin", bin6) && write_file(dir + "/tcp", tcp4) &&
+              write_file(dir + "/tcp6", tcp6) && write_file(dir + "/sockstat", sockstat);
+    std::cerr << "captured " << nl.keys.size() << " sockets\n";
+    return ok ? 0 : 1;
+  }
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "";
+  try {
+    if (mode == "sample") return sample(argc, argv);
+    if (mode == "capture" && argc == 3) return capture(argv[2]);
+  } catch (const std::exception& e) {
+    std::cerr << "net_bench: " << e.what() << "\n";
+    return 1;
+  }
+  std::cerr << "usage: net_bench sample [--ports P,..] [--samples K] [--force-procfs] "
+               "[--collector NAME] [--target NAME=PID]\n       net_bench capture DIR\n";
+  return 2;
+}

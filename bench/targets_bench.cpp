@@ -1,0 +1,202 @@
+// targets_bench — CPU time per sample of the targets collector (issue 2, section 6).
+//
+// Runs the real collector (collectors/targets.cpp) in-process over /proc for the given
+// targets, SAMPLES times, and prints the CPU time (user + system of this process) per
+// sample, the first sample apart (it opens the kept fds). With --floor it also runs
+// bench/proc_floor over the same PIDs and prints the ratio; with --libproc2 it reads the
+// same PIDs through procps_pids_select (chunks of 255) for comparison.
+//
+// Usage:
+//   targets_bench --target NAME=SELECTOR [--target ...] [--samples 20] [--interval-ms 100]
+//                 [--procfs /proc] [--sysfs /sys] [--pids-out FILE] [--floor PATH]
+//                 [--libproc2]
+// Output, one key=value line each (for bench/run):
+//   targets_bench targets=2 processes=501 samples=20 cpu_us_per_sample=8123.4
+//       cpu_us_first_sample=20345.1 fds_kept=2004
+//   proc_floor pids=501 passes=20 cpu_us_per_pass=15012.3 ...      (with --floor)
+//   ratio targets_over_floor=0.54                                   (with --floor)
+//   libproc2 pids=501 passes=20 cpu_us_per_pass=25012.3 ratio_over_floor=1.67 (--libproc2)
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libproc2/pids.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collector.h"
+#include "collectors/targets.h"
+#include "config.h"
+#include "fs_root.h"
+#include "metric_sink.h"
+#include "options.h"
+
+using namespace loadwatch;
+
+namespace {
+
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+[[noreturn]] void usage(const char* msg) {
+  std::fprintf(stderr, "targets_bench: %s\n", msg);
+  std::fprintf(stderr,
+               "usage: targets_bench --target NAME=SELECTOR [--target ...] [--samples N] "
+               "[--interval-ms MS] [--procfs DIR] [--sysfs DIR] [--pids-out FILE] "
+               "[--floor PATH] [--libproc2]\n");
+  std::exit(2);
+}
+
+// The same items the collector reads, through libproc2: stat, status, io (no fd count:
+// libproc2 has no item for it, so stat() of PID/fd is added by hand).
+double libproc2_pass_us(const std::vector<unsigned>& pids, int passes, const std::string& procfs) {
+  enum pids_item items[] = {PIDS_ID_PID,      PIDS_TICS_ALL,     PIDS_VSIZE_BYTES, PIDS_NLWP,
+                            PIDS_VM_RSS,      PIDS_VM_SWAP,      PIDS_IO_READ_BYTES,
+                            PIDS_IO_WRITE_BYTES};
+  struct pids_info* info = nullptr;
+  if (procps_pids_new(&info, items, sizeof items / sizeof items[0]) < 0) return -1;
+  const double t0 = cpu_seconds();
+  for (int p = 0; p < passes; ++p) {
+    for (std::size_t i = 0; i < pids.size(); i += 255) {
+      std::vector<unsigned> chunk(pids.begin() + static_cast<long>(i),
+                                  pids.begin() + static_cast<long>(std::min(pids.size(), i + 255)));
+      procps_pids_select(info, chunk.data(), static_cast<int>(chunk.size()), PIDS_SELECT_PID);
+    }
+    for (unsigned pid : pids) {
+      struct stat st {};
+      ::stat((procfs + "/" + std::to_string(pid) + "/fd").c_str(), &st);
+    }
+  }
+  const double used = cpu_seconds() - t0;
+  procps_pids_unref(&info);
+  return used / passes * 1e6;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  Config config;
+  int samples = 20;
+  int interval_ms = 100;
+  std::string pids_out, floor_bin;
+  bool libproc2 = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) usage(("missing value after " + a).c_str());
+      return argv[++i];
+    };
+    if (a == "--target") {
+      std::string t = next();
+      auto eq = t.find('=');
+      if (eq == std::string::npos) usage("--target wants NAME=SELECTOR");
+      try {
+        config.targets.push_back({t.substr(0, eq), parse_selector(t.substr(eq + 1)), true});
+      } catch (const std::exception& e) {
+        usage(e.what());
+      }
+    } else if (a == "--samples") {
+      samples = std::max(1, std::atoi(next().c_str()));
+    } else if (a == "--interval-ms") {
+      interval_ms = std::max(0, std::atoi(next().c_str()));
+    } else if (a == "--procfs") {
+      options.procfs = next();
+    } else if (a == "--sysfs") {
+      options.sysfs = next();
+    } else if (a == "--pids-out") {
+      pids_out = next();
+    } else if (a == "--floor") {
+      floor_bin = next();
+    } else if (a == "--libproc2") {
+      libproc2 = true;
+    } else {
+      usage(("unknown argument " + a).c_str());
+    }
+  }
+  if (config.targets.empty()) usage("no --target");
+
+  FsRoot proc(options.procfs), sys(options.sysfs);
+  auto collector = make_targets_collector(CollectorEnv{options, config, proc, sys, nullptr});
+
+  auto sample = [&](std::vector<TargetState>* states) {
+    MetricSink sink;
+    SampleContext ctx{proc, sys};
+    collector->collect(ctx, sink);
+    if (states) *states = std::move(ctx.targets);
+  };
+
+  std::vector<TargetState> states;
+  double t0 = cpu_seconds();
+  sample(&states);
+  const double first_us = (cpu_seconds() - t0) * 1e6;
+
+  double total = 0;
+  for (int s = 0; s < samples; ++s) {
+    if (interval_ms) std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
+    t0 = cpu_seconds();
+    sample(s + 1 == samples ? &states : nullptr);
+    total += cpu_seconds() - t0;
+  }
+  const double per_sample_us = total / samples * 1e6;
+
+  std::vector<unsigned> pids;
+  for (const auto& t : states) {
+    for (pid_t p : t.pids) pids.push_back(static_cast<unsigned>(p));
+  }
+  std::sort(pids.begin(), pids.end());
+  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+
+  std::printf("targets_bench targets=%zu processes=%zu samples=%d cpu_us_per_sample=%.1f "
+              "cpu_us_first_sample=%.1f\n",
+              states.size(), pids.size(), samples, per_sample_us, first_us);
+  for (const auto& t : states) {
+    std::printf("target name=%s selector=%s up=%d processes=%zu\n", t.name.c_str(),
+                t.selector.c_str(), t.up ? 1 : 0, t.pids.size());
+  }
+  std::fflush(stdout);
+
+  if (!pids_out.empty()) {
+    std::ofstream out(pids_out);
+    for (unsigned p : pids) out << p << "\n";
+  }
+
+  double floor_us = -1;
+  if (!floor_bin.empty()) {
+    std::string list = "/tmp/targets_bench." + std::to_string(::getpid()) + ".pids";
+    {
+      std::ofstream out(list);
+      for (unsigned p : pids) out << p << "\n";
+    }
+    std::string cmd = floor_bin + " -n " + std::to_string(samples) + " -r " + options.procfs +
+                      " < " + list;
+    if (FILE* f = ::popen(cmd.c_str(), "r")) {
+      char line[512];
+      while (std::fgets(line, sizeof line, f)) {
+        std::fputs(line, stdout);
+        if (const char* p = std::strstr(line, "cpu_us_per_pass=")) floor_us = std::atof(p + 16);
+      }
+      ::pclose(f);
+    }
+    ::unlink(list.c_str());
+    if (floor_us > 0) std::printf("ratio targets_over_floor=%.2f\n", per_sample_us / floor_us);
+  }
+  if (libproc2) {
+    const double us = libproc2_pass_us(pids, samples, options.procfs);
+    std::printf("libproc2 pids=%zu passes=%d cpu_us_per_pass=%.1f", pids.size(), samples, us);
+    if (floor_us > 0) std::printf(" ratio_over_floor=%.2f", us / floor_us);
+    std::printf("\n");
+  }
+  return 0;
+}

@@ -1,0 +1,26 @@
+#pragma once
+// Collector "influx": InfluxDB write endpoints for JMeter's InfluxDB Backend Listener.
+
+#include <cstddef>
+#include <memory>
+
+#include "collector.h"
+#include "http_server.h"
+#include "jmeter_model.h"
+
+namespace loadwatch {
+
+/// Largest write body taken; beyond it the server answers 413.
+inline constexpr std::size_t kInfluxMaxBody = 16u << 20;
+
+/// Handler for `POST /write?db=NAME` (v2 = false) or `POST /api/v2/write?bucket=NAME` (v2 =
+/// true): parses the line-protocol body into `model` with source = NAME. Answers 204 when every
+/// line parsed; 400 naming the first malformed lines (the valid lines of the body are still
+/// taken, as InfluxDB does); 405 for other methods; 415 for a compressed body. Thread-safe.
+HttpHandler make_influx_write_handler(std::shared_ptr<JMeterModel> model, bool v2);
+
+/// Factory for the collector table: registers both routes on env.http (when present) and
+/// exports what was pushed.
+std::unique_ptr<Collector> make_influx_collector(const CollectorEnv& env);
+
+}  // namespace loadwatch

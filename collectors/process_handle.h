@@ -1,0 +1,97 @@
+#pragma once
+// Open handles on one process's /proc files, re-read with pread() every sample.
+//
+// Why not libproc2: procps_pids_select() costs about 1.7x the raw floor of reading
+// stat+status+io+fd count here (PRODUCT.md "Measured facts"), over the 1.5x budget of issue
+// 2. Why persistent fds: open+read+close of a /proc file costs ~3 syscalls, pread() on a
+// kept fd one. procfs regenerates a single_open seq_file on every read at offset 0
+// (fs/seq_file.c seq_read_iter), so a kept fd always gives fresh text, measured here at
+// ~15 us per process for stat+status+io+fd count against ~30 us for open/read/close.
+// A kept fd is also pinned to the process (struct pid), not to the number: once the
+// process exits, reads fail with ESRCH even if the PID is reused, so PID reuse can never
+// mix two processes' numbers.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+namespace loadwatch {
+
+/// Outcome of one read. Gone covers ENOENT/ESRCH (the process exited: a normal race);
+/// Denied covers EACCES/EPERM (another user's process, no capability); Failed is anything
+/// else (e.g. EMFILE): the process may still exist, its data is just missing this sample.
+enum class ReadResult { Ok, Gone, Denied, Failed };
+
+/// Maps an errno of a /proc access to a ReadResult.
+ReadResult read_result_from_errno(int err);
+
+/// How many fds the handles of all processes may keep open between samples. When it is
+/// used up, further handles read with open/read/close each time (slower, same results).
+/// Owned by the registry; single-threaded (sampler thread).
+struct FdBudget {
+  long limit = 0;
+  long used = 0;
+  bool take() { return used < limit ? (++used, true) : false; }
+  void give() { --used; }
+};
+
+/// The handles of one process. Not copyable; closes its fds when destroyed. Used only from
+/// the sampler thread. `root_fd` (an fd on the procfs root) must outlive the handle.
+class ProcessHandle {
+ public:
+  /// The files kept open between samples.
+  enum File { kStat, kStatus, kIo, kFdDir, kFileCount };
+
+  ProcessHandle(int root_fd, pid_t pid, FdBudget* budget);
+  ~ProcessHandle();
+  ProcessHandle(const ProcessHandle&) = delete;
+  ProcessHandle& operator=(const ProcessHandle&) = delete;
+
+  pid_t pid() const { return pid_; }
+
+  /// Reads the whole text of stat, status or io into `buf` (pread at offset 0 on the kept
+  /// fd, or open/read/close when the budget is used up).
+  ReadResult read(File file, std::string& buf);
+
+  /// Reads a file that is not kept open, relative to PID/: "limits", "cmdline",
+  /// "task/TID/children".
+  ReadResult read_other(const char* relative, std::string& buf);
+
+  /// readlink() of PID/relative ("exe", "fd/12").
+  ReadResult readlink(const char* relative, std::string& out);
+
+  /// Open fds of the process. With `trust_st_size` (the root is procfs, Linux >= 6.2),
+  /// fstat() of the fd directory gives the count in st_size; when that is 0 (older kernel,
+  /// or really no fd) or not trusted (a fixture tree), entries are counted.
+  ReadResult open_fd_count(bool trust_st_size, std::uint64_t& count);
+
+  /// Calls fn(fd_number, link_target) for each entry of PID/fd (used to find a socket's
+  /// owner). Returns Denied when the directory cannot be listed.
+  template <class Fn>
+  ReadResult for_each_fd(Fn&& fn);
+
+  /// Lists PID/task (thread ids). Returns Gone/Denied like the reads.
+  ReadResult list_tasks(std::string& names_buf);
+
+  /// Closes every kept fd (after the process is gone, or to re-open for a new process).
+  void close_all();
+
+ private:
+  ReadResult open_kept(File file, int& fd);
+  ReadResult list_fd_dir(void (*fn)(void*, int, const std::string&), void* arg);
+
+  int root_fd_;
+  pid_t pid_;
+  FdBudget* budget_;
+  int fds_[kFileCount];
+};
+
+template <class Fn>
+ReadResult ProcessHandle::for_each_fd(Fn&& fn) {
+  return list_fd_dir(
+      [](void* arg, int fd, const std::string& target) { (*static_cast<Fn*>(arg))(fd, target); },
+      &fn);
+}
+
+}  // namespace loadwatch

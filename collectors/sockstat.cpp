@@ -1,0 +1,95 @@
+#include "sockstat.h"
+
+#include <unistd.h>
+
+#include <string>
+
+#include "host_parse.h"
+
+namespace loadwatch {
+
+using namespace host_parse;
+
+namespace {
+
+/// Finds "PREFIX: k1 v1 k2 v2 ..." and returns the value of `key`; nullopt when absent.
+std::optional<std::uint64_t> field_of(std::string_view text, std::string_view prefix,
+                                      std::string_view key) {
+  while (!text.empty()) {
+    std::string_view line = next_line(text);
+    if (next_field(line) != prefix) continue;
+    for (;;) {
+      std::string_view k = next_field(line);
+      if (k.empty()) return std::nullopt;
+      std::string_view v = next_field(line);
+      if (k == key) return to_u64(v, std::string(prefix) + " " + std::string(key));
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+SockstatTcp parse_sockstat(std::string_view text) {
+  auto need = [&](std::string_view key) {
+    auto v = field_of(text, "TCP:", key);
+    if (!v) throw std::runtime_error("sockstat: TCP " + std::string(key) + " missing");
+    return *v;
+  };
+  SockstatTcp s;
+  s.inuse = need("inuse");
+  s.orphan = need("orphan");
+  s.tw = need("tw");
+  s.alloc = need("alloc");
+  s.mem_pages = need("mem");
+  return s;
+}
+
+std::optional<std::uint64_t> parse_sockstat6_tcp_inuse(std::string_view text) {
+  return field_of(text, "TCP6:", "inuse");
+}
+
+namespace {
+
+class SockstatCollector final : public Collector {
+ public:
+  void collect(SampleContext& ctx, MetricSink& out) override {
+    const SockstatTcp s = read_and_parse(ctx.proc, "net/sockstat", parse_sockstat);
+    std::uint64_t inuse = s.inuse;
+    std::string text6;
+    // sockstat6 is absent when IPv6 is disabled: then there is no IPv6 part to add.
+    if (ctx.proc.read("net/sockstat6", text6) == 0) {
+      try {
+        inuse += parse_sockstat6_tcp_inuse(text6).value_or(0);
+      } catch (const std::runtime_error& e) {
+        throw std::runtime_error(ctx.proc.path("net/sockstat6") + ": " + e.what());
+      }
+    }
+    out.gauge("loadwatch_sockstat_tcp_inuse",
+              "TCP sockets in use, IPv4 (sockstat TCP inuse) plus IPv6 (sockstat6 TCP6 inuse).", {},
+              static_cast<double>(inuse));
+    out.gauge("loadwatch_sockstat_tcp_orphan",
+              "TCP sockets no longer attached to a file descriptor (sockstat TCP orphan).", {},
+              static_cast<double>(s.orphan));
+    out.gauge("loadwatch_sockstat_tcp_time_wait",
+              "Time-wait mini sockets, IPv4 and IPv6 (sockstat TCP tw).", {},
+              static_cast<double>(s.tw));
+    out.gauge("loadwatch_sockstat_tcp_alloc", "TCP sockets allocated (sockstat TCP alloc).", {},
+              static_cast<double>(s.alloc));
+    // "mem" is tcp_memory_allocated in pages (compare with net.ipv4.tcp_mem, also pages).
+    out.gauge("loadwatch_sockstat_tcp_memory_bytes",
+              "Memory allocated to TCP socket buffers (sockstat TCP mem pages x page size).", {},
+              static_cast<double>(s.mem_pages) * static_cast<double>(page_size_));
+  }
+
+ private:
+  long page_size_ = ::sysconf(_SC_PAGESIZE);
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> make_sockstat_collector(const CollectorEnv&) {
+  return std::make_unique<SockstatCollector>();
+}
+
+}  // namespace loadwatch

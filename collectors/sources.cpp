@@ -1,0 +1,131 @@
+#include "sources.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+
+#include "source_locust.h"
+#include "source_mountebank.h"
+#include "source_prometheus.h"
+
+namespace loadwatch {
+
+std::unique_ptr<SourceScraper> make_source_scraper(const std::string& kind) {
+  if (kind == "mountebank") return make_mountebank_scraper();
+  if (kind == "locust") return make_locust_scraper();
+  if (kind == "prometheus") return make_prometheus_scraper();
+  return nullptr;
+}
+
+namespace {
+
+bool same_endpoint(const SourceConfig& a, const SourceConfig& b) {
+  return a.name == b.name && a.kind == b.kind && a.url == b.url;
+}
+
+bool same_settings(const SourceConfig& a, const SourceConfig& b) {
+  return a.interval == b.interval && a.timeout == b.timeout && a.max_bytes == b.max_bytes &&
+         a.max_series == b.max_series;
+}
+
+class SourcesCollector : public Collector {
+ public:
+  explicit SourcesCollector(const CollectorEnv& env) { build(env.config); }
+
+  ~SourcesCollector() override { stop_all(runners_); }
+
+  void reconfigure(const CollectorEnv& env) override { build(env.config); }
+
+  void collect(SampleContext&, MetricSink& out) override {
+    std::unordered_map<std::string, prometheus::MetricType> types;
+    for (const auto& f : out.families()) types.emplace(f.name, f.type);
+
+    std::vector<std::shared_ptr<const SourceSnapshot>> snaps;
+    snaps.reserve(runners_.size());
+    for (const auto& r : runners_) snaps.push_back(r.runner->snapshot());
+
+    for (size_t i = 0; i < runners_.size(); ++i) {
+      const SourceConfig& cfg = runners_[i].config;
+      const SourceSnapshot& s = *snaps[i];
+      out.gauge("loadwatch_source_up", "1 if the last scrape of the source succeeded.",
+                {{"source", cfg.name}, {"kind", cfg.kind}}, s.up ? 1 : 0);
+      out.gauge("loadwatch_source_scrape_duration_seconds", "Duration of the last scrape.",
+                {{"source", cfg.name}}, s.duration_seconds);
+      out.gauge("loadwatch_source_last_success_timestamp_seconds",
+                "Unix time of the last successful scrape, 0 if none yet.", {{"source", cfg.name}},
+                s.last_success);
+      for (size_t k = 0; k < std::size(kFetchErrorReasons); ++k) {
+        out.counter("loadwatch_source_errors_total", "Failed scrapes of the source, by reason.",
+                    {{"source", cfg.name}, {"reason", fetch_error_reason(kFetchErrorReasons[k])}},
+                    s.errors[k]);
+      }
+      out.counter("loadwatch_source_dropped_series_total",
+                  "Series dropped because the source exceeded its max_series, summed over scrapes.",
+                  {{"source", cfg.name}}, s.dropped_series);
+    }
+    for (const auto& f : out.families()) types.emplace(f.name, f.type);
+
+    for (size_t i = 0; i < runners_.size(); ++i) {
+      for (const auto& fam : snaps[i]->families) {
+        auto [it, inserted] = types.emplace(fam.name, fam.type);
+        if (!inserted && it->second != fam.type) {
+          // Two families of one name but different types cannot both be exposed.
+          if (warned_.insert(fam.name).second) {
+            spdlog::warn("source {}: family {} clashes with an existing family of another "
+                         "type, not exported (warned once)",
+                         runners_[i].config.name, fam.name);
+          }
+          continue;
+        }
+        out.family(fam);
+      }
+    }
+  }
+
+ private:
+  struct Entry {
+    SourceConfig config;
+    std::unique_ptr<SourceRunner> runner;
+  };
+
+  static void stop_all(std::vector<Entry>& entries) {
+    for (auto& e : entries) e.runner->request_stop();  // all at once: parallel shutdown
+    entries.clear();
+  }
+
+  void build(const Config& config) {
+    std::vector<Entry> next, old = std::move(runners_);
+    runners_.clear();
+    for (const auto& cfg : config.sources) {
+      auto it = std::find_if(old.begin(), old.end(),
+                             [&](const Entry& e) { return e.runner && same_endpoint(e.config, cfg); });
+      if (it != old.end()) {
+        if (!same_settings(it->config, cfg)) it->runner->set_config(cfg);
+        next.push_back({cfg, std::move(it->runner)});
+        continue;
+      }
+      auto scraper = make_source_scraper(cfg.kind);
+      if (!scraper) {
+        spdlog::error("source {}: unknown kind \"{}\", skipped", cfg.name, cfg.kind);
+        continue;
+      }
+      next.push_back({cfg, std::make_unique<SourceRunner>(cfg, std::move(scraper))});
+    }
+    std::erase_if(old, [](const Entry& e) { return !e.runner; });
+    stop_all(old);
+    runners_ = std::move(next);
+  }
+
+  std::vector<Entry> runners_;
+  std::set<std::string> warned_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> make_sources_collector(const CollectorEnv& env) {
+  return std::make_unique<SourcesCollector>(env);
+}
+
+}  // namespace loadwatch

@@ -1,0 +1,323 @@
+#include "tcp_sockets.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+#include "proc_net_tcp.h"
+#include "sock_diag.h"
+#include "sockstat.h"
+#include "socket_owners.h"
+#include "sysctl.h"
+#include "tcp_tally.h"
+
+namespace loadwatch {
+
+namespace {
+
+/// Errors that mean "netlink sock_diag is not allowed here": seccomp or systemd
+/// RestrictAddressFamilies= (EAFNOSUPPORT / EPERM), an LSM (EACCES), no sock_diag support
+/// (EPROTONOSUPPORT).
+bool refused(int err) {
+  return err == EPERM || err == EACCES || err == EAFNOSUPPORT || err == EPROTONOSUPPORT;
+}
+
+using StateCounts = std::array<std::uint64_t, kTcpStateCount>;
+
+/// First pass over the sockets: host-wide counts, and a copy of each socket for the
+/// per-port / per-target pass (which needs the watched ports, known only after it).
+class Recorder final : public TcpSocketVisitor {
+ public:
+  Recorder(StateCounts& host, std::uint64_t& fw2_minisocks, std::vector<TcpSocket>& keep)
+      : host_(host), fw2_(fw2_minisocks), keep_(keep) {}
+  void on_socket(const TcpSocket& s) override {
+    if (s.state == 0 || s.state >= kTcpStateCount) return;
+    ++host_[s.state];
+    if (s.timewait_minisock && s.state == kTcpFinWait2) ++fw2_;
+    keep_.push_back(s);
+  }
+
+ private:
+  StateCounts& host_;
+  std::uint64_t& fw2_;
+  std::vector<TcpSocket>& keep_;
+};
+
+/// Second netlink pass: TIME_WAIT sockets of the watched ports, straight into the tally.
+class PortTally final : public TcpSocketVisitor {
+ public:
+  explicit PortTally(TcpTally& tally) : tally_(tally) {}
+  void on_socket(const TcpSocket& s) override {
+    // The kernel filtered already; checking again keeps the result right even without a
+    // bytecode (more ports than a filter holds).
+    if (tally_.watched(s.sport) || tally_.watched(s.dport)) tally_.add(s);
+  }
+
+ private:
+  TcpTally& tally_;
+};
+
+class TcpCollector final : public Collector {
+ public:
+  explicit TcpCollector(const CollectorEnv& env) { reconfigure(env); }
+
+  void reconfigure(const CollectorEnv& env) override {
+    config_ports_ = env.config.tcp.ports;
+    force_procfs_ = env.options.tcp_force_procfs;
+  }
+
+  void collect(SampleContext& ctx, MetricSink& out) override {
+    host_.fill(0);
+    fw2_minisocks_ = 0;
+    records_.clear();
+    bool tw_in_records = true;  // the first pass saw every TIME_WAIT socket
+    bool max_known = true;
+    if (use_netlink(ctx)) {
+      tw_in_records = !read_netlink(ctx);
+      if (netlink_refused_) {  // refused during this sample: start over from /proc
+        host_.fill(0);
+        fw2_minisocks_ = 0;
+        records_.clear();
+        read_procfs(ctx);
+        max_known = false;
+        tw_in_records = true;
+      }
+    } else {
+      read_procfs(ctx);
+      max_known = false;
+    }
+
+    // Ephemeral range: when unreadable, the two ephemeral gauges are left out.
+    std::uint32_t eph_lo = 1, eph_hi = 0;
+    bool eph_known = false;
+    if (ctx.proc.read("sys/net/ipv4/ip_local_port_range", buf_) == 0) {
+      std::tie(eph_lo, eph_hi) = parse_port_range(buf_);
+      eph_known = true;
+    }
+
+    resolve_targets(ctx);
+    std::vector<std::uint16_t> ports = config_ports_;
+    for (const auto& t : ctx.targets) ports.insert(ports.end(), t.listen_ports.begin(), t.listen_ports.end());
+    tally_.begin(ports, eph_lo, eph_hi);
+    for (const auto& s : records_) {
+      // TIME_WAIT counts per port and toward ephemeral usage only on watched ports, as the
+      // netlink reader sees them (see the header); this keeps /proc and netlink equal.
+      if (s.state == kTcpTimeWait && !tally_.watched(s.sport) && !tally_.watched(s.dport)) continue;
+      tally_.add(s);
+    }
+    if (!tw_in_records && !tally_.ports().empty()) dump_port_timewait();
+
+    emit(ctx, out, eph_known, max_known);
+  }
+
+ private:
+  bool use_netlink(const SampleContext& ctx) {
+    if (force_procfs_ || netlink_refused_) return false;
+    // Netlink sees this kernel's sockets; a procfs root elsewhere (fixtures, /host/proc) is
+    // what the user asked to read.
+    if (ctx.proc.root() != "/proc") return false;
+    if (!diag_) {
+      int err = 0;
+      diag_ = SockDiag::open(err);
+      if (!diag_) {
+        if (!refused(err)) throw std::runtime_error(std::string("sock_diag: ") + std::strerror(err));
+        refuse(err);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void refuse(int err) {
+    netlink_refused_ = true;
+    diag_.reset();
+    spdlog::warn("tcp: netlink sock_diag refused ({}), reading /proc/net/tcp and tcp6 instead",
+                 std::strerror(err));
+  }
+
+  /// Returns true when the TIME_WAIT sockets were left out of the dump (the sockstat count
+  /// stands for them).
+  bool read_netlink(SampleContext& ctx) {
+    std::optional<SockstatTcp> sockstat;
+    if (ctx.proc.read("net/sockstat", buf_) == 0) sockstat = parse_sockstat(buf_);
+    const std::uint32_t states =
+        sockstat ? kAllTcpStates & ~tcp_state_bit(kTcpTimeWait) : kAllTcpStates;
+    Recorder rec(host_, fw2_minisocks_, records_);
+    if (int err = dump_all(states, {}, rec); err != 0) {
+      if (refused(err)) {
+        refuse(err);
+        return false;
+      }
+      throw std::runtime_error(std::string("sock_diag dump: ") + std::strerror(err));
+    }
+    if (!sockstat) return false;
+    // sockstat "tw" counts every time-wait mini socket; those in substate FIN_WAIT2 were in
+    // the dump (the state mask tests the substate) and are counted as FIN_WAIT2 already.
+    host_[kTcpTimeWait] = sockstat->tw > fw2_minisocks_ ? sockstat->tw - fw2_minisocks_ : 0;
+    return true;
+  }
+
+  void read_procfs(SampleContext& ctx) {
+    Recorder rec(host_, fw2_minisocks_, records_);
+    if (int err = read_proc_net_tcp(ctx.proc, AF_INET, rec, buf_); err != 0) {
+      throw std::runtime_error(ctx.proc.path("net/tcp") + ": " + std::strerror(err));
+    }
+    // tcp6 is absent when IPv6 is disabled.
+    if (int err = read_proc_net_tcp(ctx.proc, AF_INET6, rec, buf_); err != 0 && err != ENOENT) {
+      throw std::runtime_error(ctx.proc.path("net/tcp6") + ": " + std::strerror(err));
+    }
+  }
+
+  void dump_port_timewait() {
+    std::vector<std::uint16_t> ports;
+    for (const auto& p : tally_.ports()) ports.push_back(p.port);
+    if (ports != filter_ports_) {
+      filter_ports_ = ports;
+      bytecode_ = ports.size() <= kMaxFilterPorts ? build_port_filter(ports)
+                                                  : std::vector<std::uint8_t>{};
+    }
+    PortTally visit(tally_);
+    if (int err = dump_all(tcp_state_bit(kTcpTimeWait), bytecode_, visit); err != 0) {
+      throw std::runtime_error(std::string("sock_diag time-wait dump: ") + std::strerror(err));
+    }
+  }
+
+  /// One dump of IPv4 and IPv6 together (one kernel walk, TCPDIAG_GETSOCK); a kernel without
+  /// that request gets one SOCK_DIAG_BY_FAMILY dump per family from then on. Returns an errno.
+  int dump_all(std::uint32_t states, std::span<const std::uint8_t> bytecode,
+               TcpSocketVisitor& visitor) {
+    if (!per_family_) {
+      int err = diag_->dump(AF_UNSPEC, states, bytecode, visitor);
+      if (err != EINVAL && err != EOPNOTSUPP && err != ENOENT) return err;
+      // Nothing was reported before the request was rejected: safe to go on per family.
+      per_family_ = true;
+    }
+    for (std::uint8_t family : {AF_INET, AF_INET6}) {
+      int err = diag_->dump(family, states, bytecode, visitor);
+      // No AF_INET6 handler when IPv6 is disabled (ipv6.disable=1): no IPv6 sockets.
+      if (family == AF_INET6 && (err == ENOENT || err == EAFNOSUPPORT)) continue;
+      if (err != 0) return err;
+    }
+    return 0;
+  }
+
+  /// Which recorded sockets each target's processes hold; fills listen_ports and per-target
+  /// state counts.
+  void resolve_targets(SampleContext& ctx) {
+    target_counts_.assign(ctx.targets.size(), StateCounts{});
+    if (ctx.targets.empty()) return;
+    alive_.clear();
+    for (const auto& s : records_) {
+      if (s.inode != 0) alive_.push_back(s.inode);
+    }
+    std::sort(alive_.begin(), alive_.end());
+    alive_.erase(std::unique(alive_.begin(), alive_.end()), alive_.end());
+    std::vector<pid_t> pids;
+    for (const auto& t : ctx.targets) pids.insert(pids.end(), t.pids.begin(), t.pids.end());
+    owners_.update(ctx.proc, pids, alive_);
+
+    std::vector<std::uint64_t> inodes;
+    for (std::size_t i = 0; i < ctx.targets.size(); ++i) {
+      TargetState& t = ctx.targets[i];
+      inodes.clear();
+      for (pid_t pid : t.pids) owners_.tcp_inodes(pid, inodes);
+      std::sort(inodes.begin(), inodes.end());
+      inodes.erase(std::unique(inodes.begin(), inodes.end()), inodes.end());
+      t.listen_ports.clear();
+      if (inodes.empty()) continue;
+      for (const auto& s : records_) {
+        if (s.inode == 0 || !std::binary_search(inodes.begin(), inodes.end(), s.inode)) continue;
+        ++target_counts_[i][s.state];
+        if (s.state == kTcpListen) t.listen_ports.push_back(s.sport);
+      }
+      std::sort(t.listen_ports.begin(), t.listen_ports.end());
+      t.listen_ports.erase(std::unique(t.listen_ports.begin(), t.listen_ports.end()),
+                           t.listen_ports.end());
+    }
+  }
+
+  void emit(const SampleContext& ctx, MetricSink& out, bool eph_known, bool max_known) {
+    for (unsigned st = 1; st < kTcpStateCount; ++st) {
+      out.gauge("loadwatch_tcp_connections",
+                "TCP sockets by state, whole host, IPv4 and IPv6 (TIME_WAIT from procfs "
+                "net/sockstat).",
+                {{"state", std::string(tcp_state_name(st))}}, static_cast<double>(host_[st]));
+    }
+    for (const auto& p : tally_.ports()) {
+      const std::string port = std::to_string(p.port);
+      for (unsigned st = 1; st < kTcpStateCount; ++st) {
+        const std::string state(tcp_state_name(st));
+        out.gauge("loadwatch_tcp_port_connections",
+                  "TCP sockets by state whose local or remote port is a watched port (tcp.ports "
+                  "and the targets' listening ports).",
+                  {{"port", port}, {"side", "local"}, {"state", state}},
+                  static_cast<double>(p.local[st]));
+        out.gauge("loadwatch_tcp_port_connections",
+                  "TCP sockets by state whose local or remote port is a watched port (tcp.ports "
+                  "and the targets' listening ports).",
+                  {{"port", port}, {"side", "remote"}, {"state", state}},
+                  static_cast<double>(p.remote[st]));
+      }
+      if (!p.listening) continue;
+      out.gauge("loadwatch_tcp_listen_queue_length",
+                "Connections waiting in the accept queue of the fullest listener on the port.",
+                {{"port", port}}, p.queue_length);
+      if (max_known && p.queue_max_known) {
+        out.gauge("loadwatch_tcp_listen_queue_max",
+                  "Accept-queue limit of that listener: min(listen() backlog, "
+                  "net.core.somaxconn); it overflows past this.",
+                  {{"port", port}}, p.queue_max);
+      }
+    }
+    if (eph_known) {
+      out.gauge("loadwatch_tcp_ephemeral_ports",
+                "Ports in net.ipv4.ip_local_port_range (the ephemeral range).", {},
+                tally_.ephemeral_ports());
+      out.gauge("loadwatch_tcp_ephemeral_port_usage_ratio",
+                "Max over remote ip:port of local sockets using an ephemeral port toward it, "
+                "divided by the range size (TIME_WAIT included toward watched ports).",
+                {}, tally_.ephemeral_ratio());
+    }
+    for (std::size_t i = 0; i < ctx.targets.size(); ++i) {
+      for (unsigned st = 1; st < kTcpStateCount; ++st) {
+        out.gauge("loadwatch_process_tcp_connections",
+                  "TCP sockets held by the target's processes (inode match on their fds).",
+                  {{"target", ctx.targets[i].name}, {"state", std::string(tcp_state_name(st))}},
+                  static_cast<double>(target_counts_[i][st]));
+      }
+    }
+  }
+
+  std::vector<std::uint16_t> config_ports_;
+  bool force_procfs_ = false;
+  bool netlink_refused_ = false;
+  bool per_family_ = false;  // the kernel rejected the two-family TCPDIAG_GETSOCK dump
+  std::unique_ptr<SockDiag> diag_;
+  // Reused sample after sample, so a steady state allocates little.
+  StateCounts host_{};
+  std::uint64_t fw2_minisocks_ = 0;
+  std::vector<TcpSocket> records_;
+  std::vector<std::uint64_t> alive_;
+  std::vector<StateCounts> target_counts_;
+  TcpTally tally_;
+  SocketOwners owners_;
+  std::vector<std::uint16_t> filter_ports_;
+  std::vector<std::uint8_t> bytecode_;
+  std::string buf_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> make_tcp_collector(const CollectorEnv& env) {
+  return std::make_unique<TcpCollector>(env);
+}
+
+}  // namespace loadwatch

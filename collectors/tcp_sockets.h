@@ -1,0 +1,32 @@
+#pragma once
+// Collector "tcp": TCP sockets by state for the whole host, per watched port (tcp.ports plus
+// every port a target listens on), listener accept queues, ephemeral-port usage, and per
+// target (sockets owned by the target's fds). Reads netlink sock_diag; falls back to
+// /proc/net/tcp{,6} when netlink is refused, with --tcp.force-procfs, or when --path.procfs
+// is not /proc (a fixture tree or another host's procfs: netlink can only see this kernel).
+//
+// Cost design (60,000 TIME_WAIT sockets, kernel 6.18, see bench/README-network.md):
+//  - the host-wide TIME_WAIT count comes from /proc/net/sockstat "tw" (exact, ~0 ms) minus
+//    the time-wait mini sockets whose substate is FIN_WAIT2 (counted in the dump below), not
+//    from walking the TIME_WAIT sockets (~20 ms of kernel time);
+//  - one dump per family with every state but TIME_WAIT (kernel-side mask: ~0 ms when the
+//    other sockets are few) gives every other count, the listeners and the socket inodes;
+//  - only when ports are watched, a second dump asks for TIME_WAIT alone with a bytecode port
+//    filter, so the kernel copies just the TIME_WAIT sockets of those ports.
+// Hence TIME_WAIT sockets enter the ephemeral-port usage only toward watched ports (where
+// the per-port dump sees them): walking all of them every second for the other destinations
+// would cost the ~20 ms the budget rules out. The /proc fallback reads every socket anyway
+// but applies the same rule, so both readers give the same numbers.
+
+#include <memory>
+
+#include "collector.h"
+
+namespace loadwatch {
+
+/// Builds the "tcp" collector. Reads env.config.tcp.ports and env.options.tcp_force_procfs
+/// (again on reconfigure). Writes TargetState::listen_ports of ctx.targets, so it must run
+/// after the targets collector. Owned by the sampler thread (not thread-safe).
+std::unique_ptr<Collector> make_tcp_collector(const CollectorEnv& env);
+
+}  // namespace loadwatch

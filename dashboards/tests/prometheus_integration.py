@@ -1,0 +1,509 @@
+#!/usr/bin/env python3
+"""The mixin against a real Prometheus and a real loadwatch (run by
+tests/scripts/test_mixin_prometheus.sh). Python stdlib only; loopback only; bounded in time.
+
+    prometheus_integration.py --binary BUILD/loadwatch [--source-dir REPO]
+
+1. Starts, on 127.0.0.1 with free ports and a temporary directory:
+   - helper processes (this file with --helper): "leak" grows its RSS 8 MiB/s, "fds" opens fds
+     towards its soft RLIMIT_NOFILE (1000), "ports" holds a growing number of connections to
+     its own listener, "victim" sleeps (and is later killed and started again);
+   - Mountebank (an imposter with ok, failing, slow and unmatched paths) and Locust driving it,
+     when both are installed; otherwise the generator and mock panels are checked for
+     parse-only and the report says so;
+   - loadwatch watching those targets and sources, plus a source that is down;
+   - Prometheus (Debian 2.42): scrape and evaluation interval 1s, the SHIPPED rule files with
+     only their durations scaled (range windows and for: divided by 60, ranges at least 5s),
+     and tests/thresholds.integration.yml.
+2. Waits, through /api/v1/alerts, for every alert to be pending or firing, driven by a real
+   condition: memory leak, fd exhaustion, ephemeral ports (threshold lowered to fit a test),
+   source down, generator failures and P99 (Locust against Mountebank's failing and 1.5 s
+   paths), target down and restarted (the victim killed, then started again), loadwatch not
+   sampling (SIGSTOP). Four host alerts cannot be driven on a shared CI machine (CPU
+   saturation, softirq share, TIME_WAIT near the limit, listen overflows): the test thresholds
+   file makes their conditions always true, which proves the shipped expressions evaluate and
+   join on the real series (their firing logic is covered by the promtool unit tests).
+   Alerts that must NOT be active are checked too.
+3. Evaluates every panel query, annotation query and variable query of the three dashboards
+   with the variables substituted ($job = the job, $instance and $target = ".+", Grafana's
+   "All"), through /api/v1/query_range and /api/v1/label/.../values: each must parse and
+   return data.
+Every process it starts is stopped by PID at the end.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import re
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+HERE = pathlib.Path(__file__).resolve().parent
+MIXIN = HERE.parent
+DEADLINE_S = 110  # whole run, hard bound
+JOB = "loadwatch"
+
+
+# ---- helper processes (run as: prometheus_integration.py --helper MODE MARKER [PORT]) ---------
+
+def helper(mode, marker, arg):
+    """Bounded real conditions; each exits by itself after 150 s at the latest."""
+    del marker  # only there to be matched by loadwatch's cmdline: selector
+    stop_at = time.monotonic() + 150
+    if mode == "leak":
+        held = []
+        while time.monotonic() < stop_at and len(held) < 200:  # <= 400 MiB, over 50 s
+            held.append(b"\x01" * (2 << 20))  # 2 MiB, every page written
+            time.sleep(0.25)
+        while time.monotonic() < stop_at:
+            time.sleep(0.5)
+    elif mode == "fds":
+        soft = 1000
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+        fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(815)]  # 0.82 of the limit
+        while time.monotonic() < stop_at and len(fds) < soft - 20:
+            fds.append(os.open("/dev/null", os.O_RDONLY))  # +2/s: the ratio keeps growing
+            time.sleep(0.5)
+        while time.monotonic() < stop_at:
+            time.sleep(0.5)
+    elif mode == "ports":
+        import threading
+        lst = socket.socket()
+        lst.bind(("127.0.0.1", int(arg)))
+        lst.listen(4096)
+        accepted = []
+
+        def accept():
+            while True:
+                try:
+                    accepted.append(lst.accept()[0])
+                except OSError:
+                    return
+        threading.Thread(target=accept, daemon=True).start()
+        clients = []
+        while time.monotonic() < stop_at and len(clients) < 600:
+            for _ in range(5):  # +10/s: ephemeral-port usage towards one address keeps growing
+                clients.append(socket.create_connection(("127.0.0.1", int(arg))))
+            time.sleep(0.5)
+        while time.monotonic() < stop_at:
+            time.sleep(0.5)
+    elif mode == "victim":
+        while time.monotonic() < stop_at:
+            time.sleep(0.5)
+    else:
+        raise SystemExit(f"unknown helper mode {mode}")
+
+
+# ---- small utilities -------------------------------------------------------------------------
+
+class Failure(Exception):
+    pass
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http(url, data=None, timeout=3.0, method=None):
+    req = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return r.read()
+
+
+def scale_durations(text):
+    """The shipped rules with their range windows and for: durations divided by 60 (minutes
+    become seconds); ranges stay >= 5s so rate() has samples at a 1s scrape interval."""
+    unit = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+    def secs(n, u):
+        return int(n) * unit[u]
+
+    def rng(m):
+        return "[%ds]" % max(5, secs(m.group(1), m.group(2)) // 60)
+
+    def for_(m):
+        return "%s%ds" % (m.group(1), max(1, secs(m.group(2), m.group(3)) // 60))
+    out = re.sub(r"\[(\d+)([smhd])\]", rng, text)
+    return re.sub(r"(?m)^(\s*for:\s*)(\d+)([smh])\s*$", for_, out)
+
+
+class Run:
+    def __init__(self, args):
+        self.args = args
+        self.t0 = time.monotonic()
+        self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="lw-mixin-"))
+        self.procs = {}  # name -> Popen
+        self.marker = f"lwmixin{os.getpid()}"
+        self.log = []
+        self.sources = False
+
+    # -- processes ----------------------------------------------------------------------------
+    def start(self, name, argv, **kw):
+        out = open(self.tmp / f"{name}.log", "wb")
+        self.procs[name] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, **kw)
+        return self.procs[name]
+
+    def start_helper(self, mode, *extra):
+        return self.start(mode, [sys.executable, str(pathlib.Path(__file__).resolve()),
+                                 "--helper", mode, f"{self.marker}-{mode}", *extra])
+
+    def stop(self, name, sig=signal.SIGTERM):
+        p = self.procs.pop(name, None)
+        if p is None or p.poll() is not None:
+            return
+        try:
+            p.send_signal(signal.SIGCONT)
+            p.send_signal(sig)
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=5)
+
+    def cleanup(self):
+        for name in list(self.procs):
+            self.stop(name)
+        if not self.args.keep:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def remaining(self):
+        return DEADLINE_S - (time.monotonic() - self.t0)
+
+    def say(self, msg):
+        line = f"[{time.monotonic() - self.t0:5.1f}s] {msg}"
+        print(line, flush=True)
+
+    def wait_http(self, url, what, timeout=20):
+        end = time.monotonic() + min(timeout, self.remaining())
+        while time.monotonic() < end:
+            for name, p in self.procs.items():
+                if p.poll() is not None and name in what:
+                    raise Failure(f"{name} exited with {p.returncode}:\n{self.tail(name)}")
+            try:
+                return http(url, timeout=1)
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.2)
+        raise Failure(f"{what} did not answer {url} within {timeout}s:\n{self.tail(what)}")
+
+    def tail(self, name, lines=25):
+        try:
+            return "\n".join((self.tmp / f"{name}.log").read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    # -- Prometheus API -------------------------------------------------------------------------
+    def api(self, path, **params):
+        url = f"http://127.0.0.1:{self.prom_port}/api/v1/{path}"
+        if params:
+            url += "?" + urllib.parse.urlencode(params, doseq=True)
+        try:
+            body = json.loads(http(url, timeout=5))
+        except urllib.error.HTTPError as e:
+            body = json.loads(e.read() or b"{}")
+        return body
+
+    def alerts(self):
+        return self.api("alerts").get("data", {}).get("alerts", [])
+
+    # -- setup ----------------------------------------------------------------------------------
+    def setup_sources(self):
+        src = self.args.source_dir
+        mb = os.environ.get("MB_BIN") or str(src / "build/peers/mountebank/node_modules/.bin/mb")
+        locust = shutil.which("locust")
+        if not (os.access(mb, os.X_OK) and locust):
+            self.say(f"SKIP real sources: mountebank ({mb}) or locust missing; generator and "
+                     f"mock panels are checked parse-only")
+            return []
+        self.mb_port, self.imp_port, self.locust_port = free_port(), free_port(), free_port()
+        self.start("mountebank", [mb, "start", "--port", str(self.mb_port), "--localOnly",
+                                  "--pidfile", str(self.tmp / "mb.pid"),
+                                  "--logfile", str(self.tmp / "mb-internal.log"),
+                                  "--loglevel", "warn"])
+        self.wait_http(f"http://127.0.0.1:{self.mb_port}/imposters", "mountebank", timeout=30)
+        imposter = {"protocol": "http", "port": self.imp_port, "stubs": [
+            {"predicates": [{"equals": {"path": "/"}}],
+             "responses": [{"is": {"statusCode": 200, "body": "ok"}}]},
+            {"predicates": [{"equals": {"path": "/fail"}}],
+             "responses": [{"is": {"statusCode": 500}}]},
+            {"predicates": [{"equals": {"path": "/slow"}}],
+             "responses": [{"is": {"statusCode": 200}, "behaviors": [{"wait": 1500}]}]},
+        ]}
+        http(f"http://127.0.0.1:{self.mb_port}/imposters", json.dumps(imposter).encode(),
+             method="POST")
+        (self.tmp / "locustfile.py").write_text(
+            "from locust import HttpUser, task, constant\n"
+            "class User(HttpUser):\n"
+            "    wait_time = constant(0.05)\n"
+            "    @task(90)\n"
+            "    def ok(self):\n        self.client.get('/')\n"
+            "    @task(5)\n"
+            "    def fail(self):\n        self.client.get('/fail')\n"
+            "    @task(3)\n"
+            "    def slow(self):\n        self.client.get('/slow')\n"
+            "    @task(2)\n"
+            "    def unmatched(self):\n        self.client.get('/no-stub-for-this')\n")
+        self.start("locust", [locust, "-f", str(self.tmp / "locustfile.py"), "--autostart",
+                              "--web-host", "127.0.0.1", "--web-port", str(self.locust_port),
+                              "-u", "8", "-r", "8", "--host", f"http://127.0.0.1:{self.imp_port}",
+                              "--loglevel", "WARNING"], cwd=self.tmp)
+        self.sources = True
+        return [
+            {"name": "mb", "kind": "mountebank", "url": f"http://127.0.0.1:{self.mb_port}"},
+            {"name": "locust", "kind": "locust", "url": f"http://127.0.0.1:{self.locust_port}"},
+        ]
+
+    def setup(self):
+        self.ports_port = free_port()
+        for mode in ("leak", "fds", "victim"):
+            self.start_helper(mode)
+        self.start_helper("ports", str(self.ports_port))
+        sources = self.setup_sources()
+        # A source nobody listens on: LoadwatchSourceDown.
+        sources.append({"name": "down", "kind": "locust", "url": f"http://127.0.0.1:{free_port()}"})
+        lines = ["targets:"]
+        for mode in ("leak", "fds", "victim", "ports"):
+            lines += [f"  - name: {mode}", f"    match: {{cmdline: '{self.marker}-{mode}'}}"]
+        if self.sources:
+            lines += ["  - name: mock", f"    match: {{pidfile: '{self.tmp / 'mb.pid'}'}}"]
+        lines.append("sources:")
+        for s in sources:
+            lines.append(f"  - {{name: {s['name']}, kind: {s['kind']}, url: '{s['url']}', "
+                         f"interval: 1s, timeout: 1s}}")
+        ports = [self.ports_port] + ([self.imp_port] if self.sources else [])
+        lines += ["tcp:", f"  ports: {ports}"]
+        (self.tmp / "loadwatch.yml").write_text("\n".join(lines) + "\n")
+
+        self.lw_port = free_port()
+        self.start("loadwatch", [str(self.args.binary), f"--config.file={self.tmp / 'loadwatch.yml'}",
+                                 f"--web.listen-address=127.0.0.1:{self.lw_port}",
+                                 "--log.level=warn"])
+        self.wait_http(f"http://127.0.0.1:{self.lw_port}/metrics", "loadwatch")
+
+        rules = self.tmp / "rules"
+        rules.mkdir()
+        for name in ("loadwatch.rules.yml", "loadwatch.alerts.yml"):
+            shipped = (MIXIN / "rules" / name).read_text()
+            scaled = scale_durations(shipped)
+            # Only the durations may differ from the shipped file.
+            norm = lambda s: re.sub(r"\[\d+[smhd]\]", "[D]", re.sub(r"(?m)^(\s*for:\s*)\S+", r"\1D", s))
+            if norm(scaled) != norm(shipped) or scaled == shipped:
+                raise Failure(f"scaling {name} changed more than its durations")
+            (rules / name).write_text(scaled)
+        shutil.copy(HERE / "thresholds.integration.yml", rules / "thresholds.integration.yml")
+        out = subprocess.run([self.args.promtool, "check", "rules", *sorted(map(str, rules.iterdir()))],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            raise Failure(f"promtool check rules on the scaled rules:\n{out.stdout}{out.stderr}")
+
+        self.prom_port = free_port()
+        (self.tmp / "prometheus.yml").write_text(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
+            "rule_files:\n"
+            f"  - {rules / 'thresholds.integration.yml'}\n"
+            f"  - {rules / 'loadwatch.rules.yml'}\n"
+            f"  - {rules / 'loadwatch.alerts.yml'}\n"
+            "scrape_configs:\n"
+            f"  - job_name: {JOB}\n"
+            f"    static_configs: [{{targets: ['127.0.0.1:{self.lw_port}']}}]\n")
+        self.start("prometheus", [self.args.prometheus,
+                                  f"--config.file={self.tmp / 'prometheus.yml'}",
+                                  f"--storage.tsdb.path={self.tmp / 'data'}",
+                                  f"--web.listen-address=127.0.0.1:{self.prom_port}",
+                                  "--log.level=warn"])
+        self.wait_http(f"http://127.0.0.1:{self.prom_port}/-/ready", "prometheus")
+        self.prom_start = time.time()
+        self.say(f"running: loadwatch :{self.lw_port}, prometheus :{self.prom_port}, "
+                 f"sources {'mountebank + locust' if self.sources else 'none (skipped)'}")
+
+    # -- alerts -----------------------------------------------------------------------------------
+    def wait_alerts(self, expected, timeout):
+        """expected: {label: {name: value}}; returns {label: state} once all are pending or
+        firing; raises with what was seen otherwise."""
+        seen = {}
+        end = time.monotonic() + min(timeout, self.remaining())
+        while time.monotonic() < end:
+            for a in self.alerts():
+                for key, want in expected.items():
+                    if all(a["labels"].get(k) == v for k, v in want.items()) \
+                            and a["state"] in ("pending", "firing"):
+                        if seen.get(key) != "firing":
+                            seen[key] = a["state"]
+            if len(seen) == len(expected):
+                return seen
+            time.sleep(0.25)
+        missing = sorted(set(expected) - set(seen))
+        active = sorted({(a["labels"]["alertname"], a["state"],
+                          a["labels"].get("target") or a["labels"].get("source") or "")
+                         for a in self.alerts()})
+        raise Failure(f"alerts never pending/firing: {missing}\nactive: {active}")
+
+    def expect_not_active(self, alertname, **labels):
+        for a in self.alerts():
+            if a["labels"]["alertname"] == alertname and \
+                    all(a["labels"].get(k) == v for k, v in labels.items()):
+                raise Failure(f"{alertname} {labels} must not be active: {a}")
+
+    # -- dashboards -------------------------------------------------------------------------------
+    def dashboard_queries(self):
+        for path in sorted((MIXIN / "grafana").glob("*.json")):
+            d = json.loads(path.read_text())
+            for p in d["panels"]:
+                for t in p.get("targets", []):
+                    yield path.stem, f"panel {p['id']} {p['title']!r} {t['refId']}", t["expr"], "range"
+            for a in d["annotations"]["list"]:
+                yield path.stem, f"annotation {a['name']!r}", a["expr"], "range"
+            for v in d["templating"]["list"]:
+                if v["type"] == "query":
+                    yield path.stem, f"variable {v['name']}", v["query"], "label_values"
+
+    @staticmethod
+    def substitute(expr):
+        out = expr.replace("$job", JOB).replace("$instance", ".+").replace("$target", ".+")
+        if "$" in out:
+            raise Failure(f"unsubstituted variable in {expr}")
+        return out
+
+    @staticmethod
+    def needs_sources(expr):
+        return re.search(r"loadwatch_(generator|mock)_", expr) is not None
+
+    def check_dashboards(self):
+        results, failures, parse_only = 0, [], 0
+        start, end = self.prom_start + 2, time.time()
+        for dash, where, expr, kind in self.dashboard_queries():
+            q = self.substitute(expr)
+            if kind == "label_values":
+                m = re.fullmatch(r"label_values\((.+),\s*(\w+)\)", q)
+                body = self.api(f"label/{m.group(2)}/values", **{"match[]": m.group(1)})
+                ok = body.get("status") == "success" and body.get("data")
+                detail = body.get("error") or f"values {body.get('data')}"
+            else:
+                body = self.api("query_range", query=q, start=f"{start:.3f}", end=f"{end:.3f}", step="1")
+                if body.get("status") != "success":
+                    failures.append(f"{dash} {where}: does not evaluate: {body.get('error')}\n    {q}")
+                    continue
+                series = body["data"]["result"]
+                ok = any(v[1] not in ("NaN",) for s in series for v in s.get("values", []))
+                detail = f"{len(series)} series"
+                if not ok and not self.sources and self.needs_sources(expr):
+                    parse_only += 1
+                    self.say(f"  parse-only (no sources): {dash} {where}")
+                    continue
+            results += 1
+            if not ok:
+                failures.append(f"{dash} {where}: no data ({detail})\n    {q}")
+        if failures:
+            raise Failure("dashboard queries without data:\n  " + "\n  ".join(failures))
+        self.say(f"dashboards: {results} queries evaluated with data"
+                 + (f", {parse_only} parse-only" if parse_only else ""))
+
+    # -- the run ----------------------------------------------------------------------------------
+    def run(self):
+        self.setup()
+        base = {"job": JOB}
+        expected = {
+            "memory leak (leak)": {"alertname": "LoadwatchMemoryLeakSuspected", "target": "leak"},
+            "fd exhaustion (fds)": {"alertname": "LoadwatchFdExhaustion", "target": "fds"},
+            "ephemeral ports": {"alertname": "LoadwatchEphemeralPortsNearExhaustion"},
+            "source down (down)": {"alertname": "LoadwatchSourceDown", "source": "down"},
+            "cpu saturated (threshold trip)": {"alertname": "LoadwatchHostCPUSaturated"},
+            "softirq share (threshold trip)": {"alertname": "LoadwatchHostSoftirqHigh"},
+            "TIME_WAIT near limit (threshold trip)": {"alertname": "LoadwatchTimeWaitNearLimit"},
+            "listen overflows (threshold trip)": {"alertname": "LoadwatchListenOverflows"},
+        }
+        if self.sources:
+            expected["generator failures (locust)"] = {
+                "alertname": "LoadwatchGeneratorFailureRatioHigh", "source": "locust"}
+            expected["generator P99 (locust)"] = {
+                "alertname": "LoadwatchGeneratorLatencyHigh", "source": "locust", "quantile": "0.99"}
+        for v in expected.values():
+            v.update(base)
+        seen = self.wait_alerts(expected, timeout=45)
+        for k in sorted(seen):
+            self.say(f"  {seen[k]:8} {k}")
+        # Real series that must not alert.
+        self.expect_not_active("LoadwatchTargetDown")
+        self.expect_not_active("LoadwatchTargetRestarted")
+        self.expect_not_active("LoadwatchThresholdOverrideAmbiguous")
+        self.expect_not_active("LoadwatchNotSampling")
+        # ("ports" may: its fds grow 10/s, predicted to reach its limit within the hour.)
+        for t in ("victim", "leak"):
+            self.expect_not_active("LoadwatchFdExhaustion", target=t)
+        for t in ("victim", "fds"):
+            self.expect_not_active("LoadwatchMemoryLeakSuspected", target=t)
+        # The staleness branch of LoadwatchNotSampling on real series: scrape time minus
+        # loadwatch's sample time is about zero (same clock here).
+        lag = self.api("query", query="timestamp(loadwatch_last_sample_timestamp_seconds)"
+                                      " - loadwatch_last_sample_timestamp_seconds")["data"]["result"]
+        if len(lag) != 1 or not -2 < float(lag[0]["value"][1]) < 3:
+            raise Failure(f"scrape time - last sample time should be ~0s: {lag}")
+
+        self.say("killing the victim target")
+        self.stop("victim", signal.SIGKILL)
+        seen = self.wait_alerts({"target down (victim)": dict(base, alertname="LoadwatchTargetDown",
+                                                              target="victim")}, timeout=15)
+        self.say(f"  {seen['target down (victim)']:8} target down (victim)")
+        self.start_helper("victim")
+        seen = self.wait_alerts({"target restarted (victim)": dict(
+            base, alertname="LoadwatchTargetRestarted", target="victim")}, timeout=15)
+        self.say(f"  {seen['target restarted (victim)']:8} target restarted (victim)")
+
+        time.sleep(2)  # the range queries' last 1s step must come after the restart's sample
+        self.check_dashboards()
+
+        self.say("stopping loadwatch (SIGSTOP): its scrapes fail")
+        os.kill(self.procs["loadwatch"].pid, signal.SIGSTOP)
+        try:
+            seen = self.wait_alerts({"not sampling": dict(base, alertname="LoadwatchNotSampling")},
+                                    timeout=20)
+        finally:
+            os.kill(self.procs["loadwatch"].pid, signal.SIGCONT)
+        self.say(f"  {seen['not sampling']:8} loadwatch not sampling")
+        self.say("PASS")
+
+
+def main():
+    if len(sys.argv) >= 4 and sys.argv[1] == "--helper":
+        helper(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--binary", type=pathlib.Path, required=True, help="the loadwatch binary")
+    ap.add_argument("--source-dir", type=pathlib.Path, default=MIXIN.parent)
+    ap.add_argument("--prometheus", default=shutil.which("prometheus") or "/usr/bin/prometheus")
+    ap.add_argument("--promtool", default=shutil.which("promtool") or "/usr/bin/promtool")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    args = ap.parse_args()
+
+    def terminate(signum, frame):
+        raise Failure(f"stopped by signal {signum}")
+    signal.signal(signal.SIGTERM, terminate)  # e.g. timeout(1): still stop what we started
+    run = Run(args)
+    try:
+        run.run()
+        return 0
+    except Failure as e:
+        print(f"FAIL: {e}", flush=True)
+        for name in ("loadwatch", "prometheus", "locust", "mountebank"):
+            if (run.tmp / f"{name}.log").exists():
+                print(f"--- {name} log (tail) ---\n{run.tail(name)}")
+        return 1
+    finally:
+        run.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+#pragma once
+// The one small interface every collector implements, and the table that lists them.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "fs_root.h"
+#include "metric_sink.h"
+#include "options.h"
+
+namespace loadwatch {
+
+/// What the targets collector found this sample; later collectors (network) read it.
+struct TargetState {
+  std::string name;
+  std::string selector;  // "port:2525"
+  bool up = false;
+  std::vector<pid_t> pids;                  // sorted
+  std::vector<std::uint16_t> listen_ports;  // TCP ports the group listens on (network fills)
+};
+
+/// Shared by the collectors of one sample, in table order. Owned by the sampler thread.
+struct SampleContext {
+  const FsRoot& proc;
+  const FsRoot& sys;
+  double now = 0;  // unix time of this sample, seconds
+  std::vector<TargetState> targets;
+};
+
+/// Everything a collector may read when it is built or reconfigured.
+class HttpServer;
+
+struct CollectorEnv {
+  const Options& options;
+  const Config& config;
+  const FsRoot& proc;
+  const FsRoot& sys;
+  /// The daemon's HTTP server, for collectors that take pushed data (may be null in tests).
+  /// Routes must be added while the collector is built, before the server starts.
+  HttpServer* http = nullptr;
+};
+
+/// A collector adds its metrics to the sample. Called only from the sampler thread, one call
+/// at a time, so implementations keep state across samples without locks.
+/// Throwing std::exception marks the collector failed for this sample
+/// (loadwatch_collector_success 0); adding nothing is "no data", a quiet success.
+class Collector {
+ public:
+  virtual ~Collector() = default;
+  virtual void collect(SampleContext& ctx, MetricSink& out) = 0;
+  /// A new config was loaded (SIGHUP). Keep state that still applies (e.g. counters of
+  /// unchanged targets).
+  virtual void reconfigure(const CollectorEnv&) {}
+};
+
+struct CollectorSpec {
+  const char* name;
+  const char* help;
+  bool enabled_by_default;
+  std::function<std::unique_ptr<Collector>(const CollectorEnv&)> make;
+};
+
+/// Every collector, in the order a sample runs them (targets first: others read its state).
+const std::vector<CollectorSpec>& collector_table();
+
+}  // namespace loadwatch

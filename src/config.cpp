@@ -1,0 +1,209 @@
+// YAML config parsing with file:line:col errors (yaml-cpp marks are 0-based; we print 1-based).
+#include "config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstring>
+#include <set>
+
+#include "collector.h"
+#include "fs_root.h"
+
+namespace loadwatch {
+
+namespace {
+
+class Parser {
+ public:
+  explicit Parser(std::string file) : file_(std::move(file)) {}
+
+  [[noreturn]] void fail(const YAML::Mark& mark, const std::string& message) const {
+    std::string where = file_.empty() ? "<config>" : file_;
+    if (!mark.is_null()) {
+      where += ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+    }
+    throw ConfigError(where + ": " + message);
+  }
+
+  void expect_map(const YAML::Node& node, const std::string& what) const {
+    if (!node.IsMap()) fail(node.Mark(), what + " must be a mapping");
+  }
+
+  void expect_keys(const YAML::Node& node, const std::string& what,
+                   std::initializer_list<const char*> allowed) const {
+    expect_map(node, what);
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      auto key = it->first.as<std::string>();
+      bool ok = false;
+      for (const char* a : allowed) ok = ok || key == a;
+      if (!ok) {
+        std::string list;
+        for (const char* a : allowed) list += list.empty() ? a : std::string(", ") + a;
+        fail(it->first.Mark(), "unknown key \"" + key + "\" in " + what + " (allowed: " + list + ")");
+      }
+    }
+  }
+
+  std::string scalar(const YAML::Node& node, const std::string& what) const {
+    if (!node.IsScalar()) fail(node.Mark(), what + " must be a string");
+    return node.Scalar();
+  }
+
+  bool boolean(const YAML::Node& node, const std::string& what) const {
+    bool value = false;
+    if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
+      fail(node.Mark(), what + " must be true or false");
+    }
+    return value;
+  }
+
+  long long integer(const YAML::Node& node, const std::string& what, long long min,
+                    long long max) const {
+    long long value = 0;
+    if (!node.IsScalar() || !YAML::convert<long long>::decode(node, value)) {
+      fail(node.Mark(), what + " must be an integer");
+    }
+    if (value < min || value > max) {
+      fail(node.Mark(), what + " must be between " + std::to_string(min) + " and " +
+                            std::to_string(max));
+    }
+    return value;
+  }
+
+  std::chrono::milliseconds duration(const YAML::Node& node, const std::string& what) const {
+    try {
+      auto d = parse_duration(scalar(node, what));
+      if (d.count() <= 0) fail(node.Mark(), what + " must be greater than 0");
+      return d;
+    } catch (const std::invalid_argument& e) {
+      fail(node.Mark(), what + ": " + e.what());
+    }
+  }
+
+  TargetConfig target(const YAML::Node& node) const {
+    expect_keys(node, "target", {"name", "match", "children"});
+    TargetConfig t;
+    if (!node["name"]) fail(node.Mark(), "target needs a name");
+    t.name = scalar(node["name"], "target name");
+    if (t.name.empty()) fail(node["name"].Mark(), "target name must not be empty");
+    const YAML::Node match = node["match"];
+    if (!match) fail(node.Mark(), "target \"" + t.name + "\" needs match: {KIND: VALUE}");
+    try {
+      if (match.IsScalar()) {
+        t.match = parse_selector(match.Scalar());
+      } else {
+        expect_keys(match, "match", {"pid", "pidfile", "comm", "exe", "cmdline", "unit", "port"});
+        if (match.size() != 1) fail(match.Mark(), "match takes exactly one selector");
+        auto it = match.begin();
+        t.match = make_selector(it->first.as<std::string>(), scalar(it->second, "selector value"));
+      }
+    } catch (const std::invalid_argument& e) {
+      fail(match.IsMap() && match.size() == 1 ? match.begin()->second.Mark() : match.Mark(),
+           e.what());
+    }
+    if (node["children"]) t.children = boolean(node["children"], "children");
+    return t;
+  }
+
+  SourceConfig source(const YAML::Node& node) const {
+    expect_keys(node, "source",
+                {"name", "kind", "url", "interval", "timeout", "max_response_bytes", "max_series"});
+    SourceConfig s;
+    for (const char* key : {"name", "kind", "url"}) {
+      if (!node[key]) fail(node.Mark(), std::string("source needs ") + key);
+    }
+    s.name = scalar(node["name"], "source name");
+    s.kind = scalar(node["kind"], "source kind");
+    if (s.kind != "mountebank" && s.kind != "locust" && s.kind != "prometheus") {
+      fail(node["kind"].Mark(), "unknown source kind \"" + s.kind +
+                                    "\" (want mountebank, locust or prometheus)");
+    }
+    s.url = scalar(node["url"], "source url");
+    if (s.url.rfind("http://", 0) != 0 && s.url.rfind("https://", 0) != 0) {
+      fail(node["url"].Mark(), "source url must start with http:// or https://");
+    }
+    while (!s.url.empty() && s.url.back() == '/') s.url.pop_back();
+    if (node["interval"]) s.interval = duration(node["interval"], "interval");
+    if (node["timeout"]) s.timeout = duration(node["timeout"], "timeout");
+    if (node["max_response_bytes"]) {
+      s.max_bytes = integer(node["max_response_bytes"], "max_response_bytes", 1024, 1LL << 32);
+    }
+    if (node["max_series"]) s.max_series = integer(node["max_series"], "max_series", 1, 1000000);
+    return s;
+  }
+
+  Config parse(const std::string& text) const {
+    YAML::Node root;
+    try {
+      root = YAML::Load(text);
+    } catch (const YAML::ParserException& e) {
+      fail(e.mark, e.msg);
+    }
+    Config config;
+    config.file = file_;
+    if (root.IsNull()) return config;
+    expect_keys(root, "config", {"targets", "sources", "tcp", "collectors"});
+
+    std::set<std::string> names;
+    if (auto targets = root["targets"]; targets && !targets.IsNull()) {
+      if (!targets.IsSequence()) fail(targets.Mark(), "targets must be a list");
+      for (const auto& node : targets) {
+        auto t = target(node);
+        if (!names.insert(t.name).second) {
+          fail(node["name"].Mark(), "duplicate target name \"" + t.name + "\"");
+        }
+        config.targets.push_back(std::move(t));
+      }
+    }
+    std::set<std::string> source_names;
+    if (auto sources = root["sources"]; sources && !sources.IsNull()) {
+      if (!sources.IsSequence()) fail(sources.Mark(), "sources must be a list");
+      for (const auto& node : sources) {
+        auto s = source(node);
+        if (!source_names.insert(s.name).second) {
+          fail(node["name"].Mark(), "duplicate source name \"" + s.name + "\"");
+        }
+        config.sources.push_back(std::move(s));
+      }
+    }
+    if (auto tcp = root["tcp"]; tcp && !tcp.IsNull()) {
+      expect_keys(tcp, "tcp", {"ports"});
+      if (auto ports = tcp["ports"]; ports && !ports.IsNull()) {
+        if (!ports.IsSequence()) fail(ports.Mark(), "tcp.ports must be a list of ports");
+        for (const auto& p : ports) {
+          config.tcp.ports.push_back(static_cast<std::uint16_t>(integer(p, "port", 1, 65535)));
+        }
+      }
+    }
+    if (auto collectors = root["collectors"]; collectors && !collectors.IsNull()) {
+      expect_map(collectors, "collectors");
+      for (auto it = collectors.begin(); it != collectors.end(); ++it) {
+        auto name = it->first.as<std::string>();
+        bool known = false;
+        for (const auto& spec : collector_table()) known = known || name == spec.name;
+        if (!known) fail(it->first.Mark(), "unknown collector \"" + name + "\"");
+        config.collectors[name] = boolean(it->second, "collector " + name);
+      }
+    }
+    return config;
+  }
+
+ private:
+  std::string file_;
+};
+
+}  // namespace
+
+Config parse_config(const std::string& yaml_text, const std::string& file) {
+  return Parser(file).parse(yaml_text);
+}
+
+Config load_config(const std::string& file) {
+  std::string text;
+  if (int err = read_whole_file(file, text); err != 0) {
+    throw ConfigError(file + ": cannot read config: " + std::strerror(err));
+  }
+  return parse_config(text, file);
+}
+
+}  // namespace loadwatch

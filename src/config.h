@@ -1,0 +1,79 @@
+#pragma once
+// The daemon's configuration: YAML file plus flags, validated with file:line:col errors.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <regex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace loadwatch {
+
+/// A config error that names where it is: "file:line:col: message".
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// How a target finds its processes (PRODUCT.md "Target selectors").
+struct Selector {
+  enum class Kind { Pid, Pidfile, Comm, Exe, Cmdline, Unit, Port };
+  Kind kind = Kind::Pid;
+  std::string value;          // as written, e.g. "/run/mb.pid", "node", "egg-cluster"
+  std::optional<std::regex> regex;  // Cmdline only (ECMAScript)
+
+  /// "kind:value", as shown on the landing page.
+  std::string text() const;
+  bool operator==(const Selector& o) const { return kind == o.kind && value == o.value; }
+};
+
+const char* selector_kind_name(Selector::Kind kind);
+/// Parses "KIND:VALUE"; throws std::invalid_argument with a message on a bad selector.
+Selector parse_selector(const std::string& text);
+/// Builds a selector from kind name and value; throws std::invalid_argument.
+Selector make_selector(const std::string& kind, const std::string& value);
+
+struct TargetConfig {
+  std::string name;
+  Selector match;
+  bool children = true;
+  bool operator==(const TargetConfig& o) const {
+    return name == o.name && match == o.match && children == o.children;
+  }
+};
+
+struct SourceConfig {
+  std::string name;
+  std::string kind;  // mountebank, locust, prometheus
+  std::string url;
+  std::chrono::milliseconds interval{5000};
+  std::chrono::milliseconds timeout{2000};
+  std::uint64_t max_bytes = 16u << 20;
+  std::size_t max_series = 1000;
+};
+
+struct TcpConfig {
+  std::vector<std::uint16_t> ports;
+};
+
+struct Config {
+  std::string file;  // empty when built from flags alone
+  std::vector<TargetConfig> targets;
+  std::vector<SourceConfig> sources;
+  TcpConfig tcp;
+  /// Collector switches from the file's `collectors:` map (name -> enabled).
+  std::map<std::string, bool> collectors;
+};
+
+/// Parses a YAML config document. `file` is used in error messages. Throws ConfigError.
+Config parse_config(const std::string& yaml_text, const std::string& file);
+/// Reads and parses a config file. Throws ConfigError (also for an unreadable file).
+Config load_config(const std::string& file);
+
+/// Parses a Prometheus duration ("500ms", "1s", "2m", "1h30m"); throws std::invalid_argument.
+std::chrono::milliseconds parse_duration(const std::string& text);
+
+}  // namespace loadwatch

@@ -1,0 +1,149 @@
+#include "daemon.h"
+
+#include <signal.h>
+#include <systemd/sd-daemon.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <spdlog/spdlog.h>
+
+#include "flags.h"
+#include "http_server.h"
+#include "logging.h"
+#include "sampler.h"
+#include "version.h"
+#include "web_routes.h"
+
+namespace loadwatch {
+
+namespace {
+
+/// Sends WATCHDOG=1 only while the sampler makes progress, so systemd restarts a stuck sampler.
+class Watchdog {
+ public:
+  Watchdog() {
+    uint64_t usec = 0;
+    if (sd_watchdog_enabled(0, &usec) > 0) period_ = std::chrono::microseconds(usec / 2);
+  }
+  /// How long the main loop may sleep before the next check.
+  std::chrono::milliseconds tick() const {
+    if (period_.count() == 0) return std::chrono::milliseconds(1000);
+    return std::max(std::chrono::milliseconds(100),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(period_) / 2);
+  }
+  void check(const Sampler& sampler) {
+    if (period_.count() == 0) return;
+    auto samples = sampler.samples();
+    if (samples != last_samples_) {
+      last_samples_ = samples;
+      sd_notify(0, "WATCHDOG=1");
+    }
+  }
+
+ private:
+  std::chrono::microseconds period_{0};
+  std::uint64_t last_samples_ = 0;
+};
+
+void reload(const Options& options, Sampler& sampler) {
+  sd_notify(0, "RELOADING=1");
+  try {
+    sampler.reload(effective_config(options));
+  } catch (const std::exception& e) {
+    spdlog::error("config reload rejected, keeping the running config: {}", e.what());
+  }
+  sd_notify(0, "READY=1");
+}
+
+int serve(const Options& options, Config config) {
+  // Signals are taken synchronously by this thread; every thread started below inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int s : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&signals, s);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  HttpServerSettings http_settings;
+  http_settings.listen_address = options.listen_address;
+  http_settings.max_requests = options.max_requests;
+  http_settings.web_config_file = options.web_config_file;
+  HttpServer http(http_settings);
+  Sampler sampler(options, std::move(config), &http);
+  add_web_routes(http, sampler);
+  sampler.sample_once();  // /metrics has data from the first request on
+  try {
+    http.start();
+  } catch (const std::exception& e) {
+    spdlog::critical("{}", e.what());
+    return 1;
+  }
+  sampler.start();
+  spdlog::info("loadwatch {} listening on {} (port {}), sampling every {}ms", LOADWATCH_VERSION,
+               options.listen_address, http.port(), options.sample_interval.count());
+  sd_notify(0, "READY=1");
+
+  Watchdog watchdog;
+  for (;;) {
+    auto tick = watchdog.tick();
+    timespec timeout{static_cast<time_t>(tick.count() / 1000),
+                     static_cast<long>((tick.count() % 1000) * 1'000'000)};
+    int sig = sigtimedwait(&signals, nullptr, &timeout);
+    watchdog.check(sampler);
+    if (sig == SIGHUP) {
+      spdlog::info("SIGHUP: reloading {}", options.config_file.empty() ? "flags" : options.config_file);
+      reload(options, sampler);
+    } else if (sig == SIGTERM || sig == SIGINT) {
+      spdlog::info("{}: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      sd_notify(0, "STOPPING=1");
+      break;
+    }
+  }
+  http.stop();
+  spdlog::debug("http server stopped");
+  if (!sampler.stop()) {
+    // A sample is stuck in the kernel (a hung file); exiting is all that is left to do.
+    spdlog::warn("sampler did not stop in time; exiting without waiting for it");
+    spdlog::default_logger()->flush();
+    std::_Exit(0);
+  }
+  spdlog::debug("sampler stopped");
+  return 0;
+}
+
+}  // namespace
+
+int run_daemon(int argc, char** argv) {
+  ParsedFlags flags = parse_flags(argc, argv);
+  if (flags.message) {
+    std::fputs(flags.message->c_str(), flags.exit_code == 0 ? stdout : stderr);
+    return flags.exit_code;
+  }
+  if (flags.show_version) {
+    std::printf("loadwatch, version %s (revision: %s, build date: %s)\n", LOADWATCH_VERSION,
+                LOADWATCH_REVISION, LOADWATCH_BUILD_DATE);
+    return 0;
+  }
+  const Options& options = flags.options;
+  try {
+    setup_logging(options.log_level, options.log_format);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+  Config config;
+  try {
+    config = effective_config(options);
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+  if (options.config_check) {
+    std::printf("config OK: %zu targets, %zu sources\n", config.targets.size(),
+                config.sources.size());
+    return 0;
+  }
+  return serve(options, std::move(config));
+}
+
+}  // namespace loadwatch

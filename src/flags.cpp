@@ -1,0 +1,138 @@
+#include "flags.h"
+
+#include <CLI/CLI.hpp>
+
+#include <set>
+
+#include "collector.h"
+
+namespace loadwatch {
+
+ParsedFlags parse_flags(int argc, char** argv) {
+  ParsedFlags parsed;
+  Options& o = parsed.options;
+  CLI::App app{"loadwatch: a Prometheus exporter for load, stress and soak test runs", "loadwatch"};
+  app.option_defaults()->always_capture_default();
+  std::string interval = "1s";
+  app.add_option("--config.file", o.config_file, "YAML config file");
+  app.add_flag("--config.check", o.config_check, "Validate the config and flags, then exit 0/1");
+  app.add_option("--web.listen-address", o.listen_address, "Address to serve /metrics on");
+  app.add_option("--web.config.file", o.web_config_file,
+                 "exporter-toolkit compatible TLS and basic-auth file");
+  app.add_option("--web.max-requests", o.max_requests, "Concurrent HTTP requests before 503")
+      ->check(CLI::Range(1, 10000));
+  app.add_option("--sample.interval", interval, "How often /proc is sampled (500ms, 1s, 2m)");
+  app.add_option("--target", o.targets, "NAME=SELECTOR, repeatable (e.g. mb=port:2525)");
+  app.add_option("--source", o.sources, "NAME=KIND,URL, repeatable (e.g. lc=locust,http://...)");
+  app.add_option("--path.procfs", o.procfs, "procfs mount point");
+  app.add_option("--path.sysfs", o.sysfs, "sysfs mount point");
+  app.add_option("--log.level", o.log_level, "debug, info, warn, error");
+  app.add_option("--log.format", o.log_format, "logfmt or json");
+  app.add_flag("--tcp.force-procfs", o.tcp_force_procfs,
+               "Read sockets from /proc/net/tcp{,6} instead of netlink sock_diag");
+  app.add_option("--collector.textfile.directory", o.textfile_directory,
+                 "Directory of *.prom files to export (wrk summaries)");
+  app.add_option("--graphite.listen-address", o.graphite_listen_address,
+                 "Graphite plaintext listener for JMeter's Backend Listener (off when empty)");
+  app.add_flag("--version", parsed.show_version, "Print version, git revision and build date");
+
+  // --collector.NAME / --no-collector.NAME for every collector in the table.
+  std::vector<std::pair<std::string, std::pair<bool*, bool*>>> switches;
+  std::vector<std::unique_ptr<bool>> storage;
+  for (const auto& spec : collector_table()) {
+    storage.push_back(std::make_unique<bool>(false));
+    bool* on = storage.back().get();
+    storage.push_back(std::make_unique<bool>(false));
+    bool* off = storage.back().get();
+    app.add_flag(std::string("--collector.") + spec.name, *on,
+                 std::string("Enable the ") + spec.name + " collector: " + spec.help);
+    app.add_flag(std::string("--no-collector.") + spec.name, *off,
+                 std::string("Disable the ") + spec.name + " collector");
+    switches.push_back({spec.name, {on, off}});
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::ostringstream out, err;
+    parsed.exit_code = app.exit(e, out, err);
+    parsed.message = out.str() + err.str();
+    return parsed;
+  }
+  try {
+    o.sample_interval = parse_duration(interval);
+    if (o.sample_interval.count() < 10) throw std::invalid_argument("must be at least 10ms");
+  } catch (const std::invalid_argument& e) {
+    parsed.message = std::string("--sample.interval: ") + e.what() + "\n";
+    parsed.exit_code = 1;
+    return parsed;
+  }
+  for (const auto& [name, flags] : switches) {
+    if (*flags.first && *flags.second) {
+      parsed.message = "--collector." + name + " and --no-collector." + name + " both given\n";
+      parsed.exit_code = 1;
+      return parsed;
+    }
+    if (*flags.first) o.collectors[name] = true;
+    if (*flags.second) o.collectors[name] = false;
+  }
+  return parsed;
+}
+
+void merge_flag_targets(Config& config, const Options& options) {
+  std::set<std::string> names;
+  for (const auto& t : config.targets) names.insert(t.name);
+  for (const auto& flag : options.targets) {
+    auto eq = flag.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw ConfigError("--target=" + flag + ": want NAME=KIND:VALUE");
+    }
+    TargetConfig t;
+    t.name = flag.substr(0, eq);
+    try {
+      t.match = parse_selector(flag.substr(eq + 1));
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError("--target=" + flag + ": " + e.what());
+    }
+    if (!names.insert(t.name).second) {
+      throw ConfigError("--target=" + flag + ": duplicate target name \"" + t.name + "\"");
+    }
+    config.targets.push_back(std::move(t));
+  }
+  std::set<std::string> source_names;
+  for (const auto& s : config.sources) source_names.insert(s.name);
+  for (const auto& flag : options.sources) {
+    auto eq = flag.find('=');
+    auto comma = flag.find(',', eq == std::string::npos ? 0 : eq);
+    if (eq == std::string::npos || eq == 0 || comma == std::string::npos) {
+      throw ConfigError("--source=" + flag + ": want NAME=KIND,URL");
+    }
+    // Reuse the YAML validation so both forms accept and reject the same things.
+    std::string yaml = "sources:\n  - {name: '" + flag.substr(0, eq) + "', kind: '" +
+                       flag.substr(eq + 1, comma - eq - 1) + "', url: '" +
+                       flag.substr(comma + 1) + "'}\n";
+    Config one;
+    try {
+      one = parse_config(yaml, "--source");
+    } catch (const ConfigError& e) {
+      std::string msg = e.what();
+      auto sep = msg.find(": ");
+      throw ConfigError("--source=" + flag + ": " +
+                        (sep == std::string::npos ? msg : msg.substr(sep + 2)));
+    }
+    if (!source_names.insert(one.sources[0].name).second) {
+      throw ConfigError("--source=" + flag + ": duplicate source name \"" +
+                        one.sources[0].name + "\"");
+    }
+    config.sources.push_back(std::move(one.sources[0]));
+  }
+}
+
+Config effective_config(const Options& options) {
+  Config config;
+  if (!options.config_file.empty()) config = load_config(options.config_file);
+  merge_flag_targets(config, options);
+  return config;
+}
+
+}  // namespace loadwatch

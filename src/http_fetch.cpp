@@ -1,0 +1,193 @@
+#include "http_fetch.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "version.h"
+
+namespace loadwatch {
+
+const char* fetch_error_reason(FetchError e) {
+  switch (e) {
+    case FetchError::None: return "";
+    case FetchError::Timeout: return "timeout";
+    case FetchError::Connect: return "connect";
+    case FetchError::HttpStatus: return "http_status";
+    case FetchError::Parse: return "parse";
+    case FetchError::TooLarge: return "too_large";
+    case FetchError::Stopped: return "stopped";
+  }
+  return "";
+}
+
+namespace {
+
+// What the libcurl callbacks of one transfer see.
+struct Transfer {
+  const std::atomic<bool>* stop = nullptr;
+  std::string body;
+  std::uint64_t limit = 0;
+  bool too_large = false;
+  char error[CURL_ERROR_SIZE] = {};
+};
+
+// Called with decoded bytes (curl inflates gzip before this), so the limit bounds memory
+// even for a small compressed body that inflates to gigabytes. Returning a short count
+// aborts the transfer with CURLE_WRITE_ERROR.
+size_t on_write(char* data, size_t size, size_t count, void* user) {
+  auto* im = static_cast<Transfer*>(user);
+  size_t len = size * count;
+  if (im->body.size() + len > im->limit) {
+    im->too_large = true;
+    return 0;
+  }
+  im->body.append(data, len);
+  return len;
+}
+
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* im = static_cast<Transfer*>(user);
+  return im->stop && im->stop->load(std::memory_order_relaxed) ? 1 : 0;
+}
+
+FetchError classify(CURLcode code) {
+  switch (code) {
+    case CURLE_OPERATION_TIMEDOUT: return FetchError::Timeout;
+    case CURLE_FILESIZE_EXCEEDED: return FetchError::TooLarge;
+    // A body that does not inflate, or bytes that are not HTTP: the answer is unreadable.
+    case CURLE_BAD_CONTENT_ENCODING:
+    case CURLE_WEIRD_SERVER_REPLY: return FetchError::Parse;
+    case CURLE_ABORTED_BY_CALLBACK: return FetchError::Stopped;
+    default: return FetchError::Connect;
+  }
+}
+
+}  // namespace
+
+struct HttpFetcher::Impl : Transfer {
+  CURL* easy = nullptr;
+  CURLM* multi = nullptr;
+};
+
+HttpFetcher::HttpFetcher(const std::atomic<bool>* stop) : impl_(new Impl) {
+  // curl_global_init is not thread-safe in every libcurl build: run it once, first.
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  impl_->stop = stop;
+  impl_->easy = curl_easy_init();
+  impl_->multi = curl_multi_init();
+}
+
+HttpFetcher::~HttpFetcher() {
+  if (impl_->easy) curl_easy_cleanup(impl_->easy);
+  if (impl_->multi) curl_multi_cleanup(impl_->multi);
+  delete impl_;
+}
+
+FetchResult HttpFetcher::get(const std::string& url, const FetchOptions& options) {
+  FetchResult result;
+  Impl& im = *impl_;
+  auto started = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
+  if (!im.easy || !im.multi) {
+    result.error = FetchError::Connect;
+    result.message = "libcurl initialisation failed";
+    return result;
+  }
+  im.body.clear();
+  im.too_large = false;
+  im.limit = options.max_bytes;
+  im.error[0] = '\0';
+
+  CURL* h = im.easy;
+  curl_slist* headers = nullptr;
+  if (!options.accept.empty()) {
+    headers = curl_slist_append(headers, ("Accept: " + options.accept).c_str());
+  }
+  long timeout_ms = static_cast<long>(std::max<std::int64_t>(1, options.timeout.count()));
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "gzip");
+  curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(options.max_bytes));
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(h, CURLOPT_USERAGENT, "loadwatch/" LOADWATCH_VERSION);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, static_cast<Transfer*>(&im));
+  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(h, CURLOPT_XFERINFODATA, static_cast<Transfer*>(&im));
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, im.error);
+
+  // A multi handle with a 50 ms poll instead of curl_easy_perform: the stop flag is seen
+  // within 50 ms even while a peer accepts and never answers (the progress callback alone
+  // may run only once a second when nothing moves).
+  CURLcode code = CURLE_OK;
+  bool stopped = false;
+  curl_multi_add_handle(im.multi, h);
+  for (;;) {
+    int running = 0;
+    CURLMcode mc = curl_multi_perform(im.multi, &running);
+    if (mc != CURLM_OK) {
+      code = CURLE_FAILED_INIT;
+      break;
+    }
+    if (running == 0) {
+      int left = 0;
+      code = CURLE_GOT_NOTHING;
+      while (CURLMsg* msg = curl_multi_info_read(im.multi, &left)) {
+        if (msg->msg == CURLMSG_DONE && msg->easy_handle == h) code = msg->data.result;
+      }
+      break;
+    }
+    if (im.stop && im.stop->load(std::memory_order_relaxed)) {
+      stopped = true;
+      break;
+    }
+    curl_multi_poll(im.multi, nullptr, 0, 50, nullptr);
+  }
+  curl_multi_remove_handle(im.multi, h);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
+  curl_slist_free_all(headers);
+
+  result.seconds = elapsed();
+  // Hand the body over (or free it): a failed 16 MiB attempt must not stay resident.
+  std::string body;
+  body.swap(im.body);
+  if (stopped) {
+    result.error = FetchError::Stopped;
+    result.message = "stopped";
+    return result;
+  }
+  if (im.too_large) {
+    result.error = FetchError::TooLarge;
+    result.message = "response larger than " + std::to_string(options.max_bytes) + " bytes";
+    return result;
+  }
+  if (code != CURLE_OK) {
+    result.error = classify(code);
+    result.message = im.error[0] ? std::string(im.error) : curl_easy_strerror(code);
+    if (result.error == FetchError::TooLarge) {
+      result.message = "response larger than " + std::to_string(options.max_bytes) + " bytes";
+    }
+    return result;
+  }
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &result.status);
+  if (result.status < 200 || result.status > 299) {
+    result.error = FetchError::HttpStatus;
+    result.message = "HTTP status " + std::to_string(result.status);
+    return result;
+  }
+  result.body = std::move(body);
+  return result;
+}
+
+}  // namespace loadwatch

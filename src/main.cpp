@@ -1,0 +1,3 @@
+#include "daemon.h"
+
+int main(int argc, char** argv) { return loadwatch::run_daemon(argc, argv); }

@@ -1,0 +1,32 @@
+#pragma once
+// Command-line flags (PRODUCT.md "Interfaces"), before the config file is merged in.
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace loadwatch {
+
+struct Options {
+  std::string config_file;
+  bool config_check = false;
+  std::string listen_address = ":9797";
+  std::string web_config_file;
+  std::chrono::milliseconds sample_interval{1000};
+  std::vector<std::string> targets;  // NAME=SELECTOR
+  std::vector<std::string> sources;  // NAME=KIND,URL
+  std::string procfs = "/proc";
+  std::string sysfs = "/sys";
+  std::string log_level = "info";
+  std::string log_format = "logfmt";
+  /// --collector.NAME / --no-collector.NAME, by collector name.
+  std::map<std::string, bool> collectors;
+  /// Read sockets from /proc/net/tcp{,6} even when netlink sock_diag works.
+  bool tcp_force_procfs = false;
+  std::string textfile_directory;
+  std::string graphite_listen_address;
+  int max_requests = 40;
+};
+
+}  // namespace loadwatch

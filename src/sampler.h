@@ -1,0 +1,71 @@
+#pragma once
+// The sampler thread: runs every collector each interval and publishes the sample atomically.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collector.h"
+#include "snapshot.h"
+
+namespace loadwatch {
+
+/// Owns the collectors. start() launches the thread; latest() and the counters may be read
+/// from any thread; reload() may be called from any thread (applied before the next sample).
+class Sampler {
+ public:
+  Sampler(const Options& options, Config config, HttpServer* http);
+  ~Sampler();
+
+  /// Takes one sample synchronously on the calling thread (used before start() so the first
+  /// sample is published before the port opens, and by tests).
+  void sample_once();
+  void start();
+  /// Stops the thread. Returns false if a sample is stuck (e.g. blocked on a hung file) and
+  /// did not finish within `wait`; the thread is then left behind and the caller should exit.
+  bool stop(std::chrono::milliseconds wait = std::chrono::milliseconds(1500));
+
+  std::shared_ptr<const Snapshot> latest() const;
+  /// Samples published so far (the watchdog checks it moves).
+  std::uint64_t samples() const { return samples_.load(); }
+  std::chrono::milliseconds interval() const { return options_.sample_interval; }
+  /// Names of enabled collectors, in sample order.
+  std::vector<std::string> collector_names() const;
+
+  /// Queues a new config; collectors are reconfigured before the next sample.
+  void reload(Config config);
+
+ private:
+  struct Entry {
+    const CollectorSpec* spec;
+    std::unique_ptr<Collector> collector;
+  };
+  void run();
+  void apply_pending_config();
+
+  Options options_;
+  Config config_;
+  FsRoot proc_, sys_;
+  HttpServer* http_;
+  std::vector<Entry> collectors_;
+
+  mutable std::mutex mutex_;  // guards latest_, pending_, stop_
+  std::condition_variable wake_;
+  std::shared_ptr<const Snapshot> latest_;
+  std::optional<Config> pending_;
+  bool stop_ = false;
+  bool finished_ = false;  // the thread has left run()
+  std::atomic<std::uint64_t> samples_{0};
+  std::thread thread_;
+};
+
+/// Whether a collector is on: the flag wins over the config file, which wins over the default.
+bool collector_enabled(const CollectorSpec& spec, const Options& options, const Config& config);
+
+}  // namespace loadwatch

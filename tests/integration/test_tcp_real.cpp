@@ -1,0 +1,570 @@
+// The tcp collector against real loopback sockets (issue 3, section 3). Only 127.0.0.0/8 and
+// ::1; every loop bounded in count and time; the one child process is killed by its PID.
+// The host is shared (other tests run beside this one), so host-wide figures are compared
+// with `ss` taken in the same moment: ss before and after the sample must agree, else the
+// comparison is retried (at most 10 times).
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collector.h"
+#include "collectors/netstat.h"
+#include "collectors/tcp_sockets.h"
+#include "fs_root.h"
+#include "socket_owners.h"
+
+using namespace loadwatch;
+
+namespace {
+
+struct Fd {
+  int fd = -1;
+  Fd() = default;
+  explicit Fd(int f) : fd(f) {}
+  Fd(Fd&& o) noexcept : fd(o.fd) { o.fd = -1; }
+  Fd& operator=(Fd&& o) noexcept {
+    reset();
+    fd = o.fd;
+    o.fd = -1;
+    return *this;
+  }
+  ~Fd() { reset(); }
+  void reset() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+};
+
+std::string shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  ::pclose(p);
+  return out;
+}
+
+long lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
+
+/// `ss -Htan state STATE [filter]` line count.
+long ss_count(const std::string& state, const std::string& filter = "") {
+  return lines(shell("ss -Htan state " + state + (filter.empty() ? "" : " '" + filter + "'") +
+                     " 2>/dev/null"));
+}
+
+Fd listen_on(int family, const char* addr, int backlog, std::uint16_t& port) {
+  Fd s(::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  REQUIRE(s.fd >= 0);
+  sockaddr_storage ss{};
+  socklen_t len;
+  if (family == AF_INET) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    a->sin_family = AF_INET;
+    inet_pton(AF_INET, addr, &a->sin_addr);
+    len = sizeof *a;
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    a->sin6_family = AF_INET6;
+    inet_pton(AF_INET6, addr, &a->sin6_addr);
+    len = sizeof *a;
+  }
+  REQUIRE(::bind(s.fd, reinterpret_cast<sockaddr*>(&ss), len) == 0);
+  REQUIRE(::listen(s.fd, backlog) == 0);
+  REQUIRE(::getsockname(s.fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0);
+  port = ntohs(family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
+                                 : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+  return s;
+}
+
+/// Connects to addr:port; with `nonblocking`, returns at once (the handshake may be pending).
+Fd connect_to(int family, const char* addr, std::uint16_t port, bool nonblocking = false) {
+  Fd s(::socket(family, SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0));
+  REQUIRE(s.fd >= 0);
+  sockaddr_storage ss{};
+  socklen_t len;
+  if (family == AF_INET) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(port);
+    inet_pton(AF_INET, addr, &a->sin_addr);
+    len = sizeof *a;
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(port);
+    inet_pton(AF_INET6, addr, &a->sin6_addr);
+    len = sizeof *a;
+  }
+  int rc = ::connect(s.fd, reinterpret_cast<sockaddr*>(&ss), len);
+  if (nonblocking) {
+    REQUIRE((rc == 0 || errno == EINPROGRESS));
+  } else {
+    REQUIRE(rc == 0);
+  }
+  return s;
+}
+
+Fd accept_one(const Fd& listener) {
+  pollfd p{listener.fd, POLLIN, 0};
+  REQUIRE(::poll(&p, 1, 2000) == 1);
+  Fd a(::accept4(listener.fd, nullptr, nullptr, SOCK_CLOEXEC));
+  REQUIRE(a.fd >= 0);
+  return a;
+}
+
+/// `n` connections closed client first: the client ends go to TIME_WAIT.
+void make_time_wait(int family, const char* addr, const Fd& listener, std::uint16_t port, int n) {
+  for (int i = 0; i < n; ++i) {
+    Fd c = connect_to(family, addr, port);
+    Fd a = accept_one(listener);
+    c.reset();
+    a.reset();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // FIN/ACKs settle
+}
+
+/// A collector with its own options and config (they must outlive it).
+struct Tcp {
+  Options opt;
+  Config cfg;
+  FsRoot proc{"/proc"}, sys{"/sys"};
+  std::unique_ptr<Collector> c;
+  Tcp(std::vector<std::uint16_t> ports, bool procfs) {
+    cfg.tcp.ports = std::move(ports);
+    opt.tcp_force_procfs = procfs;
+    c = make_tcp_collector(CollectorEnv{opt, cfg, proc, sys});
+  }
+  std::vector<prometheus::MetricFamily> sample(std::vector<TargetState>* targets = nullptr) {
+    SampleContext ctx{proc, sys, 0, {}};
+    if (targets != nullptr) ctx.targets = *targets;
+    MetricSink sink;
+    c->collect(ctx, sink);
+    if (targets != nullptr) *targets = ctx.targets;
+    return sink.take();
+  }
+};
+
+double value(const std::vector<prometheus::MetricFamily>& fams, const std::string& name,
+             const Labels& labels = {}) {
+  for (const auto& f : fams) {
+    if (f.name != name) continue;
+    for (const auto& m : f.metric) {
+      bool ok = true;
+      for (const auto& [k, v] : labels) {
+        bool hit = false;
+        for (const auto& l : m.label) hit |= l.name == k && l.value == v;
+        ok &= hit;
+      }
+      if (ok) return f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
+    }
+  }
+  return -1;
+}
+
+double port_state(const std::vector<prometheus::MetricFamily>& f, std::uint16_t port,
+                  const char* side, const char* state) {
+  return value(f, "loadwatch_tcp_port_connections",
+               {{"port", std::to_string(port)}, {"side", side}, {"state", state}});
+}
+
+/// Every series of `name` as "labels=value" strings, for whole-family comparisons.
+std::map<std::string, double> family(const std::vector<prometheus::MetricFamily>& fams,
+                                     const std::string& name) {
+  std::map<std::string, double> out;
+  for (const auto& f : fams) {
+    if (f.name != name) continue;
+    for (const auto& m : f.metric) {
+      std::string key;
+      for (const auto& l : m.label) key += l.name + "=" + l.value + ",";
+      out[key] = f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
+    }
+  }
+  return out;
+}
+
+double listen_overflows() {
+  Options opt;
+  Config cfg;
+  FsRoot proc("/proc"), sys("/sys");
+  auto c = make_netstat_collector(CollectorEnv{opt, cfg, proc, sys});
+  SampleContext ctx{proc, sys, 0, {}};
+  MetricSink sink;
+  c->collect(ctx, sink);
+  return value(sink.families(), "loadwatch_tcp_listen_overflows_total");
+}
+
+/// Ephemeral local range, as the kernel has it now.
+std::pair<int, int> port_range() {
+  int lo = 0, hi = 0;
+  FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+  REQUIRE(f != nullptr);
+  REQUIRE(std::fscanf(f, "%d %d", &lo, &hi) == 2);
+  std::fclose(f);
+  return {lo, hi};
+}
+
+/// The ephemeral usage as issue 3 defines it, computed from `ss` output (non-TIME_WAIT
+/// sockets, as the collector counts with no watched port): max over peer ip:port of sockets
+/// whose local port is in the range, listeners excluded.
+long ss_ephemeral_max() {
+  const auto [lo, hi] = port_range();
+  std::map<std::string, long> per_peer;
+  const std::string out = shell("ss -Htan exclude time-wait exclude listening 2>/dev/null");
+  std::size_t pos = 0;
+  while (pos < out.size()) {
+    std::size_t nl = out.find('\n', pos);
+    std::string line = out.substr(pos, nl - pos);
+    pos = nl == std::string::npos ? out.size() : nl + 1;
+    char st[32], local[128], peer[128];
+    long rq, sq;
+    if (std::sscanf(line.c_str(), "%31s %ld %ld %127s %127s", st, &rq, &sq, local, peer) != 5) {
+      continue;
+    }
+    std::string l = local, p = peer;
+    const int lport = std::stoi(l.substr(l.rfind(':') + 1));
+    if (lport < lo || lport > hi) continue;
+    if (p.rfind("[::ffff:", 0) == 0) p = p.substr(8, p.find(']') - 8) + p.substr(p.find(']') + 1);
+    ++per_peer[p];
+  }
+  long best = 0;
+  for (const auto& [peer, n] : per_peer) best = std::max(best, n);
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("TIME_WAIT: host-wide and per-port counts equal ss in the same moment", "[tcp][real]") {
+  std::uint16_t port = 0;
+  Fd l = listen_on(AF_INET, "127.0.0.1", 512, port);
+  std::uint16_t other = 0;
+  Fd l2 = listen_on(AF_INET, "127.0.0.1", 16, other);
+  const int n = 200;
+  make_time_wait(AF_INET, "127.0.0.1", l, port, n);
+
+  // Several watched ports (a long bytecode), one of them holding the TIME_WAIT sockets.
+  Tcp tcp({other, port, 1, 2, 3}, false);
+  bool compared = false;
+  for (int attempt = 0; attempt < 10 && !compared; ++attempt) {
+    const long before = ss_count("time-wait");
+    const long port_before = ss_count("time-wait", "( dport = :" + std::to_string(port) + " )");
+    auto f = tcp.sample();
+    const long after = ss_count("time-wait");
+    const long port_after = ss_count("time-wait", "( dport = :" + std::to_string(port) + " )");
+    if (before != after || port_before != port_after) continue;
+    compared = true;
+    CHECK(value(f, "loadwatch_tcp_connections", {{"state", "time_wait"}}) == before);
+    CHECK(port_state(f, port, "remote", "time_wait") == port_before);
+    CHECK(port_state(f, port, "local", "time_wait") == 0);  // the server ends closed second
+    CHECK(port_state(f, other, "remote", "time_wait") == 0);
+  }
+  REQUIRE(compared);
+  // loopback's tcp_tw_reuse may recycle a few 4-tuples, never most of them.
+  CHECK(ss_count("time-wait", "( dport = :" + std::to_string(port) + " )") >= n * 9 / 10);
+}
+
+TEST_CASE("a backlog-8 listener that never accepts, hit by 20 clients, overflows",
+          "[tcp][real]") {
+  std::uint16_t port = 0;
+  Fd l = listen_on(AF_INET, "127.0.0.1", 8, port);
+  const double overflows_before = listen_overflows();
+  REQUIRE(overflows_before >= 0);
+  std::vector<Fd> clients;
+  for (int i = 0; i < 20; ++i) clients.push_back(connect_to(AF_INET, "127.0.0.1", port, true));
+
+  Tcp tcp({port}, false);
+  double length = -1, max = -1;
+  // The handshakes complete within milliseconds on loopback; poll (bounded) until the queue
+  // is full.
+  for (int i = 0; i < 40; ++i) {
+    auto f = tcp.sample();
+    length = value(f, "loadwatch_tcp_listen_queue_length", {{"port", std::to_string(port)}});
+    max = value(f, "loadwatch_tcp_listen_queue_max", {{"port", std::to_string(port)}});
+    if (length >= max && max > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(max == 8);  // min(backlog 8, net.core.somaxconn)
+  CHECK(length >= max);  // the kernel admits backlog + 1 (sk_acceptq_is_full() is ">")
+  CHECK(length <= max + 1);
+  // Connections past the queue were refused at SYN time and retransmit: ListenOverflows.
+  double overflows_after = overflows_before;
+  for (int i = 0; i < 40 && overflows_after <= overflows_before; ++i) {
+    overflows_after = listen_overflows();
+    if (overflows_after <= overflows_before) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(overflows_after > overflows_before);
+}
+
+TEST_CASE("one destination with many client connections raises the ephemeral usage ratio",
+          "[tcp][real]") {
+  std::uint16_t port = 0;
+  Fd l = listen_on(AF_INET, "127.0.0.1", 1024, port);
+  const int m = 300;
+  std::vector<Fd> clients, servers;
+  for (int i = 0; i < m; ++i) {
+    clients.push_back(connect_to(AF_INET, "127.0.0.1", port));
+    servers.push_back(accept_one(l));
+  }
+  const auto [lo, hi] = port_range();
+  const double range = hi - lo + 1;
+  Tcp tcp({}, false);
+  bool compared = false;
+  for (int attempt = 0; attempt < 10 && !compared; ++attempt) {
+    const long before = ss_ephemeral_max();
+    auto f = tcp.sample();
+    const long after = ss_ephemeral_max();
+    if (before != after) continue;
+    compared = true;
+    CHECK(value(f, "loadwatch_tcp_ephemeral_ports") == range);
+    const double ratio = value(f, "loadwatch_tcp_ephemeral_port_usage_ratio");
+    CHECK(ratio * range == Approx(before));
+    CHECK(ratio * range >= m);  // our destination alone holds m ephemeral ports
+  }
+  REQUIRE(compared);
+}
+
+TEST_CASE("a target's ESTABLISHED and CLOSE_WAIT sockets, counted by state", "[tcp][real]") {
+  // The target: a child that listens, accepts, and on command closes and re-accepts.
+  int to_child[2], from_child[2];
+  REQUIRE(::pipe2(to_child, O_CLOEXEC) == 0);
+  REQUIRE(::pipe2(from_child, O_CLOEXEC) == 0);
+  const int est = 5, cw = 3;
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::alarm(60);  // never outlives the test
+    int ls = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(ls, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(ls, 64) != 0) _exit(1);
+    ::getsockname(ls, reinterpret_cast<sockaddr*>(&a), &len);
+    std::uint16_t port = ntohs(a.sin_port);
+    std::vector<int> conns;
+    if (::write(from_child[1], &port, sizeof port) != sizeof port) _exit(1);
+    for (int i = 0; i < 100; ++i) {  // bounded command loop
+      char cmd;
+      if (::read(to_child[0], &cmd, 1) != 1) _exit(0);
+      if (cmd == 'a') conns.push_back(::accept(ls, nullptr, nullptr));  // accept one
+      if (cmd == 'c' && !conns.empty()) {                                // close the oldest
+        ::close(conns.front());
+        conns.erase(conns.begin());
+      }
+      char ok = 'k';
+      if (::write(from_child[1], &ok, 1) != 1) _exit(1);
+    }
+    _exit(0);
+  }
+  ::close(to_child[0]);
+  ::close(from_child[1]);
+  auto command = [&](char c) {
+    REQUIRE(::write(to_child[1], &c, 1) == 1);
+    char ok = 0;
+    REQUIRE(::read(from_child[0], &ok, 1) == 1);
+  };
+  std::uint16_t port = 0;
+  REQUIRE(::read(from_child[0], &port, sizeof port) == sizeof port);
+
+  std::vector<Fd> clients;
+  for (int i = 0; i < cw + est; ++i) {
+    clients.push_back(connect_to(AF_INET, "127.0.0.1", port));
+    command('a');
+  }
+  // Our ends of the first `cw` connections close: the child's ends go to CLOSE_WAIT.
+  for (int i = 0; i < cw; ++i) clients[i].reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+
+  std::vector<TargetState> targets(2);
+  targets[0].name = "app";
+  targets[0].pids = {child};
+  targets[0].up = true;
+  targets[1].name = "down";  // no processes: zeros, no ports
+  Tcp tcp({}, false);
+  auto f = tcp.sample(&targets);
+  auto proc_state = [&](const char* target, const char* state) {
+    return value(f, "loadwatch_process_tcp_connections", {{"target", target}, {"state", state}});
+  };
+  CHECK(proc_state("app", "established") == est);
+  CHECK(proc_state("app", "close_wait") == cw);
+  CHECK(proc_state("app", "listen") == 1);
+  CHECK(proc_state("app", "time_wait") == 0);
+  CHECK(proc_state("down", "established") == 0);
+  CHECK(targets[0].listen_ports == std::vector<std::uint16_t>{port});
+  CHECK(targets[1].listen_ports.empty());
+  // The target's listening port is watched without being configured.
+  CHECK(port_state(f, port, "local", "established") == est);
+  CHECK(port_state(f, port, "local", "close_wait") == cw);
+  CHECK(port_state(f, port, "remote", "fin_wait2") == cw);
+
+  // Churn with a constant fd count: the child closes its 2 oldest (CLOSE_WAIT) sockets and
+  // accepts 2 new connections, which take the freed fd numbers. The cache must notice.
+  for (int i = 0; i < 2; ++i) command('c');
+  for (int i = 0; i < 2; ++i) {
+    clients.push_back(connect_to(AF_INET, "127.0.0.1", port));
+    command('a');
+  }
+  f = tcp.sample(&targets);
+  CHECK(proc_state("app", "established") == est + 2);
+  CHECK(proc_state("app", "close_wait") == cw - 2);
+  // Nothing changed: same figures again (served from the cache).
+  f = tcp.sample(&targets);
+  CHECK(proc_state("app", "established") == est + 2);
+  CHECK(proc_state("app", "close_wait") == cw - 2);
+
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ::close(to_child[1]);
+  ::close(from_child[0]);
+  // A vanished target process is not an error: its sockets just stop counting.
+  f = tcp.sample(&targets);
+  CHECK(proc_state("app", "established") == 0);
+}
+
+TEST_CASE("socket owner cache: skips unchanged processes, follows churn exactly",
+          "[tcp][real][owners]") {
+  // This process is the target: compare the cache with a full readlink scan.
+  std::uint16_t port = 0;
+  Fd l = listen_on(AF_INET, "127.0.0.1", 64, port);
+  std::vector<Fd> socks;
+  for (int i = 0; i < 40; ++i) {
+    socks.push_back(connect_to(AF_INET, "127.0.0.1", port));
+    socks.push_back(accept_one(l));
+  }
+  auto truth = [&]() {
+    std::vector<std::uint64_t> v;
+    for (const auto* list : {&socks}) {
+      for (const auto& s : *list) {
+        struct stat st{};
+        if (s.fd >= 0 && ::fstat(s.fd, &st) == 0) v.push_back(st.st_ino);
+      }
+    }
+    struct stat st{};
+    ::fstat(l.fd, &st);
+    v.push_back(st.st_ino);
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  FsRoot proc("/proc");
+  SocketOwners owners;
+  auto check = [&]() {
+    // `alive`: exactly our sockets stand for the dump (the cache only tests membership).
+    const auto alive = truth();
+    owners.update(proc, {::getpid()}, alive);
+    std::vector<std::uint64_t> got;
+    owners.tcp_inodes(::getpid(), got);
+    std::sort(got.begin(), got.end());
+    CHECK(got == alive);
+  };
+  check();
+  const auto listings = owners.stats().listings;
+  const auto skipped = owners.stats().skipped;
+  check();  // nothing changed
+  CHECK(owners.stats().listings == listings);
+  CHECK(owners.stats().skipped > skipped);
+  // Close 10 sockets and open 10 new ones: same fd count, numbers reused.
+  for (int i = 0; i < 10; ++i) socks[i].reset();
+  for (int i = 0; i < 5; ++i) {
+    socks[2 * i] = connect_to(AF_INET, "127.0.0.1", port);
+    socks[2 * i + 1] = accept_one(l);
+  }
+  const auto reads = owners.stats().readlinks;
+  check();
+  // Only the suspects and one verification slice were read, not all ~90 fds.
+  CHECK(owners.stats().readlinks - reads < 40);
+  // More sockets: the count grows, a listing finds the new numbers.
+  for (int i = 0; i < 5; ++i) {
+    socks.push_back(connect_to(AF_INET, "127.0.0.1", port));
+    socks.push_back(accept_one(l));
+  }
+  check();
+}
+
+TEST_CASE("IPv6 ::1 sockets are counted", "[tcp][real]") {
+  std::uint16_t port = 0;
+  Fd l = listen_on(AF_INET6, "::1", 64, port);
+  std::vector<Fd> socks;
+  for (int i = 0; i < 3; ++i) {
+    socks.push_back(connect_to(AF_INET6, "::1", port));
+    socks.push_back(accept_one(l));
+  }
+  make_time_wait(AF_INET6, "::1", l, port, 4);
+  for (bool procfs : {false, true}) {
+    Tcp tcp({port}, procfs);
+    auto f = tcp.sample();
+    INFO("procfs " << procfs);
+    CHECK(port_state(f, port, "local", "listen") == 1);
+    CHECK(port_state(f, port, "local", "established") == 3);
+    CHECK(port_state(f, port, "remote", "established") == 3);
+    CHECK(port_state(f, port, "remote", "time_wait") ==
+          ss_count("time-wait", "( dport = :" + std::to_string(port) + " )"));
+    CHECK(port_state(f, port, "remote", "time_wait") >= 3);
+    CHECK(value(f, "loadwatch_tcp_connections", {{"state", "established"}}) >= 6);
+    CHECK(value(f, "loadwatch_tcp_listen_queue_length", {{"port", std::to_string(port)}}) == 0);
+  }
+}
+
+TEST_CASE("the /proc fallback gives the same numbers as netlink", "[tcp][real]") {
+  std::uint16_t p4 = 0, p6 = 0, pfull = 0;
+  Fd l4 = listen_on(AF_INET, "127.0.0.1", 64, p4);
+  Fd l6 = listen_on(AF_INET6, "::1", 64, p6);
+  Fd lfull = listen_on(AF_INET, "127.0.0.1", 2, pfull);
+  std::vector<Fd> socks;
+  for (int i = 0; i < 4; ++i) {
+    socks.push_back(connect_to(AF_INET, "127.0.0.1", p4));
+    socks.push_back(accept_one(l4));
+    socks.push_back(connect_to(AF_INET6, "::1", p6));
+    socks.push_back(accept_one(l6));
+  }
+  for (int i = 0; i < 5; ++i) socks.push_back(connect_to(AF_INET, "127.0.0.1", pfull, true));
+  socks[0].reset();  // a CLOSE_WAIT / FIN_WAIT2 pair
+  make_time_wait(AF_INET, "127.0.0.1", l4, p4, 30);
+  make_time_wait(AF_INET6, "::1", l6, p6, 10);
+
+  Tcp netlink({p4, p6, pfull}, false), procfs({p4, p6, pfull}, true);
+  bool same = false;
+  for (int attempt = 0; attempt < 10 && !same; ++attempt) {
+    auto a = netlink.sample();
+    auto b = procfs.sample();
+    auto c = netlink.sample();  // the host did not change in between when a == c
+    if (family(a, "loadwatch_tcp_connections") != family(c, "loadwatch_tcp_connections") ||
+        family(a, "loadwatch_tcp_ephemeral_port_usage_ratio") !=
+            family(c, "loadwatch_tcp_ephemeral_port_usage_ratio")) {
+      continue;
+    }
+    same = true;
+    for (const char* name : {"loadwatch_tcp_connections", "loadwatch_tcp_port_connections",
+                             "loadwatch_tcp_listen_queue_length", "loadwatch_tcp_ephemeral_ports",
+                             "loadwatch_tcp_ephemeral_port_usage_ratio"}) {
+      INFO(name);
+      CHECK(family(a, name) == family(b, name));
+      CHECK_FALSE(family(a, name).empty());
+    }
+    // The one figure /proc/net/tcp lacks.
+    CHECK(family(a, "loadwatch_tcp_listen_queue_max").size() == 3);
+    CHECK(family(b, "loadwatch_tcp_listen_queue_max").empty());
+    CHECK(port_state(a, p4, "local", "close_wait") == 1);
+    CHECK(port_state(a, p4, "remote", "fin_wait2") == 1);
+    CHECK(port_state(a, pfull, "local", "established") == 3);  // backlog 2 + 1
+  }
+  REQUIRE(same);
+}

@@ -1,0 +1,144 @@
+"""Helpers for tests that drive the real loadwatch binary (stdlib only).
+
+    from lwtest import Loadwatch, free_port, parse_metrics
+    with Loadwatch(["--target=self=comm:loadwatch"]) as lw:
+        samples = lw.metrics()          # {(name, frozenset(labels)): value}
+        lw.value("loadwatch_target_up", target="self")
+"""
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+BINARY = os.environ.get("LOADWATCH_BINARY", "build/loadwatch")
+SOURCE_DIR = os.environ.get("LOADWATCH_SOURCE_DIR", os.getcwd())
+
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)(\s+\S+)?$')
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def parse_metrics(text):
+    """Text format -> {(name, frozenset(label items)): float}."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = _SAMPLE.match(line)
+        if not m:
+            raise ValueError("unparsable sample line: %r" % line)
+        labels = frozenset(_LABEL.findall(m.group(3) or ""))
+        out[(m.group(1), labels)] = float(m.group(4))
+    return out
+
+
+def http_get(url, headers=None, timeout=5):
+    req = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, dict(r.headers), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
+
+
+class Loadwatch:
+    """Starts loadwatch on a free loopback port; stops it (by its PID) on exit."""
+
+    def __init__(self, args=(), port=None, env=None, wait_ready=True):
+        self.port = port or free_port()
+        self.args = [BINARY, "--web.listen-address=127.0.0.1:%d" % self.port] + list(args)
+        self.env = env
+        self.wait_ready = wait_ready
+        self.proc = None
+        self.log = tempfile.TemporaryFile()
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=self.env)
+        if self.wait_ready:
+            deadline = time.time() + 15
+            while time.time() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError("loadwatch exited %s:\n%s" % (self.proc.returncode,
+                                                                    self.output()))
+                try:
+                    if http_get(self.url + "/-/ready", timeout=1)[0] == 200:
+                        break
+                except OSError:
+                    pass
+                time.sleep(0.05)
+            else:
+                raise RuntimeError("loadwatch not ready in 15s:\n" + self.output())
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def stop(self, sig=signal.SIGTERM, timeout=5):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode if self.proc else None
+
+    def output(self):
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def get(self, path, headers=None):
+        return http_get(self.url + path, headers)
+
+    def metrics_text(self):
+        status, _, body = self.get("/metrics")
+        assert status == 200, status
+        return body.decode()
+
+    def metrics(self):
+        return parse_metrics(self.metrics_text())
+
+    def value(self, name, samples=None, **labels):
+        samples = samples if samples is not None else self.metrics()
+        want = set(labels.items())
+        found = [v for (n, ls), v in samples.items() if n == name and want <= set(ls)]
+        if len(found) != 1:
+            raise KeyError("%s%s matched %d series" % (name, labels, len(found)))
+        return found[0]
+
+    def wait_for(self, predicate, timeout=10, interval=0.1, what="condition"):
+        deadline = time.time() + timeout
+        last = None
+        while time.time() < deadline:
+            try:
+                samples = self.metrics()
+                last = predicate(samples)
+                if last:
+                    return samples
+            except KeyError:
+                pass
+            time.sleep(interval)
+        raise AssertionError("timed out waiting for %s (last: %r)\n%s" % (what, last,
+                                                                          self.output()[-3000:]))
+
+
+def promtool_check(text):
+    """Runs `promtool check metrics` on the text; returns (ok, output)."""
+    p = subprocess.run(["promtool", "check", "metrics"], input=text.encode(),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return p.returncode == 0, p.stdout.decode()

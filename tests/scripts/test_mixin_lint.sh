@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Monitoring mixin structure: the committed dashboards are what dashboards/generate.py writes,
+# dashboards/lint.py passes, and lint catches seeded mistakes in a scratch copy.
+set -euo pipefail
+src=${LOADWATCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+py=${PYTHON:-python3}
+
+"$py" "$src/dashboards/generate.py" --check
+"$py" "$src/dashboards/lint.py" --root "$src"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# expect_lint_failure "what" "expected message (grep -F)" python-mutation
+expect_lint_failure() {
+  local what=$1 message=$2 mutation=$3
+  rm -rf "$tmp/repo"; mkdir -p "$tmp/repo"
+  cp -r "$src/dashboards" "$tmp/repo/"
+  [ -f "$src/README.md" ] && cp "$src/README.md" "$tmp/repo/"
+  (cd "$tmp/repo" && "$py" -c "$mutation")
+  if "$py" "$tmp/repo/dashboards/lint.py" --root "$tmp/repo" >"$tmp/out" 2>&1; then
+    echo "FAIL: lint passed with $what"; exit 1
+  fi
+  grep -qF -- "$message" "$tmp/out" || { echo "FAIL: $what: lint said"; cat "$tmp/out"; exit 1; }
+  echo "ok: lint catches $what"
+}
+
+edit_json='
+import json, sys
+p = "dashboards/grafana/loadwatch-test-run.json"
+d = json.load(open(p))
+panels = [x for x in d["panels"] if x["type"] != "row"]
+EDIT
+json.dump(d, open(p, "w"), indent=2)
+'
+mutate() { echo "${edit_json/EDIT/$1}"; }
+
+expect_lint_failure "a duplicate panel id" "panel id missing or not unique" \
+  "$(mutate 'panels[1]["id"] = panels[0]["id"]')"
+expect_lint_failure "a query on a fixed data source" "datasource must be" \
+  "$(mutate 'panels[0]["targets"][0]["datasource"] = {"type": "prometheus", "uid": "P1809F7CD0C75ACF3"}')"
+expect_lint_failure "an unknown metric" "unknown metric loadwatch_process_rss_bytes" \
+  "$(mutate 'panels[0]["targets"][0]["expr"] = "loadwatch_process_rss_bytes{job=~\"\$job\", instance=~\"\$instance\", target=~\"\$target\"}"')"
+expect_lint_failure "a target metric without \$target" 'lacks target=~"$target"' \
+  "$(mutate 'panels[0]["targets"][0]["expr"] = "loadwatch_process_open_fds{job=~\"\$job\", instance=~\"\$instance\"}"')"
+expect_lint_failure "a label the metric lacks" "has no label 'device'" \
+  "$(mutate 'panels[0]["targets"][0]["expr"] = "loadwatch_process_open_fds{job=~\"\$job\", instance=~\"\$instance\", target=~\"\$target\", device=\"eth0\"}"')"
+expect_lint_failure "rate() of a gauge" "rate() of gauge loadwatch_process_open_fds" \
+  "$(mutate 'panels[0]["targets"][0]["expr"] = "rate(loadwatch_process_open_fds{job=~\"\$job\", instance=~\"\$instance\", target=~\"\$target\"}[1m])"')"
+expect_lint_failure "overlapping panels" "overlaps" \
+  "$(mutate 'panels[1]["gridPos"] = dict(panels[0]["gridPos"])')"
+expect_lint_failure "a missing target variable" "needs a query variable 'target'" \
+  "$(mutate 'd["templating"]["list"] = [v for v in d["templating"]["list"] if v["name"] != "target"]')"
+expect_lint_failure "schemaVersion 27" "schemaVersion must be >= 36" \
+  "$(mutate 'd["schemaVersion"] = 27')"
+expect_lint_failure "an alert without description" "LoadwatchTargetDown: no description annotation" '
+import re
+p = "dashboards/rules/loadwatch.alerts.yml"
+s = open(p).read()
+s = s.replace("""          description: >-
+            No process has matched""", """          runbook: >-
+            No process has matched""", 1)
+open(p, "w").write(s)'
+expect_lint_failure "an example threshold that differs from the default" \
+  "threshold fd_usage_ratio is 0.9, the alert default is 0.8" '
+p = "dashboards/rules/thresholds.example.yml"
+s = open(p).read().replace("""fd_usage_ratio
+        expr: vector(0.8)""", """fd_usage_ratio
+        expr: vector(0.9)""")
+open(p, "w").write(s)'
+expect_lint_failure "a threshold compared without scalar(max(...))" "used outside" '
+p = "dashboards/rules/loadwatch.alerts.yml"
+s = open(p).read().replace("> scalar(max(loadwatch:threshold:fd_usage_ratio) or vector(0.8))",
+                           "> (loadwatch:threshold:fd_usage_ratio or on() vector(0.8))")
+open(p, "w").write(s)'
+expect_lint_failure "an alert without a not-firing test" "LoadwatchSourceDown: no test where it does not fire" '
+p = "dashboards/tests/sources.test.yml"
+s = open(p).read().replace("""      - eval_time: 1m  # pending
+        alertname: LoadwatchSourceDown
+        exp_alerts: []
+""", "")
+open(p, "w").write(s)'
+expect_lint_failure "a README metric reference that lacks a metric" \
+  "Metric reference lacks loadwatch_tcp_listen_overflows_total" '
+names = [l.split()[0] for l in open("dashboards/metrics.txt") if l.strip() and not l.startswith("#")]
+names.remove("loadwatch_tcp_listen_overflows_total")
+open("README.md", "w").write("# x\n\n## Metric reference\n\n" + "\n".join("- `%s`" % n for n in names) + "\n\n## Next\n\nloadwatch_tcp_listen_overflows_total\n")'
+
+# And a README whose Metric reference uses the product brief's compact forms passes.
+rm -rf "$tmp/repo"; mkdir -p "$tmp/repo"; cp -r "$src/dashboards" "$tmp/repo/"
+(cd "$tmp/repo" && "$py" -c '
+names = [l.split()[0] for l in open("dashboards/metrics.txt") if l.strip() and not l.startswith("#")]
+net = [n for n in names if n.startswith("loadwatch_network_")]
+rest = [n for n in names if n not in net]
+open("README.md", "w").write("# x\n\n## Metric reference\n\n| metric |\n| --- |\n"
+    + "".join("| `%s` |\n" % n for n in rest)
+    + "| `loadwatch_network_{receive,transmit}_{bytes,packets,drop,errors}_total{device}` |\n")')
+"$py" "$tmp/repo/dashboards/lint.py" --root "$tmp/repo" >/dev/null \
+  || { echo "FAIL: lint rejects a complete README metric reference"; exit 1; }
+echo "ok: lint accepts a complete README metric reference (brace forms expanded)"
+echo "PASS"
