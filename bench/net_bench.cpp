@@ -8,11 +8,13 @@
 //       ms, and the collector's TIME_WAIT figures of the last sample. Driven by
 //       bench/net_bench.py, which builds the 60,000 TIME_WAIT fixture and runs the peers.
 //
-//   net_bench capture DIR
-//       Records, in one quiet moment, the raw netlink sock_diag replies of an all-states TCP
-//       dump per family (DIR/sock_diag_inet.bin, DIR/sock_diag_inet6.bin) and /proc/net/tcp,
-//       tcp6 and sockstat (DIR/tcp, DIR/tcp6, DIR/sockstat). It retries (at most 10 times)
-//       until both readers report the same sockets, so the fixtures agree with each other.
+//   net_bench capture DIR PORT...
+//       Records, in one moment, the raw netlink sock_diag replies of an all-states TCP dump
+//       filtered (INET_DIAG_REQ_BYTECODE) to sockets with a local or remote port among PORTs:
+//       per family (DIR/sock_diag_inet.bin, DIR/sock_diag_inet6.bin) and both families in one
+//       TCPDIAG_GETSOCK dump (DIR/sock_diag_compat.bin); and the lines of /proc/net/tcp and
+//       tcp6 on those ports (DIR/tcp, DIR/tcp6, header kept). It retries (at most 10 times)
+//       until all readers report the same sockets, so the fixtures agree with each other.
 //       Used by tests/fixtures/net/capture-net.py.
 
 #include <sys/socket.h>
@@ -170,40 +172,74 @@ bool write_file(const std::string& path, const std::string& data) {
   return static_cast<bool>(f);
 }
 
-int capture(const std::string& dir) {
+/// Keeps the header and the lines of /proc/net/tcp{,6} text whose local or remote port is in
+/// `ports`, as the bytecode filter does for the netlink dump.
+std::string filter_lines(const std::string& text, std::uint8_t family,
+                         const std::vector<std::uint16_t>& ports) {
+  std::string out;
+  std::size_t pos = 0;
+  bool header = true;
+  while (pos < text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos + 1);
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+    if (header) {
+      out += line;
+      header = false;
+      continue;
+    }
+    Keys k;
+    parse_proc_net_tcp(line, family, k);
+    for (const auto& key : k.keys) {
+      const int sport = std::get<3>(key), dport = std::get<4>(key);
+      if (std::find(ports.begin(), ports.end(), sport) != ports.end() ||
+          std::find(ports.begin(), ports.end(), dport) != ports.end()) {
+        out += line;
+      }
+    }
+  }
+  return out;
+}
+
+int capture(const std::string& dir, const std::vector<std::uint16_t>& ports) {
   int err = 0;
   auto diag = SockDiag::open(err);
   if (!diag) {
     std::cerr << "sock_diag: " << std::strerror(err) << "\n";
     return 1;
   }
+  const auto bc = build_port_filter(ports);
   FsRoot proc("/proc");
   for (int attempt = 0; attempt < 10; ++attempt) {
-    std::string bin4, bin6, tcp4, tcp6, sockstat, scratch;
-    Keys nl, pf;
+    std::string bin4, bin6, compat, tcp4, tcp6;
+    Keys nl, pf, both;
     diag->set_capture(&bin4);
-    if (diag->dump(AF_INET, kAllTcpStates, {}, nl) != 0) return 1;
+    if ((err = diag->dump(AF_INET, kAllTcpStates, bc, nl)) != 0) break;
     diag->set_capture(&bin6);
-    if (diag->dump(AF_INET6, kAllTcpStates, {}, nl) != 0) return 1;
+    if ((err = diag->dump(AF_INET6, kAllTcpStates, bc, nl)) != 0) break;
+    diag->set_capture(&compat);
+    if ((err = diag->dump(AF_UNSPEC, kAllTcpStates, bc, both)) != 0) break;
     diag->set_capture(nullptr);
-    if (proc.read("net/tcp", tcp4) != 0 || proc.read("net/tcp6", tcp6) != 0 ||
-        proc.read("net/sockstat", sockstat) != 0) {
-      return 1;
-    }
+    if (proc.read("net/tcp", tcp4) != 0 || proc.read("net/tcp6", tcp6) != 0) return 1;
+    tcp4 = filter_lines(tcp4, AF_INET, ports);
+    tcp6 = filter_lines(tcp6, AF_INET6, ports);
     parse_proc_net_tcp(tcp4, AF_INET, pf);
     parse_proc_net_tcp(tcp6, AF_INET6, pf);
     std::sort(nl.keys.begin(), nl.keys.end());
     std::sort(pf.keys.begin(), pf.keys.end());
-    if (nl.keys != pf.keys) {
+    std::sort(both.keys.begin(), both.keys.end());
+    if (nl.keys != pf.keys || nl.keys != both.keys) {
       std::cerr << "attempt " << attempt << ": netlink and /proc differ, retrying\n";
       continue;
     }
     bool ok = write_file(dir + "/sock_diag_inet.bin", bin4) &&
-              write_file(dir + "/sock_diag_inet6.bin", bin6) && write_file(dir + "/tcp", tcp4) &&
-              write_file(dir + "/tcp6", tcp6) && write_file(dir + "/sockstat", sockstat);
+              write_file(dir + "/sock_diag_inet6.bin", bin6) &&
+              write_file(dir + "/sock_diag_compat.bin", compat) && write_file(dir + "/tcp", tcp4) &&
+              write_file(dir + "/tcp6", tcp6);
     std::cerr << "captured " << nl.keys.size() << " sockets\n";
     return ok ? 0 : 1;
   }
+  if (err != 0) std::cerr << "sock_diag dump: " << std::strerror(err) << "\n";
   return 1;
 }
 
@@ -213,12 +249,16 @@ int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   try {
     if (mode == "sample") return sample(argc, argv);
-    if (mode == "capture" && argc == 3) return capture(argv[2]);
+    if (mode == "capture" && argc >= 4) {
+      std::vector<std::uint16_t> ports;
+      for (int i = 3; i < argc; ++i) ports.push_back(static_cast<std::uint16_t>(std::atoi(argv[i])));
+      return capture(argv[2], ports);
+    }
   } catch (const std::exception& e) {
     std::cerr << "net_bench: " << e.what() << "\n";
     return 1;
   }
   std::cerr << "usage: net_bench sample [--ports P,..] [--samples K] [--force-procfs] "
-               "[--collector NAME] [--target NAME=PID]\n       net_bench capture DIR\n";
+               "[--collector NAME] [--target NAME=PID]\n       net_bench capture DIR PORT...\n";
   return 2;
 }

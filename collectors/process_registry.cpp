@@ -240,7 +240,15 @@ bool ProcessRegistry::children_by_files(ProcessRecord& rec, std::vector<pid_t>& 
     if (r == ReadResult::Ok) children_files_ = true;
     return true;
   }
-  if (rec.handle.list_tasks(task_buf_) != ReadResult::Ok) return true;
+  if (ReadResult r = rec.handle.list_tasks(task_buf_); r != ReadResult::Ok) {
+    // No task/ in a live process: not a real procfs (a fixture tree without the files).
+    if (r == ReadResult::Gone && !children_files_ &&
+        rec.handle.read(ProcessHandle::kStat, buf_) == ReadResult::Ok) {
+      children_files_ = false;
+      return false;
+    }
+    return true;
+  }
   std::string_view rest = task_buf_;
   while (!rest.empty()) {
     auto sp = rest.find(' ');

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 
 namespace loadwatch {
 
@@ -59,6 +60,7 @@ bool parse_row(const json& row, LocustRow& out) {
   if (auto m = row.find("method"); m != row.end() && m->is_string()) out.method = m->get<std::string>();
   out.requests = number(row, "num_requests").value_or(0);
   out.failures = number(row, "num_failures").value_or(0);
+  out.avg_ms = number(row, "avg_response_time");
   std::vector<bool> strong;
   for (auto it = row.begin(); it != row.end(); ++it) {
     if (!it.value().is_number()) continue;  // null while an endpoint has no requests
@@ -115,12 +117,6 @@ void parse_current(const json& doc, LocustStats& out) {
 
 }  // namespace
 
-std::string quantile_label(double q) {
-  char buf[32];
-  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, q);
-  return ec == std::errc() ? std::string(buf, p) : std::string("NaN");
-}
-
 bool parse_locust_stats(std::string_view text, LocustStats& out, std::string& error) {
   out = LocustStats{};
   auto doc = json::parse(text.begin(), text.end(), nullptr, false);
@@ -169,11 +165,14 @@ const char* const kHelpFailures = "Requests of the load generator that failed, w
 const char* const kHelpEpRequests = "Requests the load generator made, per request name and method.";
 const char* const kHelpEpFailures = "Failed requests of the load generator, per request name and method.";
 const char* const kHelpLatency =
-    "Response time quantiles over the whole test, as the load generator reports them.";
+    "Response time of all requests: quantiles over the whole test as the load generator "
+    "reports them; _count and _sum over the whole test.";
 const char* const kHelpEpLatency =
-    "Response time quantiles per request name and method over the whole test, as reported.";
+    "Response time per request name and method: quantiles over the whole test as reported; "
+    "_count and _sum over the whole test.";
 const char* const kHelpCurrent =
-    "Response time quantiles over the generator's recent window (Locust: last 10 s), as reported.";
+    "Response time of all requests: quantiles over the generator's recent window (Locust: "
+    "10 s) as reported; _count and _sum over the whole test.";
 const char* const kHelpUsers = "Simulated users the load generator runs.";
 const char* const kHelpRps = "Requests per second, as the load generator reports it.";
 const char* const kHelpRunning = "1 while the load generator is spawning or running a test.";
@@ -194,40 +193,51 @@ void LocustMapper::map(const LocustStats& stats, const std::string& source, Metr
     last_failures_ = stats.aggregated->failures;
   }
 
+  // Counters of one row: requests, failures, and the response time sum (for summaries).
+  struct Totals {
+    double requests, failures, sum_seconds;
+  };
   std::string key;
+  auto totals = [&](const LocustRow& row, char tag) {
+    key.assign(1, tag).append("\x1f").append(row.name).append("\x1f").append(row.method);
+    Totals t{};
+    t.requests = carry_.update(key, row.requests);
+    key[0] = char(tag + 1);
+    t.failures = carry_.update(key, row.failures);
+    key[0] = char(tag + 2);
+    // avg × count reproduces Locust's total_response_time up to float rounding.
+    t.sum_seconds = carry_.update(key, row.avg_ms.value_or(0) * row.requests / 1000.0, 1e-9);
+    return t;
+  };
+  auto summary = [&](const char* name, const char* help, Labels labels,
+                     const std::vector<std::pair<double, double>>& quantiles_ms, const Totals& t) {
+    auto& m = out.add(name, help, prometheus::MetricType::Summary, std::move(labels));
+    m.summary.sample_count = t.requests >= 1.8e19 ? UINT64_MAX : std::uint64_t(t.requests);
+    m.summary.sample_sum = t.sum_seconds;
+    for (const auto& [q, ms] : quantiles_ms) m.summary.quantile.push_back({q, ms / 1000.0});
+  };
+
+  std::optional<Totals> all;
   if (const auto& agg = stats.aggregated) {
+    all = totals(*agg, 'A');
     out.counter("loadwatch_generator_requests_total", kHelpRequests, {{"source", source}},
-                carry_.update("R", agg->requests));
+                all->requests);
     out.counter("loadwatch_generator_failures_total", kHelpFailures, {{"source", source}},
-                carry_.update("F", agg->failures));
-  }
-  for (const auto& ep : stats.endpoints) {
-    key.assign("r\x1f").append(ep.name).append("\x1f").append(ep.method);
-    out.counter("loadwatch_generator_endpoint_requests_total", kHelpEpRequests,
-                {{"source", source}, {"name", ep.name}, {"method", ep.method}},
-                carry_.update(key, ep.requests));
-    key[0] = 'f';
-    out.counter("loadwatch_generator_endpoint_failures_total", kHelpEpFailures,
-                {{"source", source}, {"name", ep.name}, {"method", ep.method}},
-                carry_.update(key, ep.failures));
-  }
-  if (const auto& agg = stats.aggregated) {
-    for (const auto& [q, ms] : agg->quantiles_ms) {
-      out.gauge("loadwatch_generator_latency_seconds", kHelpLatency,
-                {{"source", source}, {"quantile", quantile_label(q)}}, ms / 1000.0);
+                all->failures);
+    summary("loadwatch_generator_latency_seconds", kHelpLatency, {{"source", source}},
+            agg->quantiles_ms, *all);
+    if (!stats.current_quantiles_ms.empty()) {
+      summary("loadwatch_generator_current_latency_seconds", kHelpCurrent, {{"source", source}},
+              stats.current_quantiles_ms, *all);
     }
   }
   for (const auto& ep : stats.endpoints) {
-    for (const auto& [q, ms] : ep.quantiles_ms) {
-      out.gauge("loadwatch_generator_endpoint_latency_seconds", kHelpEpLatency,
-                {{"source", source}, {"name", ep.name}, {"method", ep.method},
-                 {"quantile", quantile_label(q)}},
-                ms / 1000.0);
-    }
-  }
-  for (const auto& [q, ms] : stats.current_quantiles_ms) {
-    out.gauge("loadwatch_generator_current_latency_seconds", kHelpCurrent,
-              {{"source", source}, {"quantile", quantile_label(q)}}, ms / 1000.0);
+    Totals t = totals(ep, 'a');
+    Labels labels{{"source", source}, {"name", ep.name}, {"method", ep.method}};
+    out.counter("loadwatch_generator_endpoint_requests_total", kHelpEpRequests, labels, t.requests);
+    out.counter("loadwatch_generator_endpoint_failures_total", kHelpEpFailures, labels, t.failures);
+    summary("loadwatch_generator_endpoint_latency_seconds", kHelpEpLatency, std::move(labels),
+            ep.quantiles_ms, t);
   }
   if (stats.user_count) {
     out.gauge("loadwatch_generator_users", kHelpUsers, {{"source", source}}, *stats.user_count);

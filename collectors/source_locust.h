@@ -22,6 +22,7 @@ struct LocustRow {
   std::string method;  // "" for Aggregated (2.12 writes "", later versions null)
   double requests = 0;
   double failures = 0;
+  std::optional<double> avg_ms;  // avg_response_time: total response time / requests
   /// (quantile, ms) over the whole run, ascending by quantile, one entry per quantile,
   /// from whichever keys this version writes: median_response_time (0.5),
   /// ninetieth_response_time (0.9, gone in 2.28), ninety_ninth_response_time (0.99),
@@ -49,6 +50,10 @@ struct LocustStats {
 bool parse_locust_stats(std::string_view json, LocustStats& out, std::string& error);
 
 /// Maps parsed stats to metrics, keeping counters monotonic across Locust's stats resets.
+/// Latencies are summaries, not gauges with a quantile label (which `promtool check
+/// metrics` rejects): the quantiles as Locust reports them, _count = requests and _sum =
+/// average × requests (Locust's total response time), both kept monotonic like the request
+/// counters, so rate(_sum)/rate(_count) is the mean latency of any window.
 /// Locust clears every stat when a run starts from stopped/ready (runners.py start()) and
 /// on /stats/reset, so a reset is seen as that state change or as the Aggregated count
 /// going down; then every series carries its last value, even one that already grew past
@@ -65,9 +70,6 @@ class LocustMapper {
   double last_requests_ = 0;
   double last_failures_ = 0;
 };
-
-/// "0.95" for 0.95: the shortest text that reads back as the same double.
-std::string quantile_label(double q);
 
 std::unique_ptr<SourceScraper> make_locust_scraper();
 

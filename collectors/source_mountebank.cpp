@@ -59,7 +59,8 @@ bool parse_mountebank_imposters(std::string_view json, std::vector<MountebankImp
       m.name = name->get<std::string>();
     }
     if (auto n = imp.find("numberOfRequests"); n != imp.end() && n->is_number()) {
-      m.requests = n->get<double>();
+      double v = n->get<double>();  // 1e999 parses as inf
+      if (std::isfinite(v)) m.requests = v;
     }
     out.push_back(std::move(m));
   }

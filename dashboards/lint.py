@@ -27,6 +27,7 @@ import pathlib
 import re
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import miniyaml  # noqa: E402
 import promql  # noqa: E402

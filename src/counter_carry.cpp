@@ -2,10 +2,11 @@
 
 namespace loadwatch {
 
-double CounterCarry::update(const std::string& key, double raw) {
+double CounterCarry::update(const std::string& key, double raw, double tolerance) {
   if (!(raw > 0)) raw = 0;  // NaN, negative
   auto [it, inserted] = series_.try_emplace(key);
   Series& s = it->second;
+  if (!inserted && !s.absent && raw < s.last && s.last - raw <= tolerance * s.last) raw = s.last;
   if (!inserted && (raw < s.last || s.absent)) s.offset += s.last;
   s.absent = false;
   s.last = raw;

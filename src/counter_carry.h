@@ -19,8 +19,9 @@ namespace loadwatch {
 class CounterCarry {
  public:
   /// Exported value for `key` given the upstream's current `raw` value. NaN/negative raw
-  /// values are treated as 0.
-  double update(const std::string& key, double raw);
+  /// values are treated as 0. A decrease of at most `tolerance` × the last value is float
+  /// noise, not a reset (for sums derived as average × count).
+  double update(const std::string& key, double raw, double tolerance = 0);
 
   /// The upstream reset every series at once (Locust started a new run, Mountebank
   /// restarted), even those that already grew past their last value by this scrape.

@@ -353,13 +353,15 @@ class Parser {
     }
 
     bool summary = type == MetricType::Summary;
-    std::string_view special = summary ? (part == Part::Plain ? "quantile" : "")
-                                       : (part == Part::Bucket ? "le" : "");
+    // As in expfmt, quantile (summary) and le (histogram) are never labels of the metric,
+    // on any sample of the family; they are required where they carry the bound.
+    std::string_view special = summary ? "quantile" : "le";
+    bool needs_bound = summary ? part == Part::Plain : part == Part::Bucket;
     if (part == Part::Plain && !summary) {
       return fail("histogram sample " + std::string(name) + " needs a _bucket, _sum or _count suffix");
     }
     double bound = 0;
-    if (!special.empty()) {
+    if (needs_bound) {
       auto it = std::find_if(labels.begin(), labels.end(),
                              [&](const Label& l) { return l.name == special; });
       if (it == labels.end()) {

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -130,7 +131,7 @@ struct Harness {
   }
   void collect() {
     sink = MetricSink{};
-    SampleContext ctx{proc, sys};
+    SampleContext ctx{proc, sys, 0, {}};
     collector->collect(ctx, sink);
     states = ctx.targets;
   }
@@ -567,7 +568,7 @@ TEST_CASE("reconfigure keeps the state of unchanged targets", "[real]") {
   auto collector = make_targets_collector(CollectorEnv{options, config, proc, sys, nullptr});
   auto collect = [&] {
     MetricSink sink;
-    SampleContext ctx{proc, sys};
+    SampleContext ctx{proc, sys, 0, {}};
     collector->collect(ctx, sink);
     return ctx.targets;
   };
@@ -585,7 +586,7 @@ TEST_CASE("reconfigure keeps the state of unchanged targets", "[real]") {
                   target("new", "pid:1", false)};
   collector->reconfigure(CollectorEnv{options, next, proc, sys, nullptr});
   MetricSink sink;
-  SampleContext ctx{proc, sys};
+  SampleContext ctx{proc, sys, 0, {}};
   collector->collect(ctx, sink);
   REQUIRE(ctx.targets.size() == 2);
   CHECK(ctx.targets[0].name == "svc");

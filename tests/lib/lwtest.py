@@ -87,6 +87,7 @@ class Loadwatch:
 
     def __exit__(self, *exc):
         self.stop()
+        self.log.close()
 
     def stop(self, sig=signal.SIGTERM, timeout=5):
         if self.proc and self.proc.poll() is None:
@@ -99,6 +100,8 @@ class Loadwatch:
         return self.proc.returncode if self.proc else None
 
     def output(self):
+        if self.log.closed:
+            return ""
         self.log.seek(0)
         return self.log.read().decode(errors="replace")
 

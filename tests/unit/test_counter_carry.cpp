@@ -54,3 +54,10 @@ TEST_CASE("end_scrape forgets absent series beyond the bound", "[carry]") {
   c.end_scrape(5);
   CHECK(c.size() == 1);  // within the bound: kept, marked absent
 }
+
+TEST_CASE("a decrease within the tolerance is float noise, not a reset", "[carry]") {
+  CounterCarry c;
+  CHECK(c.update("sum", 1.0000000000001) == 1.0000000000001);
+  CHECK(c.update("sum", 1.0, 1e-9) == 1.0000000000001);
+  CHECK(c.update("sum", 0.5, 1e-9) == 1.5000000000001);  // a real drop still is
+}

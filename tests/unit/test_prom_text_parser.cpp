@@ -223,6 +223,9 @@ s{quantile="0.5",op="w"} NaN
 s_count{op="w"} 0
 # TYPE s_count_alone counter
 s_count_alone 3
+# TYPE h2 histogram
+h2_sum{le="7",x="1"} 4
+h2_bucket{x="1",le="+Inf"} 2
 )");
   REQUIRE(p.ok());
   const auto* h = family(p, "h");
@@ -241,6 +244,13 @@ s_count_alone 3
   CHECK(s->metric[0].summary.sample_sum == 10);
   CHECK(s->metric[0].summary.sample_count == 4);
   CHECK(std::isnan(s->metric[1].summary.quantile[0].value));
+  // le on a _sum is not a label either (expfmt): one metric, labels {x}.
+  const auto* h2 = family(p, "h2");
+  REQUIRE(h2);
+  REQUIRE(h2->metric.size() == 1);
+  CHECK(h2->metric[0].label.size() == 1);
+  CHECK(h2->metric[0].histogram.sample_sum == 4);
+  CHECK(h2->metric[0].histogram.bucket.size() == 1);
   // Its own TYPE line makes s_count_alone a family, not part of s.
   REQUIRE(family(p, "s_count_alone"));
   CHECK(family(p, "s_count_alone")->type == MetricType::Counter);

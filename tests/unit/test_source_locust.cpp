@@ -26,14 +26,20 @@ LocustStats parse(const std::string& text) {
   return s;
 }
 
-// The value of the sample of `name` whose labels include all of `want`; NaN if none.
+// The value of the sample of `name` whose labels include all of `want`; NaN if none. For a
+// summary, a "quantile" entry in `want` selects a quantile, "_count"/"_sum" its totals.
 double value(const std::vector<prometheus::MetricFamily>& fams, const std::string& name,
              const Labels& want) {
   for (const auto& f : fams) {
     if (f.name != name) continue;
     for (const auto& m : f.metric) {
       bool all = true;
+      std::string quantile;
       for (const auto& [k, v] : want) {
+        if (f.type == prometheus::MetricType::Summary && k == "quantile") {
+          quantile = v;
+          continue;
+        }
         bool found = false;
         for (const auto& l : m.label) found = found || (l.name == k && l.value == v);
         all = all && found;
@@ -42,6 +48,13 @@ double value(const std::vector<prometheus::MetricFamily>& fams, const std::strin
       switch (f.type) {
         case prometheus::MetricType::Counter: return m.counter.value;
         case prometheus::MetricType::Gauge: return m.gauge.value;
+        case prometheus::MetricType::Summary:
+          if (quantile == "_count") return double(m.summary.sample_count);
+          if (quantile == "_sum") return m.summary.sample_sum;
+          for (const auto& q : m.summary.quantile) {
+            if (std::to_string(q.quantile) == std::to_string(std::stod(quantile))) return q.value;
+          }
+          return std::numeric_limits<double>::quiet_NaN();
         default: return m.untyped.value;
       }
     }
@@ -96,6 +109,17 @@ TEST_CASE("Locust 2.12.1 captured: rows, aggregate, ms to seconds", "[locust]") 
   CHECK(value(fams, "loadwatch_generator_latency_seconds", {{"quantile", "0.5"}}) == Approx(0.004));
   CHECK(value(fams, "loadwatch_generator_current_latency_seconds", {{"quantile", "0.95"}}) ==
         Approx(0.007));
+  // Summaries: _count = requests, _sum = avg_response_time × requests, in seconds.
+  CHECK(value(fams, "loadwatch_generator_latency_seconds", {{"quantile", "_count"}}) == 273);
+  CHECK(value(fams, "loadwatch_generator_latency_seconds", {{"quantile", "_sum"}}) ==
+        Approx(4.475194937728765 * 273 / 1000));
+  CHECK(value(fams, "loadwatch_generator_endpoint_latency_seconds",
+              {{"name", "post root"}, {"quantile", "_count"}}) == 45);
+  for (const auto& f : fams) {
+    if (f.name.find("latency") != std::string::npos) {
+      CHECK(f.type == prometheus::MetricType::Summary);
+    }
+  }
   CHECK(value(fams, "loadwatch_generator_users", {}) == 0);
   CHECK(value(fams, "loadwatch_generator_requests_per_second", {}) == 56);
   CHECK(value(fams, "loadwatch_generator_running", {}) == 0);
@@ -166,9 +190,9 @@ TEST_CASE("Locust counters stay monotonic across stats resets", "[locust]") {
   auto stats = [](const char* state, double total, double a, double b) {
     LocustStats s;
     s.state = state;
-    s.aggregated = LocustRow{"Aggregated", "", total, 0, {}};
-    s.endpoints.push_back(LocustRow{"/a", "GET", a, 0, {}});
-    s.endpoints.push_back(LocustRow{"/b", "GET", b, 0, {}});
+    s.aggregated = LocustRow{"Aggregated", "", total, 0, 10.0, {}};
+    s.endpoints.push_back(LocustRow{"/a", "GET", a, 0, 10.0, {}});
+    s.endpoints.push_back(LocustRow{"/b", "GET", b, 0, 10.0, {}});
     return s;
   };
   LocustMapper m;
@@ -193,6 +217,10 @@ TEST_CASE("Locust counters stay monotonic across stats resets", "[locust]") {
   CHECK(req(stats("running", 30, 20, 10), "/a") == 205);
   // A repeated scrape of the same numbers adds nothing.
   CHECK(req(stats("running", 30, 20, 10), "/a") == 205);
+  // The summary's _count follows the carried count.
+  auto fams = map_once(m, stats("running", 31, 21, 10));
+  CHECK(value(fams, "loadwatch_generator_endpoint_latency_seconds",
+              {{"name", "/a"}, {"quantile", "_count"}}) == 206);
 }
 
 TEST_CASE("Locust JSON edge cases", "[locust]") {
@@ -229,7 +257,4 @@ TEST_CASE("Locust JSON edge cases", "[locust]") {
   CHECK_FALSE(s.user_count);
   CHECK(s.state.empty());
   CHECK(s.workers == 4);
-  CHECK(quantile_label(0.95) == "0.95");
-  CHECK(quantile_label(0.5) == "0.5");
-  CHECK(quantile_label(0.999) == "0.999");
 }

@@ -162,7 +162,8 @@ TEST_CASE("a restarted mb (new process start time) restarts every counter", "[mo
   std::string restarted = metrics;
   restarted.replace(restarted.find("1796083379"), 10, "1796083999");
   auto imps = read_fixture("sources/mountebank_2.9.1_imposters.json");
-  imps.replace(imps.find("\"numberOfRequests\": 7"), 22, "\"numberOfRequests\": 9");
+  const std::string seven = "\"numberOfRequests\": 7";
+  imps.replace(imps.find(seven), seven.size(), "\"numberOfRequests\": 9");
   auto fams = map_text(imps, &restarted, mapper);
   CHECK(counter(fams, "loadwatch_mock_requests_total", "http:23600") == 16);
   CHECK(counter(fams, "loadwatch_mock_requests_total", "http:23601") == 6);

@@ -50,7 +50,7 @@ TEST_CASE("collector over the fixture tree", "[collector]") {
   FsRoot sys(LOADWATCH_FIXTURES "/targets/sys");
   auto c = make_targets_collector(CollectorEnv{options, config, proc, sys, nullptr});
   MetricSink sink;
-  SampleContext ctx{proc, sys};
+  SampleContext ctx{proc, sys, 0, {}};
   c->collect(ctx, sink);
 
   auto v = [&](const std::string& name, const std::string& target, const std::string& k = "",
@@ -107,7 +107,7 @@ TEST_CASE("collector over the fixture tree", "[collector]") {
 
   // A second sample of the unchanged tree: same counters, no restart.
   MetricSink again;
-  SampleContext ctx2{proc, sys};
+  SampleContext ctx2{proc, sys, 0, {}};
   c->collect(ctx2, again);
   CHECK(value(again, "loadwatch_process_minor_page_faults_total", "mb") ==
         2952 + 132 + 132 + 238);

@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+"""Core benchmark (issue 2 §6): loadwatch's per-second sampling against the raw /proc floor and
+against process-exporter 0.7.10, in one run on this machine.
+
+Scenario: N extra sleeping processes (comm "benchsleep") and one process holding F fds
+(comm "benchfdhold"); targets sleepers=comm:benchsleep and fds=pid:<holder>.
+
+Measures, all in the same run (the machines are noisy: compare ratios, not absolutes):
+  floor        bench/proc_floor over the same PIDs: stat+status+io reads + stat() of fd dir
+  collector    bench/targets_bench: the targets collector alone, CPU per sample
+  daemon       the real loadwatch (targets collector only, then every default collector),
+               CPU per sample from /proc/PID/stat over a window of 1 s samples
+  scrape       /metrics latency with 4 concurrent scrapers (gzip, like Prometheus), p50/p99
+  rss          loadwatch VmRSS after the run
+  peer         process-exporter 0.7.10 with the same two groups: CPU per scrape
+
+Usage: bench/run_core.py [--build build] [--procs 500] [--fds 10000] [--seconds 20]
+                         [--out bench/results/core.json]
+Everything it starts it stops by PID; it binds only 127.0.0.1. Bounded by --seconds per phase.
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def rss_bytes(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url, proc, timeout=15):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("%s exited early" % url)
+        try:
+            urllib.request.urlopen(url, timeout=1).read()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("%s did not answer" % url)
+
+
+class Fixture:
+    """Sleepers and an fd holder; every child ends by itself after `lifetime` seconds."""
+
+    def __init__(self, procs, fds, lifetime):
+        self.dir = tempfile.mkdtemp(prefix="lwbench")
+        self.children = []
+        sleep_link = os.path.join(self.dir, "benchsleep")
+        os.symlink(shutil.which("sleep"), sleep_link)
+        for _ in range(procs):
+            self.children.append(subprocess.Popen([sleep_link, str(lifetime)]))
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        self.fds = min(fds, hard - 64)
+        holder = ("import os,sys,time,resource\n"
+                  "resource.setrlimit(resource.RLIMIT_NOFILE,(%d,%d))\n"
+                  "fds=[os.open('/dev/null',os.O_RDONLY) for _ in range(%d)]\n"
+                  "print('ready',flush=True)\ntime.sleep(%d)\n" % (self.fds + 64, hard, self.fds,
+                                                                 lifetime))
+        holder_link = os.path.join(self.dir, "benchfdhold")
+        os.symlink(sys.executable, holder_link)
+        self.holder = subprocess.Popen([holder_link, "-c", holder], stdout=subprocess.PIPE)
+        self.holder.stdout.readline()
+        self.children.append(self.holder)
+        self.pids = [c.pid for c in self.children]
+
+    def close(self):
+        for c in self.children:
+            if c.poll() is None:
+                c.send_signal(signal.SIGTERM)
+        for c in self.children:
+            try:
+                c.wait(5)
+            except subprocess.TimeoutExpired:
+                c.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def keyvals(line):
+    return {k: v for k, v in (kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)}
+
+
+def run_floor_and_collector(build, holder_pid, samples):
+    out = subprocess.run([os.path.join(build, "bench", "targets_bench"),
+                          "--target", "sleepers=comm:benchsleep",
+                          "--target", "fds=pid:%d" % holder_pid,
+                          "--samples", str(samples), "--interval-ms", "100",
+                          "--floor", os.path.join(build, "bench", "proc_floor"), "--libproc2"],
+                         stdout=subprocess.PIPE, text=True, check=True, timeout=300).stdout
+    result = {}
+    for line in out.splitlines():
+        if line.split() and line.split()[0] in ("targets_bench", "proc_floor", "ratio", "libproc2"):
+            result[line.split()[0]] = keyvals(line)
+    return result
+
+
+def run_daemon(build, holder_pid, seconds, only_targets):
+    port = free_port()
+    args = [os.path.join(build, "loadwatch"), "--web.listen-address=127.0.0.1:%d" % port,
+            "--target=sleepers=comm:benchsleep", "--target=fds=pid:%d" % holder_pid,
+            "--log.level=warn"]
+    if only_targets:
+        help_text = subprocess.run([args[0], "--help"], stdout=subprocess.PIPE, text=True).stdout
+        for word in help_text.split():
+            if word.startswith("--no-collector.") and word != "--no-collector.targets":
+                args.append(word)
+    proc = subprocess.Popen(args)
+    try:
+        url = "http://127.0.0.1:%d/metrics" % port
+        wait_http(url, proc)
+        time.sleep(2)  # past the first samples, which open per-process handles
+        c0, t0 = cpu_seconds(proc.pid), time.time()
+        time.sleep(seconds)
+        c1, t1 = cpu_seconds(proc.pid), time.time()
+        result = {"cpu_ms_per_sample": 1000 * (c1 - c0) / (t1 - t0),
+                  "cpu_percent": 100 * (c1 - c0) / (t1 - t0)}
+        if not only_targets:
+            result.update(scrape_latency(url))
+            result["rss_bytes"] = rss_bytes(proc.pid)
+        return result
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+
+
+def scrape_latency(url, scrapers=4, per_scraper=100):
+    lat = []
+    lock = threading.Lock()
+
+    def worker():
+        for _ in range(per_scraper):
+            req = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})
+            t = time.perf_counter()
+            urllib.request.urlopen(req, timeout=5).read()
+            d = time.perf_counter() - t
+            with lock:
+                lat.append(d)
+
+    threads = [threading.Thread(target=worker) for _ in range(scrapers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    lat.sort()
+    return {"scrape_p50_ms": 1000 * lat[len(lat) // 2],
+            "scrape_p99_ms": 1000 * lat[int(len(lat) * 0.99) - 1],
+            "scrapes": len(lat)}
+
+
+def run_process_exporter(holder_pid, scrapes):
+    exe = shutil.which("prometheus-process-exporter")
+    if not exe:
+        return {"skipped": "prometheus-process-exporter not installed"}
+    d = tempfile.mkdtemp()
+    cfg = os.path.join(d, "pe.yml")
+    with open(cfg, "w") as f:
+        f.write("process_names:\n"
+                "  - name: sleepers\n    comm: [benchsleep]\n"
+                "  - name: fds\n    comm: [benchfdhold]\n")
+    port = free_port()
+    proc = subprocess.Popen([exe, "-config.path", cfg, "-web.listen-address",
+                             "127.0.0.1:%d" % port], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        url = "http://127.0.0.1:%d/metrics" % port
+        wait_http(url, proc)
+        for _ in range(2):
+            urllib.request.urlopen(url, timeout=30).read()
+        c0 = cpu_seconds(proc.pid)
+        for _ in range(scrapes):
+            urllib.request.urlopen(url, timeout=30).read()
+        c1 = cpu_seconds(proc.pid)
+        return {"cpu_ms_per_scrape": 1000 * (c1 - c0) / scrapes, "rss_bytes": rss_bytes(proc.pid)}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+        shutil.rmtree(d)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--procs", type=int, default=500)
+    ap.add_argument("--fds", type=int, default=10000)
+    ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "core.json"))
+    a = ap.parse_args()
+    fixture = Fixture(a.procs, a.fds, lifetime=8 * a.seconds + 120)
+    try:
+        res = {"procs": a.procs, "fds": fixture.fds}
+        res.update(run_floor_and_collector(a.build, fixture.holder.pid, 20))
+        res["daemon_targets_only"] = run_daemon(a.build, fixture.holder.pid, a.seconds, True)
+        res["daemon_all_collectors"] = run_daemon(a.build, fixture.holder.pid, a.seconds, False)
+        res["process_exporter"] = run_process_exporter(fixture.holder.pid, 10)
+    finally:
+        fixture.close()
+    floor_ms = float(res["proc_floor"]["cpu_us_per_pass"]) / 1000
+    coll_ms = float(res["targets_bench"]["cpu_us_per_sample"]) / 1000
+    d1 = res["daemon_targets_only"]["cpu_ms_per_sample"]
+    d2 = res["daemon_all_collectors"]
+    pe = res["process_exporter"].get("cpu_ms_per_scrape")
+    rows = [
+        ("raw /proc floor (proc_floor), per pass", "%.1f ms" % floor_ms, "1.00"),
+        ("targets collector, per sample", "%.1f ms" % coll_ms, "%.2f" % (coll_ms / floor_ms)),
+        ("loadwatch daemon, targets only, per 1 s sample", "%.1f ms" % d1, "%.2f" % (d1 / floor_ms)),
+        ("loadwatch daemon, all collectors, per 1 s sample", "%.1f ms" % d2["cpu_ms_per_sample"],
+         "%.2f" % (d2["cpu_ms_per_sample"] / floor_ms)),
+        ("libproc2 procps_pids_select, same items", "%.1f ms" %
+         (float(res["libproc2"]["cpu_us_per_pass"]) / 1000) if "libproc2" in res else "n/a",
+         res.get("libproc2", {}).get("ratio_over_floor", "n/a")),
+        ("process-exporter 0.7.10, per scrape", "%.1f ms" % pe if pe else "n/a",
+         "%.2f" % (pe / floor_ms) if pe else "n/a"),
+        ("/metrics p50 / p99, 4 concurrent scrapers", "%.2f / %.2f ms" %
+         (d2["scrape_p50_ms"], d2["scrape_p99_ms"]), ""),
+        ("loadwatch RSS", "%.1f MiB" % (d2["rss_bytes"] / 2**20), ""),
+    ]
+    print("\n%d sleeping processes + 1 holding %d fds; CPU is user+system\n" % (a.procs,
+                                                                                 fixture.fds))
+    print("| measure | value | x floor |\n| --- | --- | --- |")
+    for r in rows:
+        print("| %s | %s | %s |" % r)
+    if pe:
+        print("\nprocess-exporter CPU per scrape / loadwatch CPU per sample: %.1fx" %
+              (pe / d2["cpu_ms_per_sample"]))
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump(res, f, indent=2)
+    print("\nraw figures: %s" % a.out)
+
+
+if __name__ == "__main__":
+    main()

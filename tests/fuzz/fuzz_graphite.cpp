@@ -1,0 +1,40 @@
+// libFuzzer harness: Graphite plaintext streams, line by line through the parser, JMeter's
+// path split and the model, as the listener does.
+// FUZZ_SOURCES: src/graphite_parser.cpp src/influx_line_protocol.cpp src/jmeter_model.cpp src/metric_sink.cpp
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "graphite_parser.h"
+#include "jmeter_model.h"
+
+namespace {
+void check(bool ok) {
+  if (!ok) std::abort();
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view rest(reinterpret_cast<const char*>(data), size);
+  loadwatch::JMeterModel model("graphite", {4, 8});
+  while (!rest.empty()) {
+    auto nl = rest.find('\n');
+    auto line = rest.substr(0, nl);
+    rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
+    if (loadwatch::graphite_line_blank(line)) continue;
+    loadwatch::GraphiteLine parsed;
+    if (loadwatch::parse_graphite_line(line, parsed) != nullptr) continue;
+    check(!parsed.path.empty());
+    loadwatch::JMeterGraphitePath p;
+    if (loadwatch::split_jmeter_graphite_path(parsed.path, p)) {
+      check(!p.context.empty() && !p.metric.empty());
+      auto q = loadwatch::percentile_to_quantile(p.metric.substr(p.metric.find('.') + 1));
+      check(q.empty() || q == "0" || q == "1" || q.rfind("0.", 0) == 0);
+    }
+    model.ingest_graphite(parsed, 1.0);
+  }
+  loadwatch::MetricSink sink;
+  model.collect(sink);
+  return 0;
+}

@@ -1,0 +1,175 @@
+// The InfluxDB write endpoints through the real HTTP server (civetweb) on loopback, with
+// libcurl as the client.
+#include <catch2/catch.hpp>
+
+#include <curl/curl.h>
+
+#include <map>
+#include <string>
+
+#include "collectors/jmeter_influx.h"
+#include "http_server.h"
+
+using namespace loadwatch;
+
+namespace {
+
+struct Reply {
+  long status = 0;
+  std::string body;
+};
+
+size_t append(char* data, size_t size, size_t n, void* out) {
+  static_cast<std::string*>(out)->append(data, size * n);
+  return size * n;
+}
+
+Reply request(const std::string& url, const std::string& method, const std::string& body,
+              std::vector<std::string> headers = {}) {
+  CURL* c = curl_easy_init();
+  REQUIRE(c);
+  Reply r;
+  curl_slist* hl = nullptr;
+  for (const auto& h : headers) hl = curl_slist_append(hl, h.c_str());
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
+  if (method == "POST") {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  }
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, append);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  CURLcode rc = curl_easy_perform(c);
+  if (rc == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+  curl_slist_free_all(hl);
+  curl_easy_cleanup(c);
+  INFO(curl_easy_strerror(rc));
+  REQUIRE((rc == CURLE_OK || rc == CURLE_SEND_ERROR));
+  return r;
+}
+
+std::map<std::string, double> collect(Collector& col, const FsRoot& root) {
+  SampleContext ctx{root, root, 0, {}};
+  MetricSink sink;
+  col.collect(ctx, sink);
+  std::map<std::string, double> out;
+  for (const auto& f : sink.families()) {
+    for (const auto& s : f.metric) {
+      std::string key = f.name + "{";
+      for (size_t i = 0; i < s.label.size(); ++i) {
+        key += (i ? "," : "") + s.label[i].name + "=" + s.label[i].value;
+      }
+      key += "}";
+      out[key] = f.type == prometheus::MetricType::Counter ? s.counter.value : s.gauge.value;
+    }
+  }
+  return out;
+}
+
+struct Server {
+  Options options;
+  Config config;
+  FsRoot root{"/nonexistent"};
+  HttpServer http{settings()};
+  std::unique_ptr<Collector> collector;
+  static HttpServerSettings settings() {
+    HttpServerSettings st;
+    st.listen_address = "127.0.0.1:0";
+    return st;
+  }
+  Server() {
+    CollectorEnv env{options, config, root, root, &http};
+    collector = make_influx_collector(env);
+    http.start();
+  }
+  std::string url(const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(http.port()) + path;
+  }
+};
+
+const char* kBody =
+    "events,application=shop,title=ApacheJMeter text=\"Test started\" 1700000000000000000\n"
+    "jmeter,application=shop,transaction=all,statut=all count=10,countError=1,avg=5.0,"
+    "pct90.0=9.0 1700000005000000000\n"
+    "jmeter,application=shop,transaction=home,statut=all count=10,pct90.0=9.0 "
+    "1700000005000000000\n"
+    "jmeter,application=shop,transaction=home,statut=ko count=1 1700000005000000000\n"
+    "jmeter,application=,transaction=internal minAT=1,maxAT=2,meanAT=1.5,startedT=2,endedT=0 "
+    "1700000005000000000\n";
+
+}  // namespace
+
+TEST_CASE("influx http: v1 /write takes a JMeter body and answers 204") {
+  Server s;
+  auto r = request(s.url("/write?db=perf"), "POST", kBody);
+  CHECK(r.status == 204);
+  CHECK(r.body.empty());
+  auto v = collect(*s.collector, s.root);
+  CHECK(v["loadwatch_generator_requests_total{source=perf}"] == 10);
+  CHECK(v["loadwatch_generator_failures_total{source=perf}"] == 1);
+  CHECK(v["loadwatch_generator_endpoint_failures_total{source=perf,name=home,method=}"] == 1);
+  CHECK(v["loadwatch_generator_latency_seconds{source=perf,quantile=0.9}"] == Approx(0.009));
+  CHECK(v["loadwatch_generator_users{source=perf}"] == 2);
+  CHECK(v["loadwatch_generator_run_start_timestamp_seconds{source=perf}"] == 1700000000);
+}
+
+TEST_CASE("influx http: v2 /api/v2/write uses the bucket and precision") {
+  Server s;
+  auto r = request(s.url("/api/v2/write?org=o&bucket=b2&precision=s"), "POST",
+                   "events text=\"x started\" 1700000000\n"
+                   "jmeter,transaction=all,statut=all count=3 1700000001\n",
+                   {"Authorization: Token secret"});
+  CHECK(r.status == 204);
+  auto v = collect(*s.collector, s.root);
+  CHECK(v["loadwatch_generator_requests_total{source=b2}"] == 3);
+  CHECK(v["loadwatch_generator_run_start_timestamp_seconds{source=b2}"] == 1700000000);
+}
+
+TEST_CASE("influx http: a malformed line gives 400 naming it; valid lines still taken") {
+  Server s;
+  auto r = request(s.url("/write?db=perf"), "POST",
+                   "jmeter,transaction=all,statut=all count=4\n"
+                   "jmeter,transaction=all,statut=all count=oops\n"
+                   "jmeter,transaction=all,statut=all count=5\n");
+  CHECK(r.status == 400);
+  CHECK_THAT(r.body, Catch::Contains("line 2") && Catch::Contains("invalid field value") &&
+                         Catch::Contains("count=oops") && Catch::StartsWith("{\"error\":"));
+  auto v = collect(*s.collector, s.root);
+  CHECK(v["loadwatch_generator_requests_total{source=perf}"] == 9);
+  CHECK(v["loadwatch_push_rejected_lines_total{protocol=influx,reason=parse}"] == 1);
+}
+
+TEST_CASE("influx http: missing db, bad precision, wrong method, compressed body") {
+  Server s;
+  auto r = request(s.url("/write"), "POST", "m v=1");
+  CHECK(r.status == 400);
+  CHECK_THAT(r.body, Catch::Contains("db is required"));
+  r = request(s.url("/api/v2/write?org=o"), "POST", "m v=1");
+  CHECK(r.status == 400);
+  CHECK_THAT(r.body, Catch::Contains("bucket is required"));
+  r = request(s.url("/write?db=x&precision=weeks"), "POST", "m v=1");
+  CHECK(r.status == 400);
+  r = request(s.url("/write?db=x"), "GET", "");
+  CHECK(r.status == 405);
+  r = request(s.url("/write?db=x"), "POST", "m v=1", {"Content-Encoding: gzip"});
+  CHECK(r.status == 415);
+  auto v = collect(*s.collector, s.root);
+  CHECK(v.count("loadwatch_generator_requests_total{source=x}") == 0);
+}
+
+TEST_CASE("influx http: a body over the limit gets 413 and changes nothing") {
+  Server s;
+  std::string line = "jmeter,transaction=all,statut=all count=1\n";
+  std::string body;
+  body.reserve(kInfluxMaxBody + line.size());
+  while (body.size() <= kInfluxMaxBody) body += line;
+  auto r = request(s.url("/write?db=big"), "POST", body);
+  CHECK(r.status == 413);
+  auto v = collect(*s.collector, s.root);
+  CHECK(v.count("loadwatch_generator_requests_total{source=big}") == 0);
+  // The server still answers afterwards.
+  CHECK(request(s.url("/write?db=big"), "POST", line).status == 204);
+}
