@@ -243,12 +243,44 @@ int capture(const std::string& dir, const std::vector<std::uint16_t>& ports) {
   return 1;
 }
 
+/// Kernel cost of one dump: `net_bench dump MASK FAMILY K [PORT...]` (MASK in hex, FAMILY 0
+/// for the two-family TCPDIAG_GETSOCK dump, 2 or 10): thread CPU ms per dump, median of K.
+int dump_cost(int argc, char** argv) {
+  if (argc < 5) return 2;
+  const std::uint32_t mask = static_cast<std::uint32_t>(std::stoul(argv[2], nullptr, 16));
+  const int family = std::atoi(argv[3]);
+  const int k = std::max(1, std::min(1000, std::atoi(argv[4])));
+  std::vector<std::uint16_t> ports;
+  for (int i = 5; i < argc; ++i) ports.push_back(static_cast<std::uint16_t>(std::atoi(argv[i])));
+  const auto bc = build_port_filter(ports);
+  int err = 0;
+  auto diag = SockDiag::open(err);
+  if (!diag) return 1;
+  struct Count final : TcpSocketVisitor {
+    long n = 0;
+    void on_socket(const TcpSocket&) override { ++n; }
+  } count;
+  std::vector<double> cpu;
+  for (int i = 0; i <= k; ++i) {
+    count.n = 0;
+    const double c0 = thread_cpu_ms();
+    if (diag->dump(static_cast<std::uint8_t>(family), mask, bc, count) != 0) return 1;
+    if (i > 0) cpu.push_back(thread_cpu_ms() - c0);
+  }
+  std::sort(cpu.begin(), cpu.end());
+  std::printf("{\"mask\":\"%x\",\"family\":%d,\"ports\":%zu,\"sockets\":%ld,"
+              "\"cpu_ms_median\":%.3f,\"cpu_ms_min\":%.3f}\n",
+              mask, family, ports.size(), count.n, cpu[cpu.size() / 2], cpu.front());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   try {
     if (mode == "sample") return sample(argc, argv);
+    if (mode == "dump") return dump_cost(argc, argv);
     if (mode == "capture" && argc >= 4) {
       std::vector<std::uint16_t> ports;
       for (int i = 3; i < argc; ++i) ports.push_back(static_cast<std::uint16_t>(std::atoi(argv[i])));

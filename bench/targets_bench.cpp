@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
 
   auto sample = [&](std::vector<TargetState>* states) {
     MetricSink sink;
-    SampleContext ctx{proc, sys};
+    SampleContext ctx{proc, sys, 0, {}};
     collector->collect(ctx, sink);
     if (states) *states = std::move(ctx.targets);
   };

@@ -8,6 +8,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,15 +19,12 @@
 #include <stdexcept>
 #include <vector>
 
-#include <spdlog/spdlog.h>
-
 namespace loadwatch {
 
 namespace {
 
 double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 /// Binds a listening TCP socket to "HOST:PORT", ":PORT" (all addresses, IPv6 dual-stack when
@@ -86,14 +84,13 @@ int bind_listener(const std::string& address, int& port_out) {
 
 struct Connection {
   int fd;
-  std::string pending;     // bytes of an incomplete line
-  bool discarding = false; // inside an over-long line: drop bytes up to the next '\n'
+  std::string pending;      // bytes of an incomplete line
+  bool discarding = false;  // inside an over-long line: drop bytes up to the next '\n'
 };
 
 class GraphiteCollector : public Collector {
  public:
-  GraphiteCollector(std::unique_ptr<GraphiteListener> listener,
-                    std::shared_ptr<JMeterModel> model)
+  GraphiteCollector(std::unique_ptr<GraphiteListener> listener, std::shared_ptr<JMeterModel> model)
       : listener_(std::move(listener)), model_(std::move(model)) {}
   void collect(SampleContext&, MetricSink& out) override {
     if (!listener_) return;

@@ -12,8 +12,7 @@ namespace loadwatch {
 namespace {
 
 double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string json_escape(std::string_view s) {

@@ -266,6 +266,24 @@ bool ProcessRegistry::children_by_files(ProcessRecord& rec, std::vector<pid_t>& 
   return true;
 }
 
+std::optional<std::uint64_t> ProcessRegistry::last_pid() {
+  if (last_pid_gen_ == gen_) return last_pid_;
+  last_pid_gen_ = gen_;
+  last_pid_.reset();
+  // "0.20 0.18 0.12 1/80 11206": the last field is the most recently allocated PID
+  // (proc(5) loadavg; kernel/pid.c idr_get_cursor of the reader's PID namespace).
+  if (proc_.read("loadavg", buf_) != 0) return last_pid_;
+  std::string_view text = buf_;
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  const auto sp = text.rfind(' ');
+  if (sp == std::string_view::npos) return last_pid_;
+  const std::string_view field = text.substr(sp + 1);
+  std::uint64_t v = 0;
+  auto [p, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
+  if (ec == std::errc() && p == field.data() + field.size()) last_pid_ = v;
+  return last_pid_;
+}
+
 std::optional<double> ProcessRegistry::start_time_seconds(std::uint64_t starttime_ticks) const {
   if (!boot_time_) return std::nullopt;
   return static_cast<double>(*boot_time_) +

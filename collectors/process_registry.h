@@ -95,6 +95,10 @@ class ProcessRegistry {
   /// false when the kernel lacks the file (then children_files() is false).
   bool children_by_files(ProcessRecord& rec, std::vector<pid_t>& out);
 
+  /// The last PID the kernel allocated (5th field of loadavg), read once per sample: when
+  /// it did not change, no process or thread was created since. nullopt if unreadable.
+  std::optional<std::uint64_t> last_pid();
+
   /// Seconds since the epoch of a start time in clock ticks after boot (btime-based).
   std::optional<double> start_time_seconds(std::uint64_t starttime_ticks) const;
 
@@ -124,6 +128,8 @@ class ProcessRegistry {
   std::uint32_t by_parent_gen_ = 0;
   std::optional<bool> children_files_;
   std::optional<std::uint64_t> boot_time_;
+  std::optional<std::uint64_t> last_pid_;
+  std::uint32_t last_pid_gen_ = 0;
   long clk_tck_ = 100;
   long page_size_ = 4096;
   std::string buf_;

@@ -1,6 +1,7 @@
 #include "process_tree.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_set>
 
 namespace loadwatch {
@@ -61,20 +62,40 @@ void walk_with_listing(ProcessRegistry& registry, std::vector<pid_t>& members) {
 
 }  // namespace
 
-void add_descendants(ProcessRegistry& registry, std::vector<pid_t>& members) {
+void add_descendants(ProcessRegistry& registry, std::vector<pid_t>& members,
+                     DescendantCache* cache) {
   sort_unique(members);
-  if (members.empty()) return;
-  // When /proc is listed this sample anyway (comm/exe/cmdline targets), the listing is free.
-  if (!registry.listed() && registry.children_files() != false) {
-    std::vector<pid_t> tried = members;
-    if (walk_with_files(registry, tried)) {
-      members = std::move(tried);
-      sort_unique(members);
-      return;
-    }
+  const std::optional<std::uint64_t> last_pid = registry.last_pid();
+  if (cache && cache->valid && last_pid && *last_pid == cache->last_pid &&
+      cache->roots == members &&
+      std::all_of(cache->members.begin(), cache->members.end(), [&](pid_t pid) {
+        const ProcessRecord* rec = registry.stat(pid);
+        return rec && !rec->stat.exited();
+      })) {
+    members = cache->members;
+    return;
   }
-  walk_with_listing(registry, members);
-  sort_unique(members);
+  std::vector<pid_t> roots;
+  if (cache) roots = members;
+  if (!members.empty()) {
+    bool done = false;
+    // When /proc is listed this sample anyway (comm/exe/cmdline targets), it is free.
+    if (!registry.listed() && registry.children_files() != false) {
+      std::vector<pid_t> tried = members;
+      if (walk_with_files(registry, tried)) {
+        members = std::move(tried);
+        done = true;
+      }
+    }
+    if (!done) walk_with_listing(registry, members);
+    sort_unique(members);
+  }
+  if (cache) {
+    cache->roots = std::move(roots);
+    cache->members = members;
+    cache->last_pid = last_pid.value_or(0);
+    cache->valid = last_pid.has_value();
+  }
 }
 
 }  // namespace loadwatch

@@ -13,14 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-std::optional<double> number(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || !it->is_number()) return std::nullopt;
-  double v = it->get<double>();
-  if (!std::isfinite(v)) return std::nullopt;
-  return v;
-}
-
 std::optional<double> parse_quantile(std::string_view text) {
   double q = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), q);
@@ -47,114 +39,243 @@ void put(std::vector<std::pair<double, double>>& qs, std::vector<bool>& strong, 
   strong.push_back(is_strong);
 }
 
-void sort_quantiles(std::vector<std::pair<double, double>>& qs) {
-  std::sort(qs.begin(), qs.end());
-}
-
 constexpr std::string_view kPercentilePrefix = "response_time_percentile_";
+constexpr std::string_view kCurrentPrefix = "current_response_time_percentile_";
 
-bool parse_row(const json& row, LocustRow& out) {
-  auto name = row.find("name");
-  if (name == row.end() || !name->is_string()) return false;
-  out.name = name->get<std::string>();
-  if (auto m = row.find("method"); m != row.end() && m->is_string()) out.method = m->get<std::string>();
-  out.requests = number(row, "num_requests").value_or(0);
-  out.failures = number(row, "num_failures").value_or(0);
-  out.avg_ms = number(row, "avg_response_time");
-  std::vector<bool> strong;
-  for (auto it = row.begin(); it != row.end(); ++it) {
-    if (!it.value().is_number()) continue;  // null while an endpoint has no requests
-    double v = it.value().get<double>();
-    if (!std::isfinite(v)) continue;
-    const std::string& key = it.key();
-    if (key == "median_response_time") {
-      put(out.quantiles_ms, strong, 0.5, v, false);
-    } else if (key == "ninetieth_response_time") {
-      put(out.quantiles_ms, strong, 0.9, v, false);
-    } else if (key == "ninety_ninth_response_time") {
-      put(out.quantiles_ms, strong, 0.99, v, false);
-    } else if (key.rfind(kPercentilePrefix, 0) == 0) {
-      if (auto q = parse_quantile(std::string_view(key).substr(kPercentilePrefix.size()))) {
-        put(out.quantiles_ms, strong, *q, v, true);
+// A SAX handler instead of a DOM: a 500-endpoint body is ~300 KB, and building the DOM (a
+// std::map and strings per row) cost most of the 5 ms budget. It reads only the keys
+// loadwatch exports and keeps a small stack of where it is.
+class StatsHandler : public nlohmann::json_sax<json> {
+ public:
+  explicit StatsHandler(LocustStats& out) : out_(out) {}
+
+  bool null() override { return scalar(Scalar{}); }
+  bool boolean(bool) override { return scalar(Scalar{}); }
+  bool number_integer(number_integer_t v) override { return number(double(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return number(double(v)); }
+  bool number_float(number_float_t v, const string_t&) override { return number(v); }
+  bool string(string_t& v) override {
+    Scalar s;
+    s.text = &v;
+    return scalar(s);
+  }
+  bool binary(binary_t&) override { return scalar(Scalar{}); }
+
+  bool key(string_t& k) override {
+    key_ = k;
+    return true;
+  }
+
+  bool start_object(std::size_t) override {
+    Role role = Role::Other;
+    if (stack_.empty()) {
+      role = Role::Root;
+      root_is_object_ = true;
+    } else if (top() == Role::Root && key_ == "current_response_time_percentiles") {
+      role = Role::Current;
+    } else if (top() == Role::Stats) {
+      role = Role::Row;
+      row_ = LocustRow{};
+      row_named_ = false;
+      row_strong_.clear();
+    } else if (top() == Role::Workers) {
+      role = Role::Worker;  // counted at its end unless its state is "missing"
+      worker_missing_ = false;
+    }
+    return push(role);
+  }
+
+  bool end_object() override {
+    Role role = top();
+    stack_.pop_back();
+    if (role == Role::Row && row_named_) {
+      std::sort(row_.quantiles_ms.begin(), row_.quantiles_ms.end());
+      // The aggregate row is Locust's stats.total, named "Aggregated" (its method is
+      // ""/null); it feeds the aggregate metrics, never a name="Aggregated" label.
+      if (row_.name == "Aggregated" && row_.method.empty()) {
+        out_.aggregated = std::move(row_);
+      } else {
+        out_.endpoints.push_back(std::move(row_));
+      }
+    } else if (role == Role::Worker && !worker_missing_) {
+      workers_ += 1;
+    }
+    return true;
+  }
+
+  bool start_array(std::size_t) override {
+    Role role = Role::Other;
+    if (!stack_.empty() && top() == Role::Root && key_ == "stats") {
+      role = Role::Stats;
+      saw_stats_ = true;
+      out_.endpoints.clear();  // a repeated key replaces, as in a DOM
+      out_.aggregated.reset();
+    } else if (!stack_.empty() && top() == Role::Root && key_ == "workers") {
+      role = Role::Workers;
+      has_workers_ = true;
+      workers_ = 0;
+    }
+    if (!stack_.empty() && top() == Role::Workers) workers_ += 1;
+    return push(role);
+  }
+
+  bool end_array() override {
+    stack_.pop_back();
+    return true;
+  }
+
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+  /// After a successful parse: false unless the body was an object with a "stats" list.
+  bool finish() {
+    if (!root_is_object_ || !saw_stats_) return false;
+    if (!worker_count_ && has_workers_) out_.workers = workers_;
+    if (worker_count_) out_.workers = worker_count_;
+    std::sort(out_.current_quantiles_ms.begin(), out_.current_quantiles_ms.end());
+    return true;
+  }
+
+  bool too_deep() const { return too_deep_; }
+
+ private:
+  enum class Role { Root, Stats, Row, Current, Workers, Worker, Other };
+  struct Scalar {
+    bool is_number = false;
+    double value = 0;
+    const std::string* text = nullptr;
+  };
+
+  // Locust's JSON is 4 levels deep; anything far deeper is not Locust (and must not grow
+  // memory without bound).
+  static constexpr std::size_t kMaxDepth = 64;
+
+  Role top() const { return stack_.empty() ? Role::Other : stack_.back(); }
+
+  bool push(Role role) {
+    if (stack_.size() >= kMaxDepth) {
+      too_deep_ = true;
+      return false;
+    }
+    stack_.push_back(role);
+    return true;
+  }
+
+  bool number(double v) {
+    Scalar s;
+    s.is_number = std::isfinite(v);
+    s.value = v;
+    return scalar(s);
+  }
+
+  bool scalar(const Scalar& s) {
+    if (stack_.empty()) return true;  // a bare scalar document: finish() rejects it
+    switch (top()) {
+      case Role::Root: root_value(s); break;
+      case Role::Row: row_value(s); break;
+      case Role::Current: current_value(s); break;
+      case Role::Worker:
+        if (key_ == "state") worker_missing_ = s.text && *s.text == "missing";
+        break;
+      case Role::Workers: workers_ += 1; break;
+      default: break;
+    }
+    return true;
+  }
+
+  static std::optional<double> opt(const Scalar& s) {
+    return s.is_number ? std::optional<double>(s.value) : std::nullopt;
+  }
+
+  void root_value(const Scalar& s) {
+    if (key_ == "user_count") {
+      out_.user_count = opt(s);
+    } else if (key_ == "total_rps") {
+      out_.total_rps = opt(s);
+    } else if (key_ == "worker_count") {
+      worker_count_ = opt(s);
+    } else if (key_ == "state") {
+      out_.state = s.text ? *s.text : std::string();
+    } else if (s.is_number && key_.rfind(kCurrentPrefix, 0) == 0) {
+      std::string_view suffix = std::string_view(key_).substr(kCurrentPrefix.size());
+      int n = 0;
+      auto [p, ec] = std::from_chars(suffix.data(), suffix.data() + suffix.size(), n);
+      if (ec != std::errc() || p != suffix.data() + suffix.size() || n <= 0 || n > 100) return;
+      // 2.15-2.20 number them by position in PERCENTILES_TO_CHART, default [0.5, 0.95];
+      // 2.12 writes the percentile itself (_95, _50).
+      double q = n == 1 ? 0.5 : n == 2 ? 0.95 : n / 100.0;
+      put(out_.current_quantiles_ms, current_strong_, q, s.value, false);
+    }
+  }
+
+  void current_value(const Scalar& s) {
+    if (!s.is_number || key_.rfind(kPercentilePrefix, 0) != 0) return;
+    if (auto q = parse_quantile(std::string_view(key_).substr(kPercentilePrefix.size()))) {
+      put(out_.current_quantiles_ms, current_strong_, *q, s.value, true);
+    }
+  }
+
+  void row_value(const Scalar& s) {
+    const std::string& k = key_;
+    if (k == "name") {
+      row_named_ = s.text != nullptr;
+      row_.name = s.text ? *s.text : std::string();
+    } else if (k == "method") {
+      row_.method = s.text ? *s.text : std::string();
+    } else if (k == "num_requests") {
+      row_.requests = s.is_number ? s.value : 0;
+    } else if (k == "num_failures") {
+      row_.failures = s.is_number ? s.value : 0;
+    } else if (k == "avg_response_time") {
+      row_.avg_ms = opt(s);
+    } else if (!s.is_number) {
+      return;  // a null percentile: the endpoint has no requests yet
+    } else if (k == "median_response_time") {
+      put(row_.quantiles_ms, row_strong_, 0.5, s.value, false);
+    } else if (k == "ninetieth_response_time") {
+      put(row_.quantiles_ms, row_strong_, 0.9, s.value, false);
+    } else if (k == "ninety_ninth_response_time") {
+      put(row_.quantiles_ms, row_strong_, 0.99, s.value, false);
+    } else if (k.rfind(kPercentilePrefix, 0) == 0) {
+      if (auto q = parse_quantile(std::string_view(k).substr(kPercentilePrefix.size()))) {
+        put(row_.quantiles_ms, row_strong_, *q, s.value, true);
       }
     }
   }
-  sort_quantiles(out.quantiles_ms);
-  return true;
-}
 
-void parse_current(const json& doc, LocustStats& out) {
-  std::vector<bool> strong;
-  constexpr std::string_view prefix = "current_response_time_percentile_";
-  for (auto it = doc.begin(); it != doc.end(); ++it) {
-    const std::string& key = it.key();
-    if (key.rfind(prefix, 0) != 0 || !it.value().is_number()) continue;
-    double v = it.value().get<double>();
-    if (!std::isfinite(v)) continue;
-    std::string_view suffix = std::string_view(key).substr(prefix.size());
-    int n = 0;
-    auto [p, ec] = std::from_chars(suffix.data(), suffix.data() + suffix.size(), n);
-    if (ec != std::errc() || p != suffix.data() + suffix.size()) continue;
-    // 2.15-2.20 number them by position in PERCENTILES_TO_CHART, default [0.5, 0.95];
-    // 2.12 writes the percentile itself (_95, _50).
-    if (n <= 0 || n > 100) continue;
-    double q = n == 1 ? 0.5 : n == 2 ? 0.95 : n / 100.0;
-    put(out.current_quantiles_ms, strong, q, v, false);
-  }
-  if (auto cur = doc.find("current_response_time_percentiles"); cur != doc.end() && cur->is_object()) {
-    for (auto it = cur->begin(); it != cur->end(); ++it) {
-      const std::string& key = it.key();
-      if (key.rfind(kPercentilePrefix, 0) != 0 || !it.value().is_number()) continue;
-      double v = it.value().get<double>();
-      if (!std::isfinite(v)) continue;
-      if (auto q = parse_quantile(std::string_view(key).substr(kPercentilePrefix.size()))) {
-        put(out.current_quantiles_ms, strong, *q, v, true);
-      }
-    }
-  }
-  sort_quantiles(out.current_quantiles_ms);
-}
+  LocustStats& out_;
+  std::vector<Role> stack_;
+  std::string key_;
+  bool root_is_object_ = false;
+  bool saw_stats_ = false;
+  bool too_deep_ = false;
+  LocustRow row_;
+  bool row_named_ = false;
+  std::vector<bool> row_strong_;
+  std::vector<bool> current_strong_;
+  bool worker_missing_ = false;
+  bool has_workers_ = false;
+  double workers_ = 0;
+  std::optional<double> worker_count_;
+};
 
 }  // namespace
 
 bool parse_locust_stats(std::string_view text, LocustStats& out, std::string& error) {
   out = LocustStats{};
-  auto doc = json::parse(text.begin(), text.end(), nullptr, false);
-  if (doc.is_discarded()) {
-    error = "/stats/requests: not JSON";
+  StatsHandler handler(out);
+  bool parsed = json::sax_parse(text.begin(), text.end(), &handler);
+  if (!parsed) {
+    out = LocustStats{};
+    error = handler.too_deep() ? "/stats/requests: nested too deeply" : "/stats/requests: not JSON";
     return false;
   }
-  if (!doc.is_object() || !doc.contains("stats") || !doc["stats"].is_array()) {
+  if (!handler.finish()) {
+    out = LocustStats{};
     error = "/stats/requests: no \"stats\" list";
     return false;
   }
-  for (const auto& row : doc["stats"]) {
-    if (!row.is_object()) continue;
-    LocustRow r;
-    if (!parse_row(row, r)) continue;
-    // The aggregate row is Locust's stats.total, named "Aggregated" (its method is ""/null);
-    // it feeds the aggregate metrics, never a name="Aggregated" label.
-    if (r.name == "Aggregated" && r.method.empty()) {
-      out.aggregated = std::move(r);
-    } else {
-      out.endpoints.push_back(std::move(r));
-    }
-  }
-  out.user_count = number(doc, "user_count");
-  out.total_rps = number(doc, "total_rps");
-  if (auto s = doc.find("state"); s != doc.end() && s->is_string()) out.state = s->get<std::string>();
-  if (auto wc = number(doc, "worker_count")) {
-    out.workers = wc;
-  } else if (auto w = doc.find("workers"); w != doc.end() && w->is_array()) {
-    double n = 0;
-    for (const auto& worker : *w) {
-      bool missing = worker.is_object() && worker.contains("state") &&
-                     worker["state"].is_string() && worker["state"].get<std::string>() == "missing";
-      if (!missing) n += 1;
-    }
-    out.workers = n;
-  }
-  parse_current(doc, out);
   return true;
 }
 

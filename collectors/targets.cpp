@@ -38,6 +38,7 @@ struct Target {
   std::string selector_text;
   std::unique_ptr<TargetResolver> resolver;
   TargetGroup group;
+  DescendantCache descendants;
   std::uint64_t partial_reads = 0;
 };
 
@@ -81,7 +82,7 @@ class TargetsCollector final : public Collector {
       members_.clear();
       t.resolver->resolve(rctx, members_);
       if (t.config.children) {
-        add_descendants(reg, members_);
+        add_descendants(reg, members_, &t.descendants);
       } else {
         std::sort(members_.begin(), members_.end());
         members_.erase(std::unique(members_.begin(), members_.end()), members_.end());

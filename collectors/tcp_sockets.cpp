@@ -4,6 +4,8 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cmath>
+#include <ctime>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -31,6 +33,12 @@ bool refused(int err) {
 }
 
 using StateCounts = std::array<std::uint64_t, kTcpStateCount>;
+
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
 
 /// First pass over the sockets: host-wide counts, and a copy of each socket for the
 /// per-port / per-target pass (which needs the watched ports, known only after it).
@@ -67,7 +75,9 @@ class PortTally final : public TcpSocketVisitor {
 
 class TcpCollector final : public Collector {
  public:
-  explicit TcpCollector(const CollectorEnv& env) { reconfigure(env); }
+  TcpCollector(const CollectorEnv& env, double walk_budget_ms) : walk_budget_ms_(walk_budget_ms) {
+    reconfigure(env);
+  }
 
   void reconfigure(const CollectorEnv& env) override {
     config_ports_ = env.config.tcp.ports;
@@ -75,32 +85,60 @@ class TcpCollector final : public Collector {
   }
 
   void collect(SampleContext& ctx, MetricSink& out) override {
+    bool netlink = use_netlink(ctx);
+    if (netlink && have_walk_ && walk_skip_ > 0 && config_ports_.empty() && same_targets(ctx)) {
+      --walk_skip_;
+      if (refresh_between_walks(ctx)) {
+        emit(ctx, out, eph_known_, true);
+        return;
+      }
+      netlink = use_netlink(ctx);  // refused meanwhile: /proc from now on
+    }
+    const double cpu0 = thread_cpu_ms();
+    walk(ctx, netlink);
+    emit(ctx, out, eph_known_, max_known_);
+    if (netlink && !netlink_refused_) {
+      // Deferral (see the header): keep the walk's average cost within the budget.
+      const double cost = thread_cpu_ms() - cpu0;
+      int skip = 0;
+      if (config_ports_.empty() && walk_budget_ms_ > 0 && cost > walk_budget_ms_) {
+        skip = static_cast<int>(std::ceil(cost / walk_budget_ms_)) - 1;
+      }
+      walk_skip_ = std::min(skip, kMaxSkippedSamples);
+      have_walk_ = true;
+      remember_targets(ctx);
+    } else {
+      have_walk_ = false;
+    }
+  }
+
+  void walk(SampleContext& ctx, bool netlink) {
     host_.fill(0);
     fw2_minisocks_ = 0;
     records_.clear();
     bool tw_in_records = true;  // the first pass saw every TIME_WAIT socket
-    bool max_known = true;
-    if (use_netlink(ctx)) {
+    max_known_ = true;
+    if (netlink) {
       tw_in_records = !read_netlink(ctx);
       if (netlink_refused_) {  // refused during this sample: start over from /proc
         host_.fill(0);
         fw2_minisocks_ = 0;
         records_.clear();
         read_procfs(ctx);
-        max_known = false;
+        max_known_ = false;
         tw_in_records = true;
       }
     } else {
       read_procfs(ctx);
-      max_known = false;
+      max_known_ = false;
     }
 
     // Ephemeral range: when unreadable, the two ephemeral gauges are left out.
     std::uint32_t eph_lo = 1, eph_hi = 0;
-    bool eph_known = false;
+    eph_known_ = false;
     if (ctx.proc.read("sys/net/ipv4/ip_local_port_range", buf_) == 0) {
       std::tie(eph_lo, eph_hi) = parse_port_range(buf_);
-      eph_known = true;
+      eph_known_ = true;
     }
 
     resolve_targets(ctx);
@@ -114,8 +152,64 @@ class TcpCollector final : public Collector {
       tally_.add(s);
     }
     if (!tw_in_records && !tally_.ports().empty()) dump_port_timewait();
+  }
 
-    emit(ctx, out, eph_known, max_known);
+  /// A sample between two walks: TIME_WAIT from sockstat and the listeners (a LISTEN-only
+  /// dump walks the small listening hash, not the established one: ~0.01 ms) are fresh;
+  /// the other figures are those of the last walk. False when sockstat is unreadable.
+  bool refresh_between_walks(SampleContext& ctx) {
+    if (ctx.proc.read("net/sockstat", buf_) != 0) return false;
+    const SockstatTcp sockstat = parse_sockstat(buf_);
+    listeners_.clear();
+    struct Listeners final : TcpSocketVisitor {
+      std::vector<TcpSocket>& out;
+      explicit Listeners(std::vector<TcpSocket>& o) : out(o) {}
+      void on_socket(const TcpSocket& s) override {
+        if (s.state == kTcpListen) out.push_back(s);
+      }
+    } visit(listeners_);
+    if (int err = dump_all(tcp_state_bit(kTcpListen), {}, visit); err != 0) {
+      if (refused(err)) {
+        refuse(err);
+        return false;
+      }
+      throw std::runtime_error(std::string("sock_diag listener dump: ") + std::strerror(err));
+    }
+    host_[kTcpTimeWait] = sockstat.tw > fw2_minisocks_ ? sockstat.tw - fw2_minisocks_ : 0;
+    host_[kTcpListen] = listeners_.size();
+    tally_.reset_listeners();
+    for (const auto& l : listeners_) tally_.add(l);
+    for (std::size_t i = 0; i < ctx.targets.size(); ++i) {
+      const auto& inodes = target_inodes_[i];
+      auto& ports = ctx.targets[i].listen_ports;
+      ports.clear();
+      target_counts_[i][kTcpListen] = 0;
+      for (const auto& l : listeners_) {
+        if (l.inode == 0 || !std::binary_search(inodes.begin(), inodes.end(), l.inode)) continue;
+        ++target_counts_[i][kTcpListen];
+        ports.push_back(l.sport);
+      }
+      std::sort(ports.begin(), ports.end());
+      ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
+    }
+    return true;
+  }
+
+  /// The targets (names and processes) the last walk resolved; another set forces a walk.
+  bool same_targets(const SampleContext& ctx) const {
+    if (ctx.targets.size() != walk_targets_.size()) return false;
+    for (std::size_t i = 0; i < ctx.targets.size(); ++i) {
+      if (ctx.targets[i].name != walk_targets_[i].first ||
+          ctx.targets[i].pids != walk_targets_[i].second) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void remember_targets(const SampleContext& ctx) {
+    walk_targets_.clear();
+    for (const auto& t : ctx.targets) walk_targets_.emplace_back(t.name, t.pids);
   }
 
  private:
@@ -213,6 +307,7 @@ class TcpCollector final : public Collector {
   /// state counts.
   void resolve_targets(SampleContext& ctx) {
     target_counts_.assign(ctx.targets.size(), StateCounts{});
+    target_inodes_.assign(ctx.targets.size(), {});
     if (ctx.targets.empty()) return;
     alive_.clear();
     for (const auto& s : records_) {
@@ -241,6 +336,7 @@ class TcpCollector final : public Collector {
       std::sort(t.listen_ports.begin(), t.listen_ports.end());
       t.listen_ports.erase(std::unique(t.listen_ports.begin(), t.listen_ports.end()),
                            t.listen_ports.end());
+      target_inodes_[i] = inodes;
     }
   }
 
@@ -296,8 +392,19 @@ class TcpCollector final : public Collector {
     }
   }
 
+  static constexpr int kMaxSkippedSamples = 9;  // a walk at least every 10 samples
+
   std::vector<std::uint16_t> config_ports_;
   bool force_procfs_ = false;
+  double walk_budget_ms_ = kDefaultTcpWalkBudgetMs;
+  // Deferral state: the last walk's figures stand in for the walk until walk_skip_ is 0.
+  bool have_walk_ = false;
+  int walk_skip_ = 0;
+  bool eph_known_ = false;
+  bool max_known_ = true;
+  std::vector<std::pair<std::string, std::vector<pid_t>>> walk_targets_;
+  std::vector<std::vector<std::uint64_t>> target_inodes_;
+  std::vector<TcpSocket> listeners_;
   bool netlink_refused_ = false;
   bool per_family_ = false;  // the kernel rejected the two-family TCPDIAG_GETSOCK dump
   std::unique_ptr<SockDiag> diag_;
@@ -317,7 +424,12 @@ class TcpCollector final : public Collector {
 }  // namespace
 
 std::unique_ptr<Collector> make_tcp_collector(const CollectorEnv& env) {
-  return std::make_unique<TcpCollector>(env);
+  return std::make_unique<TcpCollector>(env, kDefaultTcpWalkBudgetMs);
+}
+
+std::unique_ptr<Collector> make_tcp_collector_with_budget(const CollectorEnv& env,
+                                                         double walk_budget_ms) {
+  return std::make_unique<TcpCollector>(env, walk_budget_ms);
 }
 
 }  // namespace loadwatch

@@ -7,6 +7,7 @@
 #include "collectors/textfile.h"
 
 #include <dirent.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -17,8 +18,6 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <spdlog/spdlog.h>
 
 #include "fs_root.h"
 #include "prom_text_parser.h"
@@ -39,7 +38,8 @@ struct CachedFile {
 };
 
 bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string check_parsed(const PromTextParse& parsed) {
@@ -101,7 +101,16 @@ class TextfileCollector : public Collector {
         warn_once(dir_ + "/" + name + ": " + problem);
         error = true;
       } else {
-        for (const auto& f : file.families) out.family(f);
+        for (const auto& f : file.families) {
+          if (f.help.empty()) {
+            // As node_exporter does: `promtool check metrics` wants a HELP on every family.
+            auto copy = f;
+            copy.help = "Metric read from " + dir_ + "/" + name;
+            out.family(std::move(copy));
+          } else {
+            out.family(f);
+          }
+        }
         double mtime = static_cast<double>(file.mtime.tv_sec) + file.mtime.tv_nsec / 1e9;
         out.gauge("loadwatch_textfile_mtime_seconds", "Unix mtime of each textfile read.",
                   {{"file", name}}, mtime);

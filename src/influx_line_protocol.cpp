@@ -317,9 +317,9 @@ class Parser {
     point_.fields.clear();
     for (const auto& t : tags_) point_.tags.push_back({view(t.key), view(t.value)});
     for (const auto& f : fields_) {
-      point_.fields.push_back({view(f.key), f.type, f.number,
-                               f.type == InfluxField::Type::String ? view(f.text)
-                                                                   : std::string_view()});
+      point_.fields.push_back(
+          {view(f.key), f.type, f.number,
+           f.type == InfluxField::Type::String ? view(f.text) : std::string_view()});
     }
   }
 

@@ -40,9 +40,9 @@ struct InfluxPoint {
 };
 
 struct InfluxParseError {
-  std::size_t line = 0;   // 1-based
+  std::size_t line = 0;      // 1-based
   const char* message = "";  // static text
-  std::string_view text;  // the offending line (truncated to 200 bytes)
+  std::string_view text;     // the offending line (truncated to 200 bytes)
 };
 
 /// Parses a whole body: calls on_point for each valid point and on_error for each malformed

@@ -104,9 +104,20 @@ JMeterModel::JMeterModel(std::string protocol) : JMeterModel(std::move(protocol)
 JMeterModel::JMeterModel(std::string protocol, Limits limits)
     : protocol_(std::move(protocol)), limits_(limits) {}
 
-JMeterModel::Source* JMeterModel::source_locked(std::string_view name) {
+JMeterModel::Source* JMeterModel::source_locked(std::string_view name, double now) {
   if (auto it = sources_.find(name); it != sources_.end()) return &it->second;
-  if (sources_.size() >= limits_.max_sources) return nullptr;
+  if (sources_.size() >= limits_.max_sources) {
+    // Full: make room by forgetting the source that pushed least recently, if it has been
+    // quiet for a while (CI runs that each push to a new database); else drop the newcomer.
+    auto oldest = sources_.begin();
+    for (auto it = sources_.begin(); it != sources_.end(); ++it) {
+      if (it->second.last_push < oldest->second.last_push) oldest = it;
+    }
+    if (oldest == sources_.end() || oldest->second.last_push > now - limits_.evict_after_s) {
+      return nullptr;
+    }
+    sources_.erase(oldest);
+  }
   return &sources_.emplace(std::string(name), Source{}).first->second;
 }
 
@@ -136,8 +147,20 @@ JMeterModel::Result JMeterModel::ingest_graphite(const GraphiteLine& line, doubl
     reject_locked("unknown", 1);
     return Result::Unknown;
   }
+  std::string_view kind, stat;
+  if (p.context != "test") {
+    auto dot = p.metric.find('.');
+    kind = p.metric.substr(0, dot);
+    stat = p.metric.substr(dot + 1);
+    bool known = stat == "count" || stat == "min" || stat == "max" || stat == "avg" ||
+                 stat.substr(0, 3) == "pct";
+    if (!known) {
+      reject_locked("unknown", 1);
+      return Result::Unknown;
+    }
+  }
   // An empty rootMetricsPrefix leaves no name: call the source "jmeter" (JMeter's default).
-  Source* s = source_locked(p.prefix.empty() ? std::string_view("jmeter") : p.prefix);
+  Source* s = source_locked(p.prefix.empty() ? std::string_view("jmeter") : p.prefix, now);
   if (!s) {
     reject_locked("limit", 1);
     return Result::Dropped;
@@ -149,15 +172,6 @@ JMeterModel::Result JMeterModel::ingest_graphite(const GraphiteLine& line, doubl
     if (p.metric == "meanAT") s->mean_threads = v;
     s->last_push = now;
     return Result::Taken;
-  }
-  auto dot = p.metric.find('.');
-  auto kind = p.metric.substr(0, dot);
-  auto stat = p.metric.substr(dot + 1);
-  bool known = stat == "count" || stat == "min" || stat == "max" || stat == "avg" ||
-               stat.substr(0, 3) == "pct";
-  if (!known) {
-    reject_locked("unknown", 1);
-    return Result::Unknown;
   }
   Stats* st = p.context == "all" ? &s->all : endpoint_locked(*s, p.context);
   if (!st) {
@@ -185,9 +199,9 @@ void JMeterModel::apply_influx_locked(Source& s, const InfluxPoint& p, double no
   if (p.measurement == "events") {
     const InfluxField* text = p.field("text");
     if (!text || text->type != InfluxField::Type::String) return;
-    double ts = p.timestamp ? static_cast<double>(*p.timestamp) * static_cast<double>(ns_per_unit) /
-                                  1e9
-                            : now;
+    double ts = p.timestamp
+                    ? static_cast<double>(*p.timestamp) * static_cast<double>(ns_per_unit) / 1e9
+                    : now;
     if (ends_with(text->text, " started") || text->text == "started") {
       s.run_start = ts;
       s.run_end = -1;  // a new run has not ended yet
@@ -261,7 +275,8 @@ JMeterModel::InfluxOutcome JMeterModel::ingest_influx(std::string_view source,
                                                       std::int64_t ns_per_unit) {
   InfluxOutcome out;
   std::lock_guard lock(mutex_);
-  Source* s = source_locked(source);
+  bool existed = sources_.find(source) != sources_.end();
+  Source* s = source_locked(source, now);
   std::uint64_t unknown = 0, dropped_n = 0;
   parse_influx_lines(
       body,
@@ -290,6 +305,8 @@ JMeterModel::InfluxOutcome JMeterModel::ingest_influx(std::string_view source,
   if (unknown) reject_locked("unknown", unknown);
   if (dropped_n) reject_locked("limit", dropped_n);
   if (s && out.taken) s->last_push = now;
+  // A body with nothing JMeter-shaped in it does not create a source.
+  if (s && !existed && !out.taken) sources_.erase(sources_.find(source));
   return out;
 }
 
@@ -319,8 +336,7 @@ void JMeterModel::collect(MetricSink& out) const {
     }
     if (s.all.avg >= 0) {
       out.gauge("loadwatch_generator_latency_avg_seconds",
-                "Mean response time of the last reporting interval, as reported.", src,
-                s.all.avg);
+                "Mean response time of the last reporting interval, as reported.", src, s.all.avg);
     }
     // JMeter's startedT/endedT are totals since the run began, so their difference is the
     // number of threads running now; meanAT (mean over the interval) is the fallback.
@@ -334,8 +350,8 @@ void JMeterModel::collect(MetricSink& out) const {
     if (s.seen_bytes) {
       out.counter("loadwatch_generator_sent_bytes_total", "Bytes the load generator sent.", src,
                   s.sent_bytes);
-      out.counter("loadwatch_generator_received_bytes_total",
-                  "Bytes the load generator received.", src, s.received_bytes);
+      out.counter("loadwatch_generator_received_bytes_total", "Bytes the load generator received.",
+                  src, s.received_bytes);
     }
     if (s.run_start >= 0) {
       out.gauge("loadwatch_generator_run_start_timestamp_seconds",
@@ -351,8 +367,7 @@ void JMeterModel::collect(MetricSink& out) const {
       out.counter("loadwatch_generator_endpoint_requests_total",
                   "Requests the load generator reported per request name.", ep, e.requests);
       out.counter("loadwatch_generator_endpoint_failures_total",
-                  "Failed requests the load generator reported per request name.", ep,
-                  e.failures);
+                  "Failed requests the load generator reported per request name.", ep, e.failures);
       for (const auto& q : e.quantiles) {
         Labels l = ep;
         l.emplace_back("quantile", q.label);
@@ -372,8 +387,7 @@ void JMeterModel::collect(MetricSink& out) const {
       }
       if (e.avg >= 0) {
         out.gauge("loadwatch_generator_endpoint_latency_avg_seconds",
-                  "Mean response time per request name in the last reporting interval.", ep,
-                  e.avg);
+                  "Mean response time per request name in the last reporting interval.", ep, e.avg);
       }
     }
     out.gauge("loadwatch_push_last_timestamp_seconds",

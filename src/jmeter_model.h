@@ -46,8 +46,11 @@ std::string percentile_to_quantile(std::string_view pct);
 class JMeterModel {
  public:
   struct Limits {
+    /// Sources kept; a new one replaces the least recently pushed source if that has been
+    /// quiet for evict_after_s, else it is dropped and counted.
     std::size_t max_sources = 64;
     std::size_t max_transactions = 1000;  // per source; more are dropped and counted
+    double evict_after_s = 600;
   };
 
   /// `protocol` labels this model's loadwatch_push_* metrics ("graphite" or "influx").
@@ -101,7 +104,7 @@ class JMeterModel {
     double last_push = 0;
   };
 
-  Source* source_locked(std::string_view name);
+  Source* source_locked(std::string_view name, double now);
   Stats* endpoint_locked(Source& s, std::string_view name);
   void apply_influx_locked(Source& s, const InfluxPoint& p, double now, std::int64_t ns_per_unit,
                            bool& taken, bool& dropped);

@@ -451,4 +451,19 @@ bool parse_prom_value(std::string_view s, double& out) {
 
 PromTextParse parse_prom_text(std::string_view text) { return Parser(text).run(); }
 
+std::string escape_help(std::string_view help) {
+  std::string out;
+  out.reserve(help.size());
+  for (char c : help) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace loadwatch

@@ -45,6 +45,12 @@ PromTextParse parse_prom_text(std::string_view text);
 /// Parses one sample value token (see above). Returns false on anything else.
 bool parse_prom_value(std::string_view token, double& out);
 
+/// HELP text escaped for the exposition format (`\` -> `\\`, newline -> `\n`).
+/// prometheus-cpp 1.0.1's TextSerializer writes HELP verbatim, so families re-exported
+/// from a source (whose HELP parse_prom_text unescaped) carry it escaped, or a backslash or
+/// newline in an upstream HELP would break /metrics.
+std::string escape_help(std::string_view help);
+
 /// True for a valid metric name [a-zA-Z_:][a-zA-Z0-9_:]*.
 bool valid_metric_name(std::string_view name);
 /// True for a valid label name [a-zA-Z_][a-zA-Z0-9_]*.

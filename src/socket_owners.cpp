@@ -124,14 +124,15 @@ bool SocketOwners::refresh(const FsRoot& proc, pid_t pid, Proc& p, bool new_sock
   // 3. Re-read suspect fds only: sockets gone from the dump (closed: the number is usually
   //    reused at once, as the kernel hands out the lowest free fd), this sample's rolling
   //    verification slice, and, when a new socket nobody claims exists, plain files.
-  const std::uint64_t reads_before = stats_.readlinks;
+  std::size_t suspects = 0;  // reads for a reason other than the rolling check
   const unsigned slice = sample_ % kVerifySlices;
   std::size_t w = 0;
   for (std::size_t i = 0; i < p.fds.size(); ++i) {
     FdEntry e = p.fds[i];
-    const bool suspect = (e.kind == Kind::Tcp && !is_alive(e.inode)) ||
-                         (i % kVerifySlices == slice) || (new_sockets && e.kind == Kind::File);
-    if (suspect) {
+    const bool suspect =
+        (e.kind == Kind::Tcp && !is_alive(e.inode)) || (new_sockets && e.kind == Kind::File);
+    suspects += suspect;
+    if (suspect || i % kVerifySlices == slice) {
       int err = read_link(proc, pid, p, e.fd, e);
       if (err != 0) {
         if (vanished(err) && p.dirfd >= 0 && ::fstat(p.dirfd, &st) != 0) return false;
@@ -163,7 +164,7 @@ bool SocketOwners::refresh(const FsRoot& proc, pid_t pid, Proc& p, bool new_sock
     }
     p.fds.swap(merged);
   }
-  if (!listed_dir && stats_.readlinks == reads_before) ++stats_.skipped;
+  if (!listed_dir && suspects == 0) ++stats_.skipped;
   p.count = count;
   return true;
 }

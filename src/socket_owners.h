@@ -55,7 +55,8 @@ class SocketOwners {
   struct Stats {
     std::uint64_t readlinks = 0;
     std::uint64_t listings = 0;
-    std::uint64_t skipped = 0;  // processes served from the cache with one fstat
+    /// Process samples served from the cache: one fstat plus the rolling check's reads.
+    std::uint64_t skipped = 0;
   };
   const Stats& stats() const { return stats_; }
 

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <limits>
 
+#include "prom_text_parser.h"
+
 namespace loadwatch {
 
 std::size_t series_count(const prometheus::ClientMetric& metric, prometheus::MetricType type) {
@@ -134,6 +136,9 @@ void SourceRunner::run() {
     snap->last_success = prev->last_success;
     snap->duration_seconds = seconds;
     if (result.error == FetchError::None) {
+      for (auto& f : result.families) {
+        if (f.help.find_first_of("\\\n") != std::string::npos) f.help = escape_help(f.help);
+      }
       std::size_t dropped = cap_series(result.families, cfg.max_series);
       if (dropped > 0) {
         snap->dropped_series += double(dropped);

@@ -75,6 +75,16 @@ void TcpTally::add(const TcpSocket& s) {
   }
 }
 
+void TcpTally::reset_listeners() {
+  for (auto& p : ports_) {
+    p.local[kTcpListen] = 0;
+    p.listening = false;
+    p.queue_length = 0;
+    p.queue_max = 0;
+    p.queue_max_known = false;
+  }
+}
+
 double TcpTally::ephemeral_ratio() const {
   const std::uint32_t size = ephemeral_ports();
   return size == 0 ? 0.0 : static_cast<double>(eph_max_) / size;

@@ -41,6 +41,10 @@ class TcpTally {
   /// the IPv4 one: both draw from the same port space.
   void add(const TcpSocket& s);
 
+  /// Forgets the listeners (LISTEN counts and queues) of every watched port, keeping the
+  /// rest, so that fresh listeners can be add()ed between two full walks.
+  void reset_listeners();
+
   bool watched(std::uint16_t port) const { return slot_[port] != kNoSlot; }
   const std::vector<TcpPortStats>& ports() const { return ports_; }  // ascending port order
   /// Size of the ephemeral range (hi - lo + 1; 0 when the range is empty).

@@ -1,6 +1,8 @@
 // libFuzzer harness: Graphite plaintext streams, line by line through the parser, JMeter's
 // path split and the model, as the listener does.
+// clang-format off
 // FUZZ_SOURCES: src/graphite_parser.cpp src/influx_line_protocol.cpp src/jmeter_model.cpp src/metric_sink.cpp
+// clang-format on
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

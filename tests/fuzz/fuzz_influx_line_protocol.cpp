@@ -1,5 +1,7 @@
 // libFuzzer harness: InfluxDB line protocol bodies, through the parser and the JMeter model.
+// clang-format off
 // FUZZ_SOURCES: src/influx_line_protocol.cpp src/graphite_parser.cpp src/jmeter_model.cpp src/metric_sink.cpp
+// clang-format on
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

@@ -4,7 +4,8 @@
 //
 // Besides "no crash, no UB, no leak", it checks the parser's contract: an error names its
 // line and leaves no families, and whatever parses re-serialises (prometheus-cpp's text
-// serializer, what /metrics uses) into text that parses again to the same families.
+// serializer, what /metrics uses, after escape_help) into text that parses again to the
+// same families, names, types and HELP.
 #include <prometheus/text_serializer.h>
 
 #include <cstddef>
@@ -23,7 +24,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   double v;
   (void)loadwatch::parse_prom_value(text.substr(0, 40), v);
 
-  std::string exposition = prometheus::TextSerializer().Serialize(parsed.families);
+  // As SourceRunner hands families to the daemon: HELP escaped for prometheus-cpp.
+  auto escaped = parsed.families;
+  for (auto& f : escaped) f.help = loadwatch::escape_help(f.help);
+  std::string exposition = prometheus::TextSerializer().Serialize(escaped);
   auto again = loadwatch::parse_prom_text(exposition);
   if (!again.ok() || again.families.size() != parsed.families.size()) __builtin_trap();
   for (size_t i = 0; i < again.families.size(); ++i) {

@@ -1,11 +1,10 @@
 // The Graphite listener over real TCP sockets on loopback.
-#include <catch2/catch.hpp>
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <map>
 #include <string>
@@ -90,9 +89,8 @@ TEST_CASE("graphite listener: lines split across writes and connections add up")
   send_all(a, ".count 2 1\njmeter.home.a.count 7 1\n");
   CHECK(wait_value(*model, "loadwatch_generator_requests_total{source=jmeter}", 15));
   CHECK(wait_value(*model, "loadwatch_generator_failures_total{source=jmeter}", 2));
-  CHECK(wait_value(*model,
-                   "loadwatch_generator_endpoint_requests_total{source=jmeter,name=home,method=}",
-                   7));
+  CHECK(wait_value(
+      *model, "loadwatch_generator_endpoint_requests_total{source=jmeter,name=home,method=}", 7));
   CHECK(listener.connections() == 2);
   // A last line without '\n' counts when the sender closes.
   send_all(b, "jmeter.all.a.count 1 1");
@@ -167,8 +165,8 @@ TEST_CASE("graphite listener: bad addresses and busy ports are clear errors") {
 
 TEST_CASE("graphite listener: stops promptly with connections open") {
   auto model = std::make_shared<JMeterModel>("graphite");
-  auto listener = std::make_unique<GraphiteListener>(GraphiteListener::Settings{"127.0.0.1:0"},
-                                                     model);
+  auto listener =
+      std::make_unique<GraphiteListener>(GraphiteListener::Settings{"127.0.0.1:0"}, model);
   int fd = connect_to(listener->port());
   auto t0 = std::chrono::steady_clock::now();
   listener.reset();

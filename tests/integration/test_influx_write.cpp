@@ -1,9 +1,8 @@
 // The InfluxDB write endpoints through the real HTTP server (civetweb) on loopback, with
 // libcurl as the client.
-#include <catch2/catch.hpp>
-
 #include <curl/curl.h>
 
+#include <catch2/catch.hpp>
 #include <map>
 #include <string>
 

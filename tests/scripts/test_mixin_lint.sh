@@ -3,7 +3,8 @@
 # dashboards/lint.py passes, and lint catches seeded mistakes in a scratch copy.
 set -euo pipefail
 src=${LOADWATCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-py=${PYTHON:-python3}
+# The system interpreter: a version-manager shim (pyenv) costs seconds per start.
+py=${PYTHON:-$(command -v /usr/bin/python3 || command -v python3)}
 
 "$py" "$src/dashboards/generate.py" --check
 "$py" "$src/dashboards/lint.py" --root "$src"

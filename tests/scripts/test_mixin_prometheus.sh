@@ -9,5 +9,6 @@ for tool in prometheus promtool; do
   command -v "$tool" >/dev/null || { echo "FAIL: $tool not found (scripts/install-deps test)"; exit 1; }
 done
 [ -x "$bin" ] || { echo "FAIL: loadwatch binary $bin not built"; exit 1; }
-exec timeout -k 5 150 "${PYTHON:-python3}" "$src/dashboards/tests/prometheus_integration.py" \
+py=${PYTHON:-$(command -v /usr/bin/python3 || command -v python3)}
+exec timeout -k 5 150 "$py" "$src/dashboards/tests/prometheus_integration.py" \
   --binary "$bin" --source-dir "$src"

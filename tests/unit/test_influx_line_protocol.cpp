@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <string>
 #include <vector>
 
@@ -79,8 +78,9 @@ TEST_CASE("influx: a JMeter 5.x aggregate point") {
 }
 
 TEST_CASE("influx: JMeter's empty application tag value is tolerated") {
-  auto r = parse("jmeter,application=,transaction=internal minAT=1,maxAT=2,meanAT=1.5,"
-                 "startedT=2,endedT=0 1700000000000000000");
+  auto r = parse(
+      "jmeter,application=,transaction=internal minAT=1,maxAT=2,meanAT=1.5,"
+      "startedT=2,endedT=0 1700000000000000000");
   REQUIRE(r.errors.empty());
   REQUIRE(r.points.size() == 1);
   CHECK(r.points[0].tags[0] == std::make_pair(std::string("application"), std::string()));
@@ -107,8 +107,9 @@ TEST_CASE("influx: a backslash before another character stays literal") {
 }
 
 TEST_CASE("influx: quoted string fields with escapes, spaces, commas and newlines") {
-  auto r = parse("events,application=shop,title=ApacheJMeter text=\"Test \\\"A\\\", b=c \\\\ "
-                 "started\" 1\nevents text=\"two\nlines\",n=2 2\nm v=3");
+  auto r = parse(
+      "events,application=shop,title=ApacheJMeter text=\"Test \\\"A\\\", b=c \\\\ "
+      "started\" 1\nevents text=\"two\nlines\",n=2 2\nm v=3");
   REQUIRE(r.errors.empty());
   REQUIRE(r.points.size() == 3);
   CHECK(r.points[0].fields[0].type == InfluxField::Type::String);
@@ -145,15 +146,16 @@ TEST_CASE("influx: blank lines, comments and CRLF are skipped; line numbers coun
 }
 
 TEST_CASE("influx: malformed lines are reported by line; valid lines around them are kept") {
-  auto r = parse("m v=1\n"
-                 "m\n"
-                 "m,t v=1\n"
-                 "m,t=a=b v=1\n"
-                 "m v=\n"
-                 "m v=abc\n"
-                 "m v=1 notatime\n"
-                 "m v=\"open\n"
-                 "m v=2\n");
+  auto r = parse(
+      "m v=1\n"
+      "m\n"
+      "m,t v=1\n"
+      "m,t=a=b v=1\n"
+      "m v=\n"
+      "m v=abc\n"
+      "m v=1 notatime\n"
+      "m v=\"open\n"
+      "m v=2\n");
   // The unterminated string swallows the rest of the body, as it does in InfluxDB.
   REQUIRE(r.points.size() == 1);
   CHECK(r.points[0].line == 1);
@@ -180,8 +182,9 @@ TEST_CASE("influx: the line after a malformed one still parses") {
 }
 
 TEST_CASE("influx: out-of-range numbers and NaN/Inf are errors") {
-  auto r = parse("m v=9223372036854775808i\nm v=nan\nm v=inf\nm v=1 99999999999999999999\n"
-                 "m v=1e999\n");
+  auto r = parse(
+      "m v=9223372036854775808i\nm v=nan\nm v=inf\nm v=1 99999999999999999999\n"
+      "m v=1e999\n");
   REQUIRE(r.points.empty());
   REQUIRE(r.errors.size() == 5);
   CHECK(r.errors[0].message == "integer out of range");

@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -331,6 +330,38 @@ TEST_CASE("jmeter influx: escaped transaction names are unescaped in the label")
   JMeterModel m("influx");
   m.ingest_influx("p", "jmeter,transaction=Login\\ page\\,\\ step\\=1,statut=all count=2", 1);
   auto v = flatten(m);
-  CHECK(v["loadwatch_generator_endpoint_requests_total{source=p,name=Login page, step=1,method=}"] ==
-        2);
+  CHECK(
+      v["loadwatch_generator_endpoint_requests_total{source=p,name=Login page, step=1,method=}"] ==
+      2);
+}
+
+TEST_CASE("jmeter model: at the source cap a long-quiet source makes room for a new one") {
+  JMeterModel::Limits limits;
+  limits.max_sources = 2;
+  limits.evict_after_s = 600;
+  JMeterModel m("influx", limits);
+  const char* line = "jmeter,transaction=all,statut=all count=1\n";
+  m.ingest_influx("old", line, 1000);
+  m.ingest_influx("busy", line, 1500);
+  // At 1400 nobody has been quiet for 600 s: the newcomer is dropped.
+  m.ingest_influx("new1", line, 1400);
+  auto v = flatten(m);
+  CHECK(v.count("loadwatch_generator_requests_total{source=new1}") == 0);
+  CHECK(v["loadwatch_push_rejected_lines_total{protocol=influx,reason=limit}"] == 1);
+  // At 1700 "old" has been quiet for 700 s: it is forgotten, "new2" takes its place.
+  m.ingest_influx("busy", line, 1700);
+  m.ingest_influx("new2", line, 1700);
+  v = flatten(m);
+  CHECK(v.count("loadwatch_generator_requests_total{source=old}") == 0);
+  CHECK(v["loadwatch_generator_requests_total{source=new2}"] == 1);
+  CHECK(v["loadwatch_generator_requests_total{source=busy}"] == 2);
+}
+
+TEST_CASE("jmeter influx: a body with nothing JMeter-shaped creates no source") {
+  JMeterModel m("influx");
+  m.ingest_influx("telegraf", "cpu,host=a usage=5\nmem used=1i\n", 1);
+  m.ingest_influx("broken", "garbage\n", 1);
+  auto v = flatten(m);
+  for (const auto& [k, _] : v) CHECK(k.find("loadwatch_generator_") != 0);
+  CHECK(v["loadwatch_push_rejected_lines_total{protocol=influx,reason=unknown}"] == 2);
 }

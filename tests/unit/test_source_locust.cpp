@@ -257,4 +257,24 @@ TEST_CASE("Locust JSON edge cases", "[locust]") {
   CHECK_FALSE(s.user_count);
   CHECK(s.state.empty());
   CHECK(s.workers == 4);
+  // workers list: anything but a worker object in state "missing" counts.
+  REQUIRE(parse_locust_stats(
+      R"({"stats": [], "workers": [1, {"state": "missing"}, {"state": "running"}, [2], {}]})", s,
+      error));
+  CHECK(s.workers == 4);
+  // A repeated "stats" key replaces the first list.
+  REQUIRE(parse_locust_stats(
+      R"({"stats": [{"name": "/a", "num_requests": 1}], "stats": [{"name": "/b"}]})", s, error));
+  REQUIRE(s.endpoints.size() == 1);
+  CHECK(s.endpoints[0].name == "/b");
+  // Nesting far beyond Locust's 4 levels is refused, not followed.
+  std::string deep = R"({"stats": [{"name": "/x", "extra": )" + std::string(100, '[') +
+                     std::string(100, ']') + "}]}";
+  CHECK_FALSE(parse_locust_stats(deep, s, error));
+  CHECK(error.find("nested too deeply") != std::string::npos);
+  CHECK(s.endpoints.empty());
+  std::string fine = R"({"stats": [{"name": "/x", "extra": )" + std::string(20, '[') +
+                     std::string(20, ']') + "}]}";
+  CHECK(parse_locust_stats(fine, s, error));
+  CHECK_FALSE(parse_locust_stats("{\"stats\": [] } trailing", s, error));
 }

@@ -214,6 +214,41 @@ TEST_CASE("children: by the listing's parent PIDs", "[resolver]") {
   reg.end_sample();
 }
 
+TEST_CASE("children: not walked again while no PID was allocated", "[resolver]") {
+  TempDir dir;
+  fs::copy(kProc.root(), dir.path / "proc", fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  ProcessRegistry reg(FsRoot((dir.path / "proc").string()));
+  DescendantCache cache;
+  auto walk = [&](std::vector<pid_t> members) {
+    reg.begin_sample();
+    add_descendants(reg, members, &cache);
+    const bool listed = reg.listed();
+    reg.end_sample();
+    return std::make_pair(members, listed);
+  };
+  CHECK(walk({100}) == std::make_pair(Pids{100, 101, 102, 103}, true));
+  // Same roots, same last_pid in loadavg, nobody exited: reused without a listing.
+  CHECK(walk({100}) == std::make_pair(Pids{100, 101, 102, 103}, false));
+  // Other roots: walked.
+  CHECK(walk({101}) == std::make_pair(Pids{101, 103}, true));
+  CHECK(walk({101}) == std::make_pair(Pids{101, 103}, false));
+  // A fork somewhere (last_pid moved on): walked again, and the new child is found.
+  fs::copy(dir.path / "proc/300", dir.path / "proc/301",
+           fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  {
+    std::string stat = FsRoot((dir.path / "proc").string()).read_or_throw("300/stat");
+    stat.replace(0, 3, "301");
+    auto ppid_at = stat.rfind(") S 1 ") + 4;
+    stat.replace(ppid_at, 1, "103");
+    std::ofstream(dir.path / "proc/301/stat") << stat;
+  }
+  std::ofstream(dir.path / "proc/loadavg") << "0.00 0.00 0.00 1/100 301\n";
+  CHECK(walk({101}) == std::make_pair(Pids{101, 103, 301}, true));
+  // A member exits (here: the zombie 102 was already exited, so roots {100} always walk).
+  CHECK(walk({100}).second == true);
+  CHECK(walk({100}).second == true);
+}
+
 TEST_CASE("children: by task/TID/children where the kernel has them", "[resolver]") {
   TempDir dir;
   fs::copy(kProc.root(), dir.path / "proc", fs::copy_options::recursive | fs::copy_options::copy_symlinks);

@@ -1,8 +1,7 @@
-#include <catch2/catch.hpp>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -16,8 +15,9 @@ using namespace loadwatch;
 namespace {
 
 struct Run {
-  std::map<std::string, double> values;         // name{labels} -> value
+  std::map<std::string, double> values;  // name{labels} -> value
   std::map<std::string, prometheus::MetricType> types;
+  std::map<std::string, std::string> help;
 };
 
 class Harness {
@@ -34,6 +34,7 @@ class Harness {
     Run r;
     for (const auto& f : sink.families()) {
       r.types[f.name] = f.type;
+      r.help[f.name] = f.help;
       for (const auto& m : f.metric) {
         std::string key = f.name + "{";
         for (size_t i = 0; i < m.label.size(); ++i) {
@@ -87,13 +88,21 @@ TEST_CASE("textfile: wrk's summary and another job's file are merged; non-.prom 
   CHECK(r.values["loadwatch_textfile_scrape_error{}"] == 0);
 }
 
+TEST_CASE("textfile: a family without HELP gets one naming its file") {
+  Harness h(LOADWATCH_FIXTURES "/textfile/bad");
+  auto r = h.collect();
+  // good.prom has no HELP line for job_runs_total.
+  CHECK(r.help["job_runs_total"] == "Metric read from " LOADWATCH_FIXTURES
+                                    "/textfile/bad/good.prom");
+}
+
 TEST_CASE("textfile: broken, timestamped and type-clashing files are skipped with an error") {
   Harness h(LOADWATCH_FIXTURES "/textfile/bad");
   auto r = h.collect();
   CHECK(r.values["loadwatch_textfile_scrape_error{}"] == 1);
-  CHECK(r.values["job_runs_total{job=a}"] == 3);              // good.prom still exported
-  CHECK(r.values.count("job_runs_total{job=b}") == 0);         // type_clash.prom skipped
-  CHECK(r.values.count("stamped{}") == 0);                     // timestamped.prom skipped
+  CHECK(r.values["job_runs_total{job=a}"] == 3);        // good.prom still exported
+  CHECK(r.values.count("job_runs_total{job=b}") == 0);  // type_clash.prom skipped
+  CHECK(r.values.count("stamped{}") == 0);              // timestamped.prom skipped
   CHECK(r.values.count("half_written{job=a}") == 0);
   CHECK(r.values.count("loadwatch_textfile_mtime_seconds{file=good.prom}") == 1);
   CHECK(r.values.count("loadwatch_textfile_mtime_seconds{file=broken.prom}") == 0);
