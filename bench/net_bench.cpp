@@ -1,8 +1,9 @@
 // net_bench — CPU cost of the network collectors per sample, and a fixture recorder.
 //
 //   net_bench sample [--ports P1,P2,..] [--samples K] [--force-procfs] [--collector NAME]
-//                    [--target NAME=PID ...]
-//       Builds the collector (default "tcp") as the daemon does, runs one warm-up sample and
+//                    [--target NAME=PID ...] [--walk-budget MS]
+//       Builds the collector (default "tcp") as the daemon does (--walk-budget: the tcp
+//       collector with another deferral budget, 0 = walk every sample), runs one warm-up and
 //       K timed samples against the live /proc and kernel, and prints one JSON line: CPU
 //       (user + system, CLOCK_THREAD_CPUTIME_ID) per sample in ms (mean, median, max), wall
 //       ms, and the collector's TIME_WAIT figures of the last sample. Driven by
@@ -75,6 +76,7 @@ int sample(int argc, char** argv) {
   std::string collector = "tcp";
   int samples = 20;
   std::vector<TargetState> targets;
+  double walk_budget = -1;  // < 0: the collector's default
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--ports" && i + 1 < argc) {
@@ -84,6 +86,8 @@ int sample(int argc, char** argv) {
       }
     } else if (a == "--samples" && i + 1 < argc) {
       samples = std::max(1, std::min(10000, std::atoi(argv[++i])));
+    } else if (a == "--walk-budget" && i + 1 < argc) {
+      walk_budget = std::atof(argv[++i]);
     } else if (a == "--force-procfs") {
       opt.tcp_force_procfs = true;
     } else if (a == "--target" && i + 1 < argc) {  // NAME=PID
@@ -108,7 +112,11 @@ int sample(int argc, char** argv) {
   for (const auto& spec : collector_table()) {
     if (collector == spec.name) c = spec.make(env);
   }
-  if (!c) c = make_tcp_collector(env);  // before the table lists it
+  if (collector == "tcp" && walk_budget >= 0) c = make_tcp_collector_with_budget(env, walk_budget);
+  if (!c) {
+    std::cerr << "no collector " << collector << "\n";
+    return 2;
+  }
   std::vector<double> cpu, wall;
   std::vector<prometheus::MetricFamily> last;
   for (int i = 0; i <= samples; ++i) {
@@ -291,6 +299,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::cerr << "usage: net_bench sample [--ports P,..] [--samples K] [--force-procfs] "
-               "[--collector NAME] [--target NAME=PID]\n       net_bench capture DIR PORT...\n";
+               "[--collector NAME] [--target NAME=PID] [--walk-budget MS]\n       net_bench capture DIR PORT...\n";
   return 2;
 }

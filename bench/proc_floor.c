@@ -42,8 +42,10 @@ int main(int argc, char** argv) {
   const char* root = "/proc";
   int opt;
   while ((opt = getopt(argc, argv, "n:r:")) != -1) {
-    if (opt == 'n') passes = atoi(optarg);
-    else if (opt == 'r') root = optarg;
+    if (opt == 'n')
+      passes = atoi(optarg);
+    else if (opt == 'r')
+      root = optarg;
     else {
       fprintf(stderr, "usage: %s [-n PASSES] [-r PROCFS] PID...\n", argv[0]);
       return 2;
@@ -88,16 +90,19 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < count; ++i) {
       int bad = read_once(paths[i][0]) | read_once(paths[i][1]) | read_once(paths[i][2]);
       struct stat st;
-      if (stat(paths[i][3], &st) == 0) fds += (unsigned long long)st.st_size;
-      else bad = -1;
+      if (stat(paths[i][3], &st) == 0)
+        fds += (unsigned long long)st.st_size;
+      else
+        bad = -1;
       if (bad && pass == 0) ++missing;
     }
   }
   double used = cpu_seconds() - t0;
   double per_pass_us = used / passes * 1e6;
-  printf("proc_floor pids=%zu passes=%d cpu_us_per_pass=%.1f cpu_us_per_pid=%.2f missing=%ld "
-         "open_fds=%llu\n",
-         count, passes, per_pass_us, per_pass_us / (double)count, missing, fds / passes);
+  printf(
+      "proc_floor pids=%zu passes=%d cpu_us_per_pass=%.1f cpu_us_per_pid=%.2f missing=%ld "
+      "open_fds=%llu\n",
+      count, passes, per_pass_us, per_pass_us / (double)count, missing, fds / passes);
   free(paths);
   free(pids);
   return 0;

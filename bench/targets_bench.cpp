@@ -16,11 +16,10 @@
 //   proc_floor pids=501 passes=20 cpu_us_per_pass=15012.3 ...      (with --floor)
 //   ratio targets_over_floor=0.54                                   (with --floor)
 //   libproc2 pids=501 passes=20 cpu_us_per_pass=25012.3 ratio_over_floor=1.67 (--libproc2)
+#include <libproc2/pids.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <libproc2/pids.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -61,9 +60,8 @@ double cpu_seconds() {
 // The same items the collector reads, through libproc2: stat, status, io (no fd count:
 // libproc2 has no item for it, so stat() of PID/fd is added by hand).
 double libproc2_pass_us(const std::vector<unsigned>& pids, int passes, const std::string& procfs) {
-  enum pids_item items[] = {PIDS_ID_PID,      PIDS_TICS_ALL,     PIDS_VSIZE_BYTES, PIDS_NLWP,
-                            PIDS_VM_RSS,      PIDS_VM_SWAP,      PIDS_IO_READ_BYTES,
-                            PIDS_IO_WRITE_BYTES};
+  enum pids_item items[] = {PIDS_ID_PID, PIDS_TICS_ALL, PIDS_VSIZE_BYTES,   PIDS_NLWP,
+                            PIDS_VM_RSS, PIDS_VM_SWAP,  PIDS_IO_READ_BYTES, PIDS_IO_WRITE_BYTES};
   struct pids_info* info = nullptr;
   if (procps_pids_new(&info, items, sizeof items / sizeof items[0]) < 0) return -1;
   const double t0 = cpu_seconds();
@@ -158,9 +156,10 @@ int main(int argc, char** argv) {
   std::sort(pids.begin(), pids.end());
   pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
 
-  std::printf("targets_bench targets=%zu processes=%zu samples=%d cpu_us_per_sample=%.1f "
-              "cpu_us_first_sample=%.1f\n",
-              states.size(), pids.size(), samples, per_sample_us, first_us);
+  std::printf(
+      "targets_bench targets=%zu processes=%zu samples=%d cpu_us_per_sample=%.1f "
+      "cpu_us_first_sample=%.1f\n",
+      states.size(), pids.size(), samples, per_sample_us, first_us);
   for (const auto& t : states) {
     std::printf("target name=%s selector=%s up=%d processes=%zu\n", t.name.c_str(),
                 t.selector.c_str(), t.up ? 1 : 0, t.pids.size());
@@ -179,8 +178,8 @@ int main(int argc, char** argv) {
       std::ofstream out(list);
       for (unsigned p : pids) out << p << "\n";
     }
-    std::string cmd = floor_bin + " -n " + std::to_string(samples) + " -r " + options.procfs +
-                      " < " + list;
+    std::string cmd =
+        floor_bin + " -n " + std::to_string(samples) + " -r " + options.procfs + " < " + list;
     if (FILE* f = ::popen(cmd.c_str(), "r")) {
       char line[512];
       while (std::fgets(line, sizeof line, f)) {

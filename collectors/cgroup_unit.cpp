@@ -54,9 +54,8 @@ void parse_cgroup_procs(std::string_view text, std::vector<pid_t>& out) {
 }
 
 std::string unit_name(std::string_view value) {
-  static constexpr std::string_view kSuffixes[] = {".service", ".scope",  ".slice",
-                                                   ".socket",  ".mount",  ".swap",
-                                                   ".target",  ".timer",  ".path"};
+  static constexpr std::string_view kSuffixes[] = {
+      ".service", ".scope", ".slice", ".socket", ".mount", ".swap", ".target", ".timer", ".path"};
   for (auto s : kSuffixes) {
     if (value.size() > s.size() && value.substr(value.size() - s.size()) == s) {
       return std::string(value);

@@ -28,8 +28,8 @@ void scan_listeners(const std::string& path, std::uint16_t port, std::vector<std
     text.append(chunk, static_cast<size_t>(n));
     const auto last_nl = text.rfind('\n');
     if (last_nl == std::string::npos) continue;
-    const bool done = parse_tcp_listen_inodes(std::string_view(text).substr(0, last_nl + 1),
-                                              port, out);
+    const bool done =
+        parse_tcp_listen_inodes(std::string_view(text).substr(0, last_nl + 1), port, out);
     text.erase(0, last_nl + 1);
     if (done) {
       ::close(fd);
@@ -82,8 +82,7 @@ bool PortOwner::verify(ProcessRegistry& registry) {
   return true;
 }
 
-void PortOwner::resolve(ProcessRegistry& registry, std::vector<pid_t>& out,
-                        std::uint64_t& denied) {
+void PortOwner::resolve(ProcessRegistry& registry, std::vector<pid_t>& out, std::uint64_t& denied) {
   if (verify(registry)) {
     for (const Holder& h : holders_) out.push_back(h.pid);
     return;

@@ -19,11 +19,16 @@ std::optional<PidIo> parse_pid_io(std::string_view text) {
     std::uint64_t n = 0;
     auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
     if (ec != std::errc() || p == v.data()) continue;
-    if (key == "rchar") io.rchar = n;
-    else if (key == "wchar") io.wchar = n;
-    else if (key == "read_bytes") io.read_bytes = n, storage = true;
-    else if (key == "write_bytes") io.write_bytes = n, storage = true;
-    else if (key == "cancelled_write_bytes") io.cancelled_write_bytes = n;
+    if (key == "rchar")
+      io.rchar = n;
+    else if (key == "wchar")
+      io.wchar = n;
+    else if (key == "read_bytes")
+      io.read_bytes = n, storage = true;
+    else if (key == "write_bytes")
+      io.write_bytes = n, storage = true;
+    else if (key == "cancelled_write_bytes")
+      io.cancelled_write_bytes = n;
   }
   if (!storage) return std::nullopt;
   return io;

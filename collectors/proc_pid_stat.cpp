@@ -45,18 +45,41 @@ std::optional<PidStat> parse_pid_stat(std::string_view text) {
         if (f.size() != 1) return std::nullopt;
         st.state = f[0];
         break;
-      case 4: ok = to_number(f, st.ppid); break;
-      case 10: ok = to_number(f, st.minflt); break;
-      case 12: ok = to_number(f, st.majflt); break;
-      case 14: ok = to_number(f, st.utime); break;
-      case 15: ok = to_number(f, st.stime); break;
-      case 20: ok = to_number(f, st.num_threads); break;
-      case 22: ok = to_number(f, st.starttime); break;
-      case 23: ok = to_number(f, st.vsize); break;
-      case 24: ok = to_number(f, st.rss); break;
-      case 28: ok = to_number(f, st.startstack); break;
-      case 48: ok = to_number(f, st.arg_start); break;
-      default: break;
+      case 4:
+        ok = to_number(f, st.ppid);
+        break;
+      case 10:
+        ok = to_number(f, st.minflt);
+        break;
+      case 12:
+        ok = to_number(f, st.majflt);
+        break;
+      case 14:
+        ok = to_number(f, st.utime);
+        break;
+      case 15:
+        ok = to_number(f, st.stime);
+        break;
+      case 20:
+        ok = to_number(f, st.num_threads);
+        break;
+      case 22:
+        ok = to_number(f, st.starttime);
+        break;
+      case 23:
+        ok = to_number(f, st.vsize);
+        break;
+      case 24:
+        ok = to_number(f, st.rss);
+        break;
+      case 28:
+        ok = to_number(f, st.startstack);
+        break;
+      case 48:
+        ok = to_number(f, st.arg_start);
+        break;
+      default:
+        break;
     }
     if (!ok) return std::nullopt;
     ++field;

@@ -12,20 +12,20 @@ namespace loadwatch {
 
 /// The fields of /proc/PID/stat that loadwatch uses. Field numbers are proc(5)'s (1-based).
 struct PidStat {
-  pid_t pid = 0;                // (1)
-  std::string comm;             // (2) without the parentheses; may contain blanks and ')'
-  char state = '?';             // (3) R S D Z T t X I ...
-  pid_t ppid = 0;               // (4)
-  std::uint64_t minflt = 0;     // (10) minor faults, the whole thread group
-  std::uint64_t majflt = 0;     // (12) major faults
-  std::uint64_t utime = 0;      // (14) user time, clock ticks (sysconf(_SC_CLK_TCK))
-  std::uint64_t stime = 0;      // (15) system time, clock ticks
-  std::int64_t num_threads = 0; // (20)
-  std::uint64_t starttime = 0;  // (22) clock ticks after boot
-  std::uint64_t vsize = 0;      // (23) bytes
-  std::int64_t rss = 0;         // (24) pages
-  std::uint64_t startstack = 0; // (28) 0 unless the reader may ptrace the process
-  std::uint64_t arg_start = 0;  // (48, Linux 3.5+) 0 unless the reader may ptrace the process
+  pid_t pid = 0;                 // (1)
+  std::string comm;              // (2) without the parentheses; may contain blanks and ')'
+  char state = '?';              // (3) R S D Z T t X I ...
+  pid_t ppid = 0;                // (4)
+  std::uint64_t minflt = 0;      // (10) minor faults, the whole thread group
+  std::uint64_t majflt = 0;      // (12) major faults
+  std::uint64_t utime = 0;       // (14) user time, clock ticks (sysconf(_SC_CLK_TCK))
+  std::uint64_t stime = 0;       // (15) system time, clock ticks
+  std::int64_t num_threads = 0;  // (20)
+  std::uint64_t starttime = 0;   // (22) clock ticks after boot
+  std::uint64_t vsize = 0;       // (23) bytes
+  std::int64_t rss = 0;          // (24) pages
+  std::uint64_t startstack = 0;  // (28) 0 unless the reader may ptrace the process
+  std::uint64_t arg_start = 0;   // (48, Linux 3.5+) 0 unless the reader may ptrace the process
 
   /// True for a zombie (or dead) process whose whole thread group has exited. A leader
   /// that exited while other threads run also shows 'Z', but still has num_threads > 1.

@@ -31,9 +31,12 @@ PidStatus parse_pid_status(std::string_view text) {
     // Only lines starting with V, v or n matter: skip the rest without comparing strings.
     switch (key.empty() ? '\0' : key.front()) {
       case 'V':
-        if (key == "VmRSS") out.vm_rss_bytes = parse_value(value, true);
-        else if (key == "VmHWM") out.vm_hwm_bytes = parse_value(value, true);
-        else if (key == "VmSwap") out.vm_swap_bytes = parse_value(value, true);
+        if (key == "VmRSS")
+          out.vm_rss_bytes = parse_value(value, true);
+        else if (key == "VmHWM")
+          out.vm_hwm_bytes = parse_value(value, true);
+        else if (key == "VmSwap")
+          out.vm_swap_bytes = parse_value(value, true);
         break;
       case 'v':
         if (key == "voluntary_ctxt_switches") {
@@ -45,7 +48,8 @@ PidStatus parse_pid_status(std::string_view text) {
           out.nonvoluntary_ctxt_switches = parse_value(value, false).value_or(0);
         }
         break;
-      default: break;
+      default:
+        break;
     }
   }
   return out;

@@ -57,13 +57,17 @@ int read_path(int root_fd, const char* path, std::string& buf) {
 
 ReadResult read_result_from_errno(int err) {
   switch (err) {
-    case 0: return ReadResult::Ok;
+    case 0:
+      return ReadResult::Ok;
     case ENOENT:
     case ESRCH:
-    case ENOTDIR: return ReadResult::Gone;
+    case ENOTDIR:
+      return ReadResult::Gone;
     case EACCES:
-    case EPERM: return ReadResult::Denied;
-    default: return ReadResult::Failed;
+    case EPERM:
+      return ReadResult::Denied;
+    default:
+      return ReadResult::Failed;
   }
 }
 

@@ -1,11 +1,12 @@
 #pragma once
 // Open handles on one process's /proc files, re-read with pread() every sample.
 //
-// Why not libproc2: procps_pids_select() costs about 1.7x the raw floor of reading
-// stat+status+io+fd count here (PRODUCT.md "Measured facts"), over the 1.5x budget of issue
-// 2. Why persistent fds: open+read+close of a /proc file costs ~3 syscalls, pread() on a
-// kept fd one. procfs regenerates a single_open seq_file on every read at offset 0
-// (fs/seq_file.c seq_read_iter), so a kept fd always gives fresh text, measured here at
+// Why not libproc2: procps_pids_select() (chunks of 255 PIDs) costs 1.5-1.7x the raw floor
+// of reading stat+status+io+fd count (PRODUCT.md "Measured facts"; bench/targets_bench
+// --libproc2 measured 1.4-1.6x here), at or over the 1.5x budget of issue 2, and it has
+// no open-fd count and no kept fds. Why persistent fds: open+read+close of a /proc file costs ~3
+// syscalls, pread() on a kept fd one. procfs regenerates a single_open seq_file on every read at
+// offset 0 (fs/seq_file.c seq_read_iter), so a kept fd always gives fresh text, measured here at
 // ~15 us per process for stat+status+io+fd count against ~30 us for open/read/close.
 // A kept fd is also pinned to the process (struct pid), not to the number: once the
 // process exits, reads fail with ESRCH even if the PID is reused, so PID reuse can never

@@ -1,17 +1,15 @@
 #include "source_locust.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 
+#include "json_sax.h"
+
 namespace loadwatch {
 
 namespace {
-
-using nlohmann::json;
 
 std::optional<double> parse_quantile(std::string_view text) {
   double q = 0;
@@ -42,31 +40,34 @@ void put(std::vector<std::pair<double, double>>& qs, std::vector<bool>& strong, 
 constexpr std::string_view kPercentilePrefix = "response_time_percentile_";
 constexpr std::string_view kCurrentPrefix = "current_response_time_percentile_";
 
-// A SAX handler instead of a DOM: a 500-endpoint body is ~300 KB, and building the DOM (a
-// std::map and strings per row) cost most of the 5 ms budget. It reads only the keys
+// An event handler instead of a DOM: a 500-endpoint body is ~300 KB, and nlohmann's DOM
+// (a std::map and strings per row) took most of the 5 ms budget. It reads only the keys
 // loadwatch exports and keeps a small stack of where it is.
-class StatsHandler : public nlohmann::json_sax<json> {
+class StatsHandler : public JsonHandler {
  public:
   explicit StatsHandler(LocustStats& out) : out_(out) {}
 
   bool null() override { return scalar(Scalar{}); }
   bool boolean(bool) override { return scalar(Scalar{}); }
-  bool number_integer(number_integer_t v) override { return number(double(v)); }
-  bool number_unsigned(number_unsigned_t v) override { return number(double(v)); }
-  bool number_float(number_float_t v, const string_t&) override { return number(v); }
-  bool string(string_t& v) override {
+  bool number(double v) override {
     Scalar s;
-    s.text = &v;
+    s.is_number = std::isfinite(v);
+    s.value = v;
     return scalar(s);
   }
-  bool binary(binary_t&) override { return scalar(Scalar{}); }
+  bool string(std::string_view v) override {
+    Scalar s;
+    s.is_string = true;
+    s.text = v;
+    return scalar(s);
+  }
 
-  bool key(string_t& k) override {
-    key_ = k;
+  bool key(std::string_view k) override {
+    key_.assign(k);
     return true;
   }
 
-  bool start_object(std::size_t) override {
+  bool begin_object() override {
     Role role = Role::Other;
     if (stack_.empty()) {
       role = Role::Root;
@@ -82,7 +83,8 @@ class StatsHandler : public nlohmann::json_sax<json> {
       role = Role::Worker;  // counted at its end unless its state is "missing"
       worker_missing_ = false;
     }
-    return push(role);
+    stack_.push_back(role);
+    return true;
   }
 
   bool end_object() override {
@@ -103,29 +105,27 @@ class StatsHandler : public nlohmann::json_sax<json> {
     return true;
   }
 
-  bool start_array(std::size_t) override {
+  bool begin_array() override {
     Role role = Role::Other;
-    if (!stack_.empty() && top() == Role::Root && key_ == "stats") {
+    if (top() == Role::Root && key_ == "stats") {
       role = Role::Stats;
       saw_stats_ = true;
       out_.endpoints.clear();  // a repeated key replaces, as in a DOM
       out_.aggregated.reset();
-    } else if (!stack_.empty() && top() == Role::Root && key_ == "workers") {
+    } else if (top() == Role::Root && key_ == "workers") {
       role = Role::Workers;
       has_workers_ = true;
       workers_ = 0;
+    } else if (top() == Role::Workers) {
+      workers_ += 1;  // not a worker object: counted, as it is not "missing"
     }
-    if (!stack_.empty() && top() == Role::Workers) workers_ += 1;
-    return push(role);
+    stack_.push_back(role);
+    return true;
   }
 
   bool end_array() override {
     stack_.pop_back();
     return true;
-  }
-
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;
   }
 
   /// After a successful parse: false unless the body was an object with a "stats" list.
@@ -137,49 +137,27 @@ class StatsHandler : public nlohmann::json_sax<json> {
     return true;
   }
 
-  bool too_deep() const { return too_deep_; }
-
  private:
   enum class Role { Root, Stats, Row, Current, Workers, Worker, Other };
   struct Scalar {
     bool is_number = false;
+    bool is_string = false;
     double value = 0;
-    const std::string* text = nullptr;
+    std::string_view text;
   };
-
-  // Locust's JSON is 4 levels deep; anything far deeper is not Locust (and must not grow
-  // memory without bound).
-  static constexpr std::size_t kMaxDepth = 64;
 
   Role top() const { return stack_.empty() ? Role::Other : stack_.back(); }
 
-  bool push(Role role) {
-    if (stack_.size() >= kMaxDepth) {
-      too_deep_ = true;
-      return false;
-    }
-    stack_.push_back(role);
-    return true;
-  }
-
-  bool number(double v) {
-    Scalar s;
-    s.is_number = std::isfinite(v);
-    s.value = v;
-    return scalar(s);
-  }
-
   bool scalar(const Scalar& s) {
-    if (stack_.empty()) return true;  // a bare scalar document: finish() rejects it
     switch (top()) {
       case Role::Root: root_value(s); break;
       case Role::Row: row_value(s); break;
       case Role::Current: current_value(s); break;
       case Role::Worker:
-        if (key_ == "state") worker_missing_ = s.text && *s.text == "missing";
+        if (key_ == "state") worker_missing_ = s.is_string && s.text == "missing";
         break;
       case Role::Workers: workers_ += 1; break;
-      default: break;
+      default: break;  // a bare scalar document: finish() rejects it
     }
     return true;
   }
@@ -196,7 +174,7 @@ class StatsHandler : public nlohmann::json_sax<json> {
     } else if (key_ == "worker_count") {
       worker_count_ = opt(s);
     } else if (key_ == "state") {
-      out_.state = s.text ? *s.text : std::string();
+      out_.state = s.is_string ? std::string(s.text) : std::string();
     } else if (s.is_number && key_.rfind(kCurrentPrefix, 0) == 0) {
       std::string_view suffix = std::string_view(key_).substr(kCurrentPrefix.size());
       int n = 0;
@@ -219,10 +197,10 @@ class StatsHandler : public nlohmann::json_sax<json> {
   void row_value(const Scalar& s) {
     const std::string& k = key_;
     if (k == "name") {
-      row_named_ = s.text != nullptr;
-      row_.name = s.text ? *s.text : std::string();
+      row_named_ = s.is_string;
+      row_.name.assign(s.text);
     } else if (k == "method") {
-      row_.method = s.text ? *s.text : std::string();
+      row_.method.assign(s.text);  // "" for null
     } else if (k == "num_requests") {
       row_.requests = s.is_number ? s.value : 0;
     } else if (k == "num_failures") {
@@ -249,7 +227,6 @@ class StatsHandler : public nlohmann::json_sax<json> {
   std::string key_;
   bool root_is_object_ = false;
   bool saw_stats_ = false;
-  bool too_deep_ = false;
   LocustRow row_;
   bool row_named_ = false;
   std::vector<bool> row_strong_;
@@ -265,10 +242,10 @@ class StatsHandler : public nlohmann::json_sax<json> {
 bool parse_locust_stats(std::string_view text, LocustStats& out, std::string& error) {
   out = LocustStats{};
   StatsHandler handler(out);
-  bool parsed = json::sax_parse(text.begin(), text.end(), &handler);
-  if (!parsed) {
+  std::string why;
+  if (!json_sax(text, handler, why)) {
     out = LocustStats{};
-    error = handler.too_deep() ? "/stats/requests: nested too deeply" : "/stats/requests: not JSON";
+    error = "/stats/requests: not JSON (" + why + ")";
     return false;
   }
   if (!handler.finish()) {

@@ -43,6 +43,11 @@ class PrometheusScraper : public SourceScraper {
       return result;
     }
     add_source_label(parsed.families, config.name);
+    // HELP is optional in the format but `promtool check metrics` flags its absence: say
+    // where the family comes from rather than leave /metrics failing the lint.
+    for (auto& f : parsed.families) {
+      if (f.help.empty()) f.help = "Re-exported from source " + config.name + " (no HELP upstream).";
+    }
     result.families = std::move(parsed.families);
     return result;
   }

@@ -21,7 +21,7 @@ inline constexpr const char* kPromTextAccept = "text/plain;version=0.0.4;q=1,*/*
 void add_source_label(std::vector<prometheus::MetricFamily>& families, const std::string& source);
 
 /// GET {url} (the whole URL, path included), parse, re-export every family, names, HELP and
-/// TYPE untouched.
+/// TYPE untouched (a family without HELP gets one naming the source, for promtool's lint).
 std::unique_ptr<SourceScraper> make_prometheus_scraper();
 
 }  // namespace loadwatch

@@ -95,8 +95,8 @@ void TargetGroup::update(const GroupSample& sample) {
   const bool was_up = totals_.up;
   const bool up = !live.empty();
   bool restarted = false;
-  if (up && !was_up && ever_up_) restarted = true;           // back after being down
-  if (up && was_up && !key_in_common) restarted = true;      // replaced within an interval
+  if (up && !was_up && ever_up_) restarted = true;       // back after being down
+  if (up && was_up && !key_in_common) restarted = true;  // replaced within an interval
   if (restarted) ++totals_.restarts;
 
   GroupTotals& t = totals_;

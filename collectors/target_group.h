@@ -95,8 +95,8 @@ class TargetGroup {
     std::uint32_t left_at = 0;
   };
   std::uint32_t gen_ = 0;
-  std::map<ProcessKey, ProcessCounters> live_;      // last-seen counters of live members
-  std::map<ProcessKey, Departed> departed_;         // left (or exited), counted in retired_
+  std::map<ProcessKey, ProcessCounters> live_;  // last-seen counters of live members
+  std::map<ProcessKey, Departed> departed_;     // left (or exited), counted in retired_
   ProcessCounters retired_;
   bool ever_up_ = false;
   GroupTotals totals_;

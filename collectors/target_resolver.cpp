@@ -1,11 +1,11 @@
 #include "target_resolver.h"
 
+#include <spdlog/spdlog.h>
+
 #include <charconv>
 #include <cstring>
 #include <regex>
 #include <unordered_map>
-
-#include <spdlog/spdlog.h>
 
 #include "collectors/cgroup_unit.h"
 #include "collectors/port_owner.h"
@@ -142,8 +142,8 @@ class MatchCacheResolver : public TargetResolver {
         if (r == ReadResult::Denied) {
           ++ctx.denied;
           if (!e.denied_logged) {
-            spdlog::debug("{}: permission denied on process {} ({}), cannot match it",
-                          describe(), rec->pid(), rec->stat.comm);
+            spdlog::debug("{}: permission denied on process {} ({}), cannot match it", describe(),
+                          rec->pid(), rec->stat.comm);
             e.denied_logged = true;
           }
         }
@@ -234,15 +234,19 @@ std::unique_ptr<TargetResolver> make_target_resolver(const Selector& selector) {
       std::from_chars(v.data(), v.data() + v.size(), pid);
       return std::make_unique<PidResolver>(pid);
     }
-    case Selector::Kind::Pidfile: return std::make_unique<PidfileResolver>(v);
-    case Selector::Kind::Comm: return std::make_unique<CommResolver>(v);
-    case Selector::Kind::Exe: return std::make_unique<ExeResolver>(v);
+    case Selector::Kind::Pidfile:
+      return std::make_unique<PidfileResolver>(v);
+    case Selector::Kind::Comm:
+      return std::make_unique<CommResolver>(v);
+    case Selector::Kind::Exe:
+      return std::make_unique<ExeResolver>(v);
     case Selector::Kind::Cmdline: {
       std::regex re = selector.regex ? *selector.regex
                                      : std::regex(v, std::regex::ECMAScript | std::regex::optimize);
       return std::make_unique<CmdlineResolver>(v, std::move(re));
     }
-    case Selector::Kind::Unit: return std::make_unique<UnitResolver>(v);
+    case Selector::Kind::Unit:
+      return std::make_unique<UnitResolver>(v);
     case Selector::Kind::Port: {
       unsigned port = 0;
       std::from_chars(v.data(), v.data() + v.size(), port);

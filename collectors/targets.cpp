@@ -2,12 +2,11 @@
 // (process_registry.h: kept fds, pread), account each group (target_group.h), export.
 #include "targets.h"
 
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <cmath>
-
-#include <spdlog/spdlog.h>
 
 #include "collectors/process_registry.h"
 #include "collectors/process_tree.h"
@@ -53,9 +52,8 @@ class TargetsCollector final : public Collector {
   void reconfigure(const CollectorEnv& env) override {
     std::vector<std::unique_ptr<Target>> next;
     for (const TargetConfig& tc : env.config.targets) {
-      auto same = std::find_if(targets_.begin(), targets_.end(), [&](const auto& t) {
-        return t && t->config == tc;
-      });
+      auto same = std::find_if(targets_.begin(), targets_.end(),
+                               [&](const auto& t) { return t && t->config == tc; });
       if (same != targets_.end()) {
         next.push_back(std::move(*same));  // unchanged: keeps counters and restarts
       } else {
@@ -166,8 +164,8 @@ class TargetsCollector final : public Collector {
     };
     auto d = [](std::uint64_t v) { return static_cast<double>(v); };
 
-    out.gauge("loadwatch_target_up", "1 while at least one process matches the target.",
-              labels(), g.up ? 1 : 0);
+    out.gauge("loadwatch_target_up", "1 while at least one process matches the target.", labels(),
+              g.up ? 1 : 0);
     out.gauge("loadwatch_target_processes", "Processes in the target's group.", labels(),
               d(g.processes));
     out.counter("loadwatch_target_restarts_total",
@@ -199,8 +197,7 @@ class TargetsCollector final : public Collector {
               d(g.open_fds));
     if (g.max_fds) {
       out.gauge("loadwatch_process_max_fds",
-                "Soft RLIMIT_NOFILE of the member closest to its limit.", labels(),
-                d(*g.max_fds));
+                "Soft RLIMIT_NOFILE of the member closest to its limit.", labels(), d(*g.max_fds));
     }
     if (g.fd_usage_ratio) {
       out.gauge("loadwatch_process_fd_usage_ratio",

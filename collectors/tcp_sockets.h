@@ -22,13 +22,16 @@
 // and touches every socket in it to test its state: measured here, ~1 ms for the 262,144
 // empty buckets and ~9 ms with 60,000 TIME_WAIT sockets in them (the fixed cost the
 // "~0 ms" design fact missed). So when no tcp.ports are configured and a walk cost more than
-// the budget (2 ms CPU), the next ceil(cost / budget) - 1 samples (at most 9) skip it:
+// the budget (2 ms CPU, less a 20 % margin), the next samples skip it (at most 14 in a row,
+// as many as keep the average within the budget):
 // they take TIME_WAIT from sockstat and the listeners and accept queues from a LISTEN-only
 // dump (which walks only the listening hash, ~0.01 ms), and repeat the last walk's other
 // figures (other states, ephemeral usage, per-target counts). A change in the targets'
 // processes forces a walk. On a host with a few thousand sockets every sample walks.
 // With tcp.ports configured every sample walks: the user asked for per-port figures, and
-// their cost is the kernel floor's (two walks, like `ss` with a port filter).
+// their cost is the kernel floor's (two walks, like `ss` with a port filter). Ports that
+// are watched only because a target listens on them follow the deferral (their TIME_WAIT
+// dump is part of the walk).
 
 #include <memory>
 

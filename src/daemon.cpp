@@ -3,8 +3,11 @@
 #include <signal.h>
 #include <systemd/sd-daemon.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <ctime>
 #include <spdlog/spdlog.h>
 
@@ -13,6 +16,7 @@
 #include "logging.h"
 #include "sampler.h"
 #include "version.h"
+#include "web_config.h"
 #include "web_routes.h"
 
 namespace loadwatch {
@@ -20,39 +24,50 @@ namespace loadwatch {
 namespace {
 
 /// Sends WATCHDOG=1 only while the sampler makes progress, so systemd restarts a stuck sampler.
+/// "Progress" allows for the sample interval: with --sample.interval=2m and WatchdogSec=30s a
+/// healthy sampler publishes a sample only every 2 minutes, so the sampler counts as stuck once
+/// no sample was published for max(2 x interval, interval + 5 s); systemd then restarts the
+/// service WatchdogSec later.
 class Watchdog {
  public:
-  Watchdog() {
+  explicit Watchdog(std::chrono::milliseconds sample_interval)
+      : stall_(std::max(2 * sample_interval, sample_interval + std::chrono::seconds(5))) {
     uint64_t usec = 0;
-    if (sd_watchdog_enabled(0, &usec) > 0) period_ = std::chrono::microseconds(usec / 2);
+    if (sd_watchdog_enabled(0, &usec) > 0) period_ = std::chrono::microseconds(usec);
   }
-  /// How long the main loop may sleep before the next check.
+  /// How long the main loop may sleep before the next check (it also polls the web config).
   std::chrono::milliseconds tick() const {
-    if (period_.count() == 0) return std::chrono::milliseconds(1000);
-    return std::max(std::chrono::milliseconds(100),
-                    std::chrono::duration_cast<std::chrono::milliseconds>(period_) / 2);
+    std::chrono::milliseconds second(1000);
+    if (period_.count() == 0) return second;
+    return std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(period_) / 4,
+                      std::chrono::milliseconds(100), second);
   }
   void check(const Sampler& sampler) {
     if (period_.count() == 0) return;
+    auto now = std::chrono::steady_clock::now();
     auto samples = sampler.samples();
     if (samples != last_samples_) {
       last_samples_ = samples;
-      sd_notify(0, "WATCHDOG=1");
+      last_progress_ = now;
     }
+    if (now - last_progress_ <= stall_) sd_notify(0, "WATCHDOG=1");
   }
 
  private:
+  std::chrono::milliseconds stall_;
   std::chrono::microseconds period_{0};
   std::uint64_t last_samples_ = 0;
+  std::chrono::steady_clock::time_point last_progress_ = std::chrono::steady_clock::now();
 };
 
-void reload(const Options& options, Sampler& sampler) {
+void reload(const Options& options, Sampler& sampler, HttpServer& http) {
   sd_notify(0, "RELOADING=1");
   try {
     sampler.reload(effective_config(options));
   } catch (const std::exception& e) {
     spdlog::error("config reload rejected, keeping the running config: {}", e.what());
   }
+  http.reload_web_config(/*force=*/true);
   sd_notify(0, "READY=1");
 }
 
@@ -69,7 +84,15 @@ int serve(const Options& options, Config config) {
   http_settings.max_requests = options.max_requests;
   http_settings.web_config_file = options.web_config_file;
   HttpServer http(http_settings);
-  Sampler sampler(options, std::move(config), &http);
+  std::unique_ptr<Sampler> sampler_ptr;
+  try {
+    // Collectors are built here; one that cannot start (e.g. its listen port is taken) is fatal.
+    sampler_ptr = std::make_unique<Sampler>(options, std::move(config), &http);
+  } catch (const std::exception& e) {
+    spdlog::critical("{}", e.what());
+    return 1;
+  }
+  Sampler& sampler = *sampler_ptr;
   add_web_routes(http, sampler);
   sampler.sample_once();  // /metrics has data from the first request on
   try {
@@ -83,16 +106,19 @@ int serve(const Options& options, Config config) {
                options.listen_address, http.port(), options.sample_interval.count());
   sd_notify(0, "READY=1");
 
-  Watchdog watchdog;
+  Watchdog watchdog(options.sample_interval);
   for (;;) {
     auto tick = watchdog.tick();
     timespec timeout{static_cast<time_t>(tick.count() / 1000),
                      static_cast<long>((tick.count() % 1000) * 1'000'000)};
     int sig = sigtimedwait(&signals, nullptr, &timeout);
     watchdog.check(sampler);
+    // The web config (and the certificates it names) take effect when they change, without
+    // SIGHUP, as with exporter-toolkit which re-reads them per request.
+    if (sig < 0) http.reload_web_config();
     if (sig == SIGHUP) {
       spdlog::info("SIGHUP: reloading {}", options.config_file.empty() ? "flags" : options.config_file);
-      reload(options, sampler);
+      reload(options, sampler, http);
     } else if (sig == SIGTERM || sig == SIGINT) {
       spdlog::info("{}: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
       sd_notify(0, "STOPPING=1");
@@ -139,6 +165,14 @@ int run_daemon(int argc, char** argv) {
     return 1;
   }
   if (options.config_check) {
+    if (!options.web_config_file.empty()) {
+      try {
+        load_web_config(options.web_config_file);
+      } catch (const ConfigError& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        return 1;
+      }
+    }
     std::printf("config OK: %zu targets, %zu sources\n", config.targets.size(),
                 config.sources.size());
     return 0;

@@ -38,6 +38,10 @@
 #include "tls_context.h"
 #include "web_config.h"
 
+// src/tls_compat: referencing them keeps the libraries civetweb's TLS needs linked in.
+extern "C" int loadwatch_ssl_compat(void);
+extern "C" int loadwatch_crypto_compat(void);
+
 namespace loadwatch {
 
 namespace {
@@ -268,6 +272,7 @@ struct HttpServer::Impl {
     const Route& route = it->second;
     std::size_t limit = route.max_body ? route.max_body : settings.max_body_bytes;
     if (info->content_length > 0 && static_cast<std::size_t>(info->content_length) > limit) {
+      mg_disable_connection_keep_alive(conn);  // the unread body makes the stream unusable
       send(conn, plain(413, "request body larger than " + std::to_string(limit) + " bytes\n"),
            web.get());
       return 413;
@@ -278,6 +283,7 @@ struct HttpServer::Impl {
       if (n <= 0) break;
       req.body.append(buf, static_cast<size_t>(n));
       if (req.body.size() > limit) {
+        mg_disable_connection_keep_alive(conn);
         send(conn, plain(413, "request body larger than " + std::to_string(limit) + " bytes\n"),
              web.get());
         return 413;
@@ -325,6 +331,9 @@ void HttpServer::Impl::start_listener(const TlsServerConfig& tls) {
   std::string address = settings.listen_address;
   if (bound_port) address = address.substr(0, address.rfind(':') + 1) + std::to_string(bound_port);
   std::string ports = civetweb_ports(address) + (tls.enabled() ? "s" : "");
+  if (tls.enabled() && !(loadwatch_ssl_compat() && loadwatch_crypto_compat())) {
+    throw std::runtime_error("TLS support libraries missing");
+  }
   std::string threads = std::to_string(std::max(kMinWorkers, settings.max_requests + 64));
   std::string request_timeout = std::to_string(settings.request_timeout_ms);
   std::string keep_alive_timeout = std::to_string(settings.keep_alive_timeout_ms);
@@ -337,6 +346,9 @@ void HttpServer::Impl::start_listener(const TlsServerConfig& tls) {
       "enable_keep_alive", "yes",
       "max_request_size", max_request.c_str(),
       "listen_backlog", "1024",
+      // Headers and body go out in separate writes: without TCP_NODELAY, Nagle holds the body
+      // until the client's delayed ACK, 40 ms per response on a keep-alive connection.
+      "tcp_nodelay", "1",
       // No document_root: no file serving. Listing off as well, belt and braces.
       "enable_directory_listing", "no",
   };

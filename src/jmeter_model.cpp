@@ -14,6 +14,8 @@
 #include "jmeter_model.h"
 
 #include <charconv>
+#include <cmath>
+#include <cstdint>
 
 namespace loadwatch {
 
@@ -88,15 +90,28 @@ void JMeterModel::Stats::set_quantile(std::string_view key, double seconds) {
     }
   }
   std::string label = percentile_to_quantile(key);
-  if (label.empty()) return;
+  double quantile = 0;
+  if (label.empty() ||
+      std::from_chars(label.data(), label.data() + label.size(), quantile).ec != std::errc()) {
+    return;
+  }
   for (auto& q : quantiles) {
-    if (q.label == label) {  // same quantile spelled differently ("90" and "90.0")
+    if (q.quantile == quantile) {  // same quantile spelled differently ("90" and "90.0")
       q.key = std::string(key);
       q.seconds = seconds;
       return;
     }
   }
-  quantiles.push_back({std::string(key), std::move(label), seconds});
+  quantiles.push_back({std::string(key), quantile, seconds});
+}
+
+void JMeterModel::Stats::add_interval(double count, double avg_ms) {
+  if (!(avg_ms >= 0) || avg_ms > 1e12) {
+    sum_broken = true;
+    return;
+  }
+  sum_seconds += count * avg_ms * kMs;
+  sum_seen = true;
 }
 
 JMeterModel::JMeterModel(std::string protocol) : JMeterModel(std::move(protocol), Limits{}) {}
@@ -182,14 +197,32 @@ JMeterModel::Result JMeterModel::ingest_graphite(const GraphiteLine& line, doubl
   if (stat == "count") {
     // Per-interval counts: negative or non-finite values would break the counter.
     if (!(v >= 0) || v > 1e15) return Result::Taken;
-    if (kind == "a") st->requests += v;
     if (kind == "ko") st->failures += v;
+    if (kind != "a") return Result::Taken;
+    st->requests += v;
+    // The previous interval's count never met its mean: the sum can no longer be known.
+    if (!st->g_count_paired) st->sum_broken = true;
+    st->g_count = v;
+    st->g_count_ts = line.timestamp;
+    st->g_count_paired = false;
+    if (st->g_avg_ts == line.timestamp) {
+      st->add_interval(v, st->g_avg_ms);
+      st->g_count_paired = true;
+    }
     return Result::Taken;
   }
   if (kind != "a") return Result::Taken;  // ok/ko latency splits are not exported
   if (stat == "min") st->min = v * kMs;
   if (stat == "max") st->max = v * kMs;
-  if (stat == "avg") st->avg = v * kMs;
+  if (stat == "avg") {
+    st->avg = v * kMs;
+    st->g_avg_ms = v;
+    st->g_avg_ts = line.timestamp;
+    if (!st->g_count_paired && st->g_count_ts == line.timestamp) {
+      st->add_interval(st->g_count, v);
+      st->g_count_paired = true;
+    }
+  }
   if (stat.substr(0, 3) == "pct") st->set_quantile(stat.substr(3), v * kMs);
   return Result::Taken;
 }
@@ -242,6 +275,23 @@ void JMeterModel::apply_influx_locked(Source& s, const InfluxPoint& p, double no
     return;
   }
   taken = true;
+  if (statut == "all") {
+    // count and avg come in the same point. The aggregate's avg is JMeter's mean of the OK
+    // samples only (InfluxdbBackendListenerClient.addCumulatedMetrics), so it describes all
+    // requests only when none failed; collect() prefers the endpoints' sums when they cover
+    // every request.
+    const InfluxField* count = p.field("count");
+    const InfluxField* avg = p.field("avg");
+    const InfluxField* errors = aggregate ? p.field("countError") : nullptr;
+    if (count && count->type != InfluxField::Type::String && count->number > 0) {
+      if (!avg || avg->type == InfluxField::Type::String ||
+          (errors && errors->type != InfluxField::Type::String && errors->number > 0)) {
+        st->sum_broken = true;
+      } else {
+        st->add_interval(count->number, avg->number);
+      }
+    }
+  }
   for (const auto& f : p.fields) {
     if (f.type == InfluxField::Type::String || f.type == InfluxField::Type::Boolean) continue;
     double v = f.number;
@@ -311,19 +361,39 @@ JMeterModel::InfluxOutcome JMeterModel::ingest_influx(std::string_view source,
 }
 
 void JMeterModel::collect(MetricSink& out) const {
+  auto summary = [&out](const char* name, const char* help, const Labels& labels, const Stats& st,
+                        double sum) {
+    auto& m = out.add(name, help, prometheus::MetricType::Summary, labels);
+    m.summary.sample_count =
+        st.requests >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(st.requests);
+    m.summary.sample_sum = sum;
+    for (const auto& q : st.quantiles) m.summary.quantile.push_back({q.quantile, q.seconds});
+  };
   std::lock_guard lock(mutex_);
   for (const auto& [name, s] : sources_) {
     const Labels src{{"source", name}};
     out.counter("loadwatch_generator_requests_total",
-                "Requests the load generator reported for the whole test.", src, s.all.requests);
+                "Requests the load generator made in the whole test.", src, s.all.requests);
     out.counter("loadwatch_generator_failures_total",
-                "Failed requests the load generator reported for the whole test.", src,
-                s.all.failures);
-    for (const auto& q : s.all.quantiles) {
-      out.gauge("loadwatch_generator_latency_seconds",
-                "Response time quantile of all requests, as reported by the load generator.",
-                {{"source", name}, {"quantile", q.label}}, q.seconds);
+                "Requests of the load generator that failed, whole test.", src, s.all.failures);
+    // Prefer the endpoints' sums when they cover every request: exact even where JMeter's
+    // aggregate mean is the OK-only one.
+    double all_sum = s.all.sum_known() ? s.all.sum_seconds : std::nan("");
+    if (!s.endpoints.empty()) {
+      double n = 0, sum = 0;
+      bool known = true;
+      for (const auto& [_, e] : s.endpoints) {
+        n += e.requests;
+        sum += e.sum_seconds;
+        known = known && (e.sum_known() || e.requests == 0);
+      }
+      if (known && n == s.all.requests) all_sum = sum;
     }
+    summary("loadwatch_generator_latency_seconds",
+            "Response time of all requests: quantiles as the load generator reports them "
+            "(Locust: over the whole test; JMeter: over its last send interval); _count and "
+            "_sum over the whole test.",
+            src, s.all, all_sum);
     if (s.all.min >= 0) {
       out.gauge("loadwatch_generator_latency_min_seconds",
                 "Fastest response time of the last reporting interval, as reported.", src,
@@ -344,8 +414,8 @@ void JMeterModel::collect(MetricSink& out) const {
                        ? s.started_threads - s.ended_threads
                        : s.mean_threads;
     if (users >= 0) {
-      out.gauge("loadwatch_generator_users", "Active virtual users (JMeter threads), as reported.",
-                src, users);
+      out.gauge("loadwatch_generator_users", "Simulated users the load generator runs.", src,
+                users);
     }
     if (s.seen_bytes) {
       out.counter("loadwatch_generator_sent_bytes_total", "Bytes the load generator sent.", src,
@@ -365,16 +435,15 @@ void JMeterModel::collect(MetricSink& out) const {
     for (const auto& [endpoint, e] : s.endpoints) {
       const Labels ep{{"source", name}, {"name", endpoint}, {"method", ""}};
       out.counter("loadwatch_generator_endpoint_requests_total",
-                  "Requests the load generator reported per request name.", ep, e.requests);
+                  "Requests the load generator made, per request name and method.", ep, e.requests);
       out.counter("loadwatch_generator_endpoint_failures_total",
-                  "Failed requests the load generator reported per request name.", ep, e.failures);
-      for (const auto& q : e.quantiles) {
-        Labels l = ep;
-        l.emplace_back("quantile", q.label);
-        out.gauge("loadwatch_generator_endpoint_latency_seconds",
-                  "Response time quantile per request name, as reported by the load generator.",
-                  std::move(l), q.seconds);
-      }
+                  "Failed requests of the load generator, per request name and method.", ep,
+                  e.failures);
+      summary("loadwatch_generator_endpoint_latency_seconds",
+              "Response time per request name and method: quantiles as reported (Locust: over "
+              "the whole test; JMeter: over its last send interval); _count and _sum over the "
+              "whole test.",
+              ep, e, e.sum_known() ? e.sum_seconds : std::nan(""));
       if (e.min >= 0) {
         out.gauge("loadwatch_generator_endpoint_latency_min_seconds",
                   "Fastest response time per request name in the last reporting interval.", ep,

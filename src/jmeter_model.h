@@ -38,8 +38,12 @@ std::string percentile_to_quantile(std::string_view pct);
 ///
 /// Counters are the sum of the per-interval counts JMeter sends; gauges keep the latest value
 /// of each sender. A source is the Influx database/bucket name, or the Graphite root prefix
-/// without its trailing dot ("jmeter" when the prefix is empty). JMeter does not report the HTTP
-/// method, so endpoint series carry method="" (absent in Prometheus).
+/// without its trailing dot ("jmeter" when the prefix is empty). Latency is exported as
+/// summaries (like the Locust source): quantiles as reported, _count = requests, _sum from the
+/// interval means (NaN when JMeter sends none). JMeter does not report the HTTP
+/// method, so endpoint series carry method="" (absent in Prometheus). Users = startedT - endedT
+/// (threads running now) when both are reported, else meanAT. Latencies are JMeter's "a" (all
+/// samples) figures; its separate ok/ko latencies and hit counts are not exported.
 ///
 /// Thread-safe: ingest_* run on listener / HTTP threads, collect() on the sampler thread; one
 /// mutex guards all state, taken once per Graphite line and once per Influx body.
@@ -84,15 +88,24 @@ class JMeterModel {
  private:
   struct Stats {
     double requests = 0, failures = 0;
-    bool seen_requests = false, seen_failures = false;
     double min = -1, max = -1, avg = -1;  // seconds; < 0 = not reported
     struct Quantile {
-      std::string key;    // as sent: "99_9", "90.0"
-      std::string label;  // "0.999"
+      std::string key;  // as sent: "99_9", "90.0"
+      double quantile;  // 0.999
       double seconds;
     };
     std::vector<Quantile> quantiles;
     void set_quantile(std::string_view key, double seconds);
+
+    // Summary _sum: the sum of interval mean x interval count. Known only when every counted
+    // interval came with its mean (JMeter 2.13's Graphite listener sends no mean at all).
+    double sum_seconds = 0;
+    bool sum_seen = false, sum_broken = false;
+    bool sum_known() const { return sum_seen && !sum_broken; }
+    void add_interval(double count, double avg_ms);
+    // Graphite sends an interval's count and mean on separate lines: pair them by timestamp.
+    double g_count = 0, g_count_ts = -2, g_avg_ms = 0, g_avg_ts = -2;
+    bool g_count_paired = true;
   };
   struct Source {
     Stats all;

@@ -122,7 +122,12 @@ void SourceRunner::run() {
     }
     if (stopped) break;
     if (result.error == FetchError::None) {
-      result = scraper_->process(cfg, answers);
+      try {
+        result = scraper_->process(cfg, answers);
+      } catch (const std::exception& e) {
+        // Kinds do not throw on any body; this keeps a bug there from ending the daemon.
+        result = ScrapeResult{FetchError::Parse, cfg.url + ": " + e.what(), {}};
+      }
       answers.clear();
     }
     double seconds =

@@ -11,6 +11,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include <memory>
 #include <stdexcept>
@@ -54,6 +55,10 @@ void configure_tls_context(void* opaque, const TlsServerConfig& tls) {
     fail("cannot load cert_file " + tls.cert_file);
   }
   if (SSL_CTX_use_PrivateKey_file(ctx, tls.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    // OpenSSL checks the key against the certificate as it loads it.
+    if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH) {
+      fail("key_file " + tls.key_file + " does not match cert_file " + tls.cert_file);
+    }
     fail("cannot load key_file " + tls.key_file);
   }
   if (SSL_CTX_check_private_key(ctx) != 1) {

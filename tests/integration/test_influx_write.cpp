@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <catch2/catch.hpp>
+#include <charconv>
 #include <map>
 #include <string>
 
@@ -60,6 +61,19 @@ std::map<std::string, double> collect(Collector& col, const FsRoot& root) {
       std::string key = f.name + "{";
       for (size_t i = 0; i < s.label.size(); ++i) {
         key += (i ? "," : "") + s.label[i].name + "=" + s.label[i].value;
+      }
+      if (f.type == prometheus::MetricType::Summary) {
+        // Like the text format: name{...,quantile="Q"}, name_count{...}, name_sum{...}.
+        std::string labels = key.substr(f.name.size());
+        for (const auto& q : s.summary.quantile) {
+          char buf[32];
+          auto end = std::to_chars(buf, buf + sizeof buf, q.quantile).ptr;
+          out[key + (s.label.empty() ? "" : ",") + "quantile=" + std::string(buf, end) + "}"] =
+              q.value;
+        }
+        out[f.name + "_count" + labels + "}"] = static_cast<double>(s.summary.sample_count);
+        out[f.name + "_sum" + labels + "}"] = s.summary.sample_sum;
+        continue;
       }
       key += "}";
       out[key] = f.type == prometheus::MetricType::Counter ? s.counter.value : s.gauge.value;

@@ -349,6 +349,8 @@ TEST_CASE("bad endpoints mark the source down with the right reason", "[sources]
     CHECK(worst < 0.05);
     CHECK(good_up_while_hanging);
     CHECK(value(fams, "demo_requests_total", {{"source", "good"}, {"exported_source", "upstream"}}) == 42);
+    CHECK(value(fams, "demo_temperature", {{"source", "good"}}) == -1.5);
+    if (auto lint = promtool_check(fams, dir)) CHECK(*lint == "");  // demo_temperature has no HELP upstream
     CHECK(value(fams, "loadwatch_source_up", {{"source", "hang"}, {"kind", "prometheus"}}) == 0);
     CHECK(value(fams, "loadwatch_source_errors_total", {{"source", "hang"}, {"reason", "timeout"}}) >= 1);
     CHECK(value(fams, "loadwatch_source_errors_total", {{"source", "hang"}, {"reason", "connect"}}) == 0);

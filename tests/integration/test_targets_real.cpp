@@ -1,7 +1,5 @@
 // The targets collector against real processes this test forks (loopback only; every
 // child is killed by its PID and reaped; every wait is bounded).
-#include <catch2/catch.hpp>
-
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -15,13 +13,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
-#include <sstream>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -52,7 +51,7 @@ class Child {
     REQUIRE(pid_ >= 0);
     if (pid_ == 0) {
       ::close(fds[0]);
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);      // never outlive the test
       int null = ::open("/dev/null", O_RDWR);  // nor hold the test's output open
       ::dup2(null, 1);
       ::dup2(null, 2);
@@ -62,7 +61,10 @@ class Child {
     ::close(fds[1]);
     rd_ = fds[0];
   }
-  ~Child() { kill(); ::close(rd_); }
+  ~Child() {
+    kill();
+    ::close(rd_);
+  }
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
 
@@ -192,7 +194,9 @@ std::string status_field(pid_t pid, const std::string& key) {
 
 std::size_t count_fds(pid_t pid) {
   std::size_t n = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) ++n;
+  for ([[maybe_unused]] const auto& e :
+       fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd"))
+    ++n;
   return n;
 }
 
@@ -294,18 +298,19 @@ TEST_CASE("a parent with 3 workers: 4 processes; CPU never goes down when one ex
   REQUIRE(workers.size() == 3);
   Harness h({target("app", "pid:" + std::to_string(parent.pid()))});
   // Let the workers burn their CPU (bounded; clock ticks make 0.25 s read as 0.24).
-  REQUIRE(eventually([&] {
-    h.collect();
-    return h.cpu("app") >= 0.6;
-  }, 60));
+  REQUIRE(eventually(
+      [&] {
+        h.collect();
+        return h.cpu("app") >= 0.6;
+      },
+      60));
   CHECK(h.get("loadwatch_target_processes", "app") == 4);
   CHECK(h.get("loadwatch_process_threads", "app") == 4);
   const double before = h.cpu("app");
   const double minflt_before = h.get("loadwatch_process_minor_page_faults_total", "app");
-  const double ctx_before = h.get("loadwatch_process_context_switches_total", "app",
-                                  "ctxswitchtype", "voluntary") +
-                            h.get("loadwatch_process_context_switches_total", "app",
-                                  "ctxswitchtype", "nonvoluntary");
+  const double ctx_before =
+      h.get("loadwatch_process_context_switches_total", "app", "ctxswitchtype", "voluntary") +
+      h.get("loadwatch_process_context_switches_total", "app", "ctxswitchtype", "nonvoluntary");
 
   ::kill(workers[0], SIGKILL);  // the parent reaps it
   REQUIRE(eventually([&] { return ::kill(workers[0], 0) != 0; }));
@@ -321,8 +326,7 @@ TEST_CASE("a parent with 3 workers: 4 processes; CPU never goes down when one ex
   for (pid_t w : workers) ::kill(w, SIGKILL);
 }
 
-TEST_CASE("pidfile target: 0 -> 1, killed and restarted, restarted within one interval",
-          "[real]") {
+TEST_CASE("pidfile target: 0 -> 1, killed and restarted, restarted within one interval", "[real]") {
   TempDir dir;
   const fs::path pidfile = dir.path / "svc.pid";
   Harness h({target("svc", "pidfile:" + pidfile.string(), false)});
@@ -361,7 +365,8 @@ TEST_CASE("pidfile target: 0 -> 1, killed and restarted, restarted within one in
 
   // Killed but not yet reaped (a zombie) counts as down.
   ::kill(c->pid(), SIGKILL);
-  REQUIRE(eventually([&] { return status_field(c->pid(), "State").find('Z') != std::string::npos; }));
+  REQUIRE(
+      eventually([&] { return status_field(c->pid(), "State").find('Z') != std::string::npos; }));
   h.collect();
   CHECK(h.get("loadwatch_target_up", "svc") == 0);
   c->kill();
@@ -378,8 +383,7 @@ TEST_CASE("targets that never existed are exported as down", "[real]") {
   TempDir dir;
   Harness h({target("ghost", "pidfile:" + (dir.path / "none.pid").string()),
              target("nocomm", "comm:lw-no-such-x"), target("noport", "port:1"),
-             target("nounit", "unit:lw-no-such-unit.service"),
-             target("nopid", "pid:4194303")});
+             target("nounit", "unit:lw-no-such-unit.service"), target("nopid", "pid:4194303")});
   for (int i = 0; i < 2; ++i) {
     h.collect();
     for (const char* t : {"ghost", "nocomm", "noport", "nounit", "nopid"}) {
@@ -472,7 +476,7 @@ TEST_CASE("comm with children: descendants join the group", "[real]") {
       if (k == 0) {
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         ::prctl(PR_SET_NAME, "lwkid");  // children do not match comm themselves
-        if (i == 0 && ::fork() == 0) {   // and a grandchild
+        if (i == 0 && ::fork() == 0) {  // and a grandchild
           ::prctl(PR_SET_PDEATHSIG, SIGKILL);
           ::prctl(PR_SET_NAME, "lwgrandkid");
           for (;;) ::pause();
@@ -508,17 +512,21 @@ TEST_CASE("cmdline and exe select real processes; an exec() is noticed", "[real]
   c.line();
   Harness h({target("bycmd", "cmdline:sleep 1000 " + marker + "$", false),
              target("byexe", "exe:sleep", false)});
-  REQUIRE(eventually([&] {
-    h.collect();
-    return h.get("loadwatch_target_up", "bycmd") == 1;
-  }, 3));
+  REQUIRE(eventually(
+      [&] {
+        h.collect();
+        return h.get("loadwatch_target_up", "bycmd") == 1;
+      },
+      3));
   CHECK(h.states[0].pids == std::vector<pid_t>{c.pid()});
-  REQUIRE(eventually([&] {
-    std::ifstream comm("/proc/" + std::to_string(c.pid()) + "/comm");
-    std::string name;
-    comm >> name;
-    return name == "sleep";
-  }, 20));
+  REQUIRE(eventually(
+      [&] {
+        std::ifstream comm("/proc/" + std::to_string(c.pid()) + "/comm");
+        std::string name;
+        comm >> name;
+        return name == "sleep";
+      },
+      20));
   h.collect();
   CHECK(h.get("loadwatch_target_up", "bycmd") == 0);
   CHECK(::kill(c.pid(), 0) == 0);  // still the same, living process
@@ -532,7 +540,8 @@ TEST_CASE("unit: a real cgroup (v2 unified or v1 name=systemd)", "[real]") {
   fs::path base;
   for (const char* h : {"/sys/fs/cgroup/unified", "/sys/fs/cgroup", "/sys/fs/cgroup/systemd"}) {
     if (fs::exists(fs::path(h) / "cgroup.procs") &&
-        ::mkdir((fs::path(h) / ("lwtest-" + std::to_string(::getpid()) + ".slice")).c_str(), 0755) == 0) {
+        ::mkdir((fs::path(h) / ("lwtest-" + std::to_string(::getpid()) + ".slice")).c_str(),
+                0755) == 0) {
       base = fs::path(h) / ("lwtest-" + std::to_string(::getpid()) + ".slice");
       break;
     }
@@ -574,8 +583,8 @@ TEST_CASE("another user's process: partial reads counted, the target still up", 
     h.collect();
     h.collect();
     say(out, std::to_string(static_cast<long>(h.get("loadwatch_target_up", "root"))) + " " +
-                 std::to_string(static_cast<long>(
-                     h.get("loadwatch_target_partial_reads_total", "root"))));
+                 std::to_string(
+                     static_cast<long>(h.get("loadwatch_target_partial_reads_total", "root"))));
   });
   const std::string r = c.line();
   REQUIRE(r != "nosetuid");

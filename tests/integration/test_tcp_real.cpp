@@ -148,10 +148,11 @@ struct Tcp {
   Config cfg;
   FsRoot proc{"/proc"}, sys{"/sys"};
   std::unique_ptr<Collector> c;
-  Tcp(std::vector<std::uint16_t> ports, bool procfs) {
+  /// walk_budget_ms 0: every sample walks the socket tables (fresh figures every sample).
+  Tcp(std::vector<std::uint16_t> ports, bool procfs, double walk_budget_ms = 0) {
     cfg.tcp.ports = std::move(ports);
     opt.tcp_force_procfs = procfs;
-    c = make_tcp_collector(CollectorEnv{opt, cfg, proc, sys});
+    c = make_tcp_collector_with_budget(CollectorEnv{opt, cfg, proc, sys}, walk_budget_ms);
   }
   std::vector<prometheus::MetricFamily> sample(std::vector<TargetState>* targets = nullptr) {
     SampleContext ctx{proc, sys, 0, {}};
@@ -569,4 +570,51 @@ TEST_CASE("the /proc fallback gives the same numbers as netlink", "[tcp][real]")
     CHECK(port_state(a, pfull, "local", "established") == 3);  // backlog 2 + 1
   }
   REQUIRE(same);
+}
+
+TEST_CASE("deferred walks: TIME_WAIT and accept queues stay fresh, the rest is the last walk's",
+          "[tcp][real][deferral]") {
+  std::uint16_t port = 0;
+  Fd l = listen_on(AF_INET, "127.0.0.1", 64, port);
+  std::uint16_t twport = 0;
+  Fd ltw = listen_on(AF_INET, "127.0.0.1", 64, twport);
+  // This process is the target, so its listeners' ports are watched.
+  std::vector<TargetState> targets(1);
+  targets[0].name = "self";
+  targets[0].pids = {::getpid()};
+  targets[0].up = true;
+  // A budget no walk can meet: after a walk, the next 14 samples skip it.
+  Tcp tcp({}, false, 1e-9);
+  auto f = tcp.sample(&targets);
+  CHECK(port_state(f, port, "local", "established") == 0);
+  CHECK(value(f, "loadwatch_tcp_listen_queue_length", {{"port", std::to_string(port)}}) == 0);
+  const double est0 = value(f, "loadwatch_tcp_connections", {{"state", "established"}});
+
+  // Two connections wait in the accept queue; new TIME_WAIT sockets appear.
+  std::vector<Fd> clients;
+  for (int i = 0; i < 2; ++i) clients.push_back(connect_to(AF_INET, "127.0.0.1", port));
+  make_time_wait(AF_INET, "127.0.0.1", ltw, twport, 20);
+  bool compared = false;
+  for (int attempt = 0; attempt < 5 && !compared; ++attempt) {
+    const long before = ss_count("time-wait");
+    f = tcp.sample(&targets);  // deferred: no walk
+    const long after = ss_count("time-wait");
+    CHECK(value(f, "loadwatch_tcp_listen_queue_length", {{"port", std::to_string(port)}}) == 2);
+    CHECK(value(f, "loadwatch_process_tcp_connections", {{"target", "self"}, {"state", "listen"}}) == 2);
+    // The last walk's figures: the 4 new established sockets are not seen yet.
+    CHECK(port_state(f, port, "local", "established") == 0);
+    CHECK(value(f, "loadwatch_tcp_connections", {{"state", "established"}}) == est0);
+    if (before != after) continue;
+    compared = true;
+    CHECK(value(f, "loadwatch_tcp_connections", {{"state", "time_wait"}}) == before);
+  }
+  CHECK(compared);
+  // A walk comes within 15 samples.
+  bool walked = false;
+  for (int i = 0; i < 15 && !walked; ++i) {
+    f = tcp.sample(&targets);
+    walked = port_state(f, port, "local", "established") == 2;
+  }
+  CHECK(walked);
+  CHECK(port_state(f, port, "remote", "established") == 2);
 }

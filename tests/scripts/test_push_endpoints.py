@@ -8,7 +8,7 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from lwtest import BINARY, Loadwatch, free_port  # noqa: E402
+from lwtest import BINARY, Loadwatch, free_port, promtool_check  # noqa: E402
 
 
 def post(url, body, headers=None, method="POST"):
@@ -57,6 +57,11 @@ class PushEndpoints(unittest.TestCase):
                                       protocol="influx", reason="parse"), 1)
             self.assertEqual(lw.value("loadwatch_collector_success", m, collector="graphite"), 1)
             self.assertEqual(lw.value("loadwatch_collector_success", m, collector="influx"), 1)
+            # Latency is a summary (as for Locust): count = requests, quantiles as sent.
+            self.assertEqual(lw.value("loadwatch_generator_latency_seconds_count", m,
+                                      source="perf"), 12)
+            ok, out = promtool_check(lw.metrics_text())
+            self.assertTrue(ok, "promtool check metrics:\n" + out)
 
     def test_switches(self):
         with Loadwatch(["--no-collector.influx"]) as lw:

@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+#include <charconv>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -20,6 +22,19 @@ std::map<std::string, double> flatten(const JMeterModel& m) {
       std::string key = f.name + "{";
       for (size_t i = 0; i < s.label.size(); ++i) {
         key += (i ? "," : "") + s.label[i].name + "=" + s.label[i].value;
+      }
+      if (f.type == prometheus::MetricType::Summary) {
+        // Like the text format: name{...,quantile="Q"}, name_count{...}, name_sum{...}.
+        std::string labels = key.substr(f.name.size());
+        for (const auto& q : s.summary.quantile) {
+          char buf[32];
+          auto end = std::to_chars(buf, buf + sizeof buf, q.quantile).ptr;
+          out[key + (s.label.empty() ? "" : ",") + "quantile=" + std::string(buf, end) + "}"] =
+              q.value;
+        }
+        out[f.name + "_count" + labels + "}"] = static_cast<double>(s.summary.sample_count);
+        out[f.name + "_sum" + labels + "}"] = s.summary.sample_sum;
+        continue;
       }
       key += "}";
       double v = f.type == prometheus::MetricType::Counter ? s.counter.value : s.gauge.value;
@@ -364,4 +379,67 @@ TEST_CASE("jmeter influx: a body with nothing JMeter-shaped creates no source") 
   auto v = flatten(m);
   for (const auto& [k, _] : v) CHECK(k.find("loadwatch_generator_") != 0);
   CHECK(v["loadwatch_push_rejected_lines_total{protocol=influx,reason=unknown}"] == 2);
+}
+
+TEST_CASE("jmeter graphite: latency summaries; _sum from means paired with counts by time") {
+  JMeterModel m("graphite");
+  // JMeter 3.x+ order within a send: counts first, then min/max/avg/percentiles.
+  graphite(m,
+           "jmeter.all.a.count 10 100\n"
+           "jmeter.all.a.avg 20.0 100\n"
+           "jmeter.all.a.pct95 40.0 100\n"
+           "jmeter.home.a.avg 5.0 100\n"  // mean before count works too
+           "jmeter.home.a.count 6 100\n"  // other samplers not listed: endpoints cover 10 of 14
+           "jmeter.all.a.count 4 101\n"
+           "jmeter.all.a.avg 50.0 101\n"
+           "jmeter.home.a.count 4 101\n"
+           "jmeter.home.a.avg 50.0 101\n");
+  auto v = flatten(m);
+  CHECK(v["loadwatch_generator_latency_seconds_count{source=jmeter}"] == 14);
+  CHECK(v["loadwatch_generator_latency_seconds_sum{source=jmeter}"] ==
+        Approx(10 * 0.02 + 4 * 0.05));
+  CHECK(v["loadwatch_generator_latency_seconds{source=jmeter,quantile=0.95}"] == Approx(0.04));
+  CHECK(v["loadwatch_generator_endpoint_latency_seconds_sum{source=jmeter,name=home,method=}"] ==
+        Approx(6 * 0.005 + 4 * 0.05));
+}
+
+TEST_CASE("jmeter graphite: without means (JMeter 2.13) the _sum is NaN, never made up") {
+  JMeterModel m("graphite");
+  graphite(m, read_fixture("jmeter/graphite_2.13_capture.txt"));
+  auto v = flatten(m);
+  CHECK(v["loadwatch_generator_latency_seconds_count{source=loadwatch.it}"] == 240);
+  CHECK(std::isnan(v["loadwatch_generator_latency_seconds_sum{source=loadwatch.it}"]));
+  CHECK(
+      std::isnan(v["loadwatch_generator_endpoint_latency_seconds_sum{source=loadwatch.it,name=home,"
+                   "method=}"]));
+}
+
+TEST_CASE("jmeter influx: _sum from endpoints when they cover the aggregate") {
+  JMeterModel m("influx");
+  // JMeter's aggregate avg is the mean of OK samples only (here 9 ms), so with failures it
+  // cannot give the sum; the endpoints' all-status means (10 ms, 30 ms) can.
+  m.ingest_influx("p",
+                  "jmeter,transaction=all,statut=all count=4,countError=1,avg=9.0\n"
+                  "jmeter,transaction=a,statut=all count=3,avg=10.0\n"
+                  "jmeter,transaction=b,statut=all count=1,avg=30.0\n",
+                  1);
+  auto v = flatten(m);
+  CHECK(v["loadwatch_generator_latency_seconds_count{source=p}"] == 4);
+  CHECK(v["loadwatch_generator_latency_seconds_sum{source=p}"] == Approx(0.030 + 0.030));
+  CHECK(v["loadwatch_generator_endpoint_latency_seconds_sum{source=p,name=a,method=}"] ==
+        Approx(0.030));
+}
+
+TEST_CASE("jmeter influx: summaryOnly aggregate: _sum only while nothing failed") {
+  JMeterModel ok("influx");
+  ok.ingest_influx("p", "jmeter,transaction=all,statut=all count=4,countError=0,avg=10.0\n", 1);
+  CHECK(flatten(ok)["loadwatch_generator_latency_seconds_sum{source=p}"] == Approx(0.04));
+  JMeterModel failed("influx");
+  failed.ingest_influx("p",
+                       "jmeter,transaction=all,statut=all count=4,countError=0,avg=10.0\n"
+                       "jmeter,transaction=all,statut=all count=4,countError=1,avg=10.0\n",
+                       1);
+  auto v = flatten(failed);
+  CHECK(v["loadwatch_generator_latency_seconds_count{source=p}"] == 8);
+  CHECK(std::isnan(v["loadwatch_generator_latency_seconds_sum{source=p}"]));
 }

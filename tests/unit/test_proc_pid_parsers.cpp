@@ -1,8 +1,7 @@
 // Parsers of the per-process /proc files, on literals and on files captured from this
 // machine (tests/fixtures/proc/<pid>, see tests/fixtures/capture-process.sh).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -139,9 +138,10 @@ TEST_CASE("status: memory and context switches", "[status]") {
 }
 
 TEST_CASE("status: literals", "[status]") {
-  auto s = parse_pid_status("Name:\tx\nVmRSS:\t  2048 kB\nVmSwap:\t12 kB\n"
-                            "voluntary_ctxt_switches:\t18446744073709551615\n"
-                            "nonvoluntary_ctxt_switches:\tbad\nVmHWM:\n");
+  auto s = parse_pid_status(
+      "Name:\tx\nVmRSS:\t  2048 kB\nVmSwap:\t12 kB\n"
+      "voluntary_ctxt_switches:\t18446744073709551615\n"
+      "nonvoluntary_ctxt_switches:\tbad\nVmHWM:\n");
   CHECK(*s.vm_rss_bytes == 2048 * 1024);
   CHECK(*s.vm_swap_bytes == 12 * 1024);
   CHECK(s.voluntary_ctxt_switches == 18446744073709551615ULL);
@@ -162,8 +162,9 @@ TEST_CASE("io: storage bytes", "[io]") {
 }
 
 TEST_CASE("io: literals", "[io]") {
-  auto io = parse_pid_io("rchar: 1\nwchar: 2\nsyscr: 3\nsyscw: 4\nread_bytes: 5\n"
-                         "write_bytes: 6\ncancelled_write_bytes: 7\n");
+  auto io = parse_pid_io(
+      "rchar: 1\nwchar: 2\nsyscr: 3\nsyscw: 4\nread_bytes: 5\n"
+      "write_bytes: 6\ncancelled_write_bytes: 7\n");
   REQUIRE(io);
   CHECK(io->rchar == 1);
   CHECK(io->wchar == 2);
@@ -252,7 +253,8 @@ TEST_CASE("net/tcp: every LISTEN row of the captured host files is found", "[tcp
       unsigned st = 0;
       unsigned long long inode = 0;
       if (std::sscanf(line.c_str(), " %*d: %63s %63s %x %*s %*s %*s %*u %*u %llu", local, remote,
-                      &st, &inode) != 4 || st != 0x0A) {
+                      &st, &inode) != 4 ||
+          st != 0x0A) {
         continue;
       }
       ++listeners;

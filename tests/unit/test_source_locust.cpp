@@ -272,6 +272,7 @@ TEST_CASE("Locust JSON edge cases", "[locust]") {
                      std::string(100, ']') + "}]}";
   CHECK_FALSE(parse_locust_stats(deep, s, error));
   CHECK(error.find("nested too deeply") != std::string::npos);
+  CHECK(error.find("not JSON") != std::string::npos);
   CHECK(s.endpoints.empty());
   std::string fine = R"({"stats": [{"name": "/x", "extra": )" + std::string(20, '[') +
                      std::string(20, ']') + "}]}";

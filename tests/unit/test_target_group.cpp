@@ -92,7 +92,7 @@ TEST_CASE("restarts: down then up, and replaced within one interval", "[group]")
   g.update({});  // killed
   CHECK_FALSE(g.totals().up);
   CHECK(g.totals().counters.utime_ticks == 5);  // held while down
-  g.update(live({member(20, 9, 1, 500)}));  // back
+  g.update(live({member(20, 9, 1, 500)}));      // back
   CHECK(g.totals().up);
   CHECK(g.totals().restarts == 1);
   CHECK(g.totals().counters.utime_ticks == 6);

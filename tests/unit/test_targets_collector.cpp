@@ -1,7 +1,6 @@
 // The targets collector over the controlled fixture tree tests/fixtures/targets: every
 // exported value, checked against the captured files it was built from.
 #include <catch2/catch.hpp>
-
 #include <optional>
 
 #include "collector.h"
@@ -109,7 +108,6 @@ TEST_CASE("collector over the fixture tree", "[collector]") {
   MetricSink again;
   SampleContext ctx2{proc, sys, 0, {}};
   c->collect(ctx2, again);
-  CHECK(value(again, "loadwatch_process_minor_page_faults_total", "mb") ==
-        2952 + 132 + 132 + 238);
+  CHECK(value(again, "loadwatch_process_minor_page_faults_total", "mb") == 2952 + 132 + 132 + 238);
   CHECK(value(again, "loadwatch_target_restarts_total", "mb") == 0);
 }

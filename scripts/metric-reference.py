@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Writes the README's "Metric reference" from what a real loadwatch exports.
+
+Starts the built binary on the host with a target, every push source, a textfile directory and
+pull sources served from the committed fixtures (tests/fixtures/sources) by a local HTTP server,
+pushes one Graphite and one Influx line, then turns HELP/TYPE/labels of every loadwatch_* family
+into a Markdown table between the README's reference markers. Re-run after adding a metric:
+    python3 scripts/metric-reference.py [--build build]
+"""
+import argparse
+import http.server
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+from lwtest import Loadwatch, free_port  # noqa: E402
+
+BEGIN, END = "<!-- metric-reference:begin -->", "<!-- metric-reference:end -->"
+FIX = os.path.join(ROOT, "tests", "fixtures", "sources")
+ROUTES = {"/stats/requests": "locust_2.12.1_stats_requests_running.json",
+          "/imposters": "mountebank_2.9.1_imposters.json",
+          "/metrics": "mountebank_2.9.1_metrics.txt"}
+
+
+class Fixtures(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        name = ROUTES.get(self.path.split("?")[0])
+        if not name:
+            self.send_error(404)
+            return
+        with open(os.path.join(FIX, name), "rb") as f:
+            body = f.read()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def families(text):
+    fams = {}
+    for line in text.splitlines():
+        if line.startswith("# HELP "):
+            name, _, help_text = line[7:].partition(" ")
+            fams.setdefault(name, {"labels": set()})["help"] = help_text
+        elif line.startswith("# TYPE "):
+            name, _, typ = line[7:].partition(" ")
+            fams.setdefault(name, {"labels": set()})["type"] = typ
+        elif line and not line.startswith("#"):
+            m = re.match(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?", line)
+            name = m.group(1)
+            for suffix in ("_bucket", "_sum", "_count"):
+                if name not in fams and name.endswith(suffix) and name[:-len(suffix)] in fams:
+                    name = name[:-len(suffix)]
+            labels = re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="', m.group(3) or "")
+            fams.setdefault(name, {"labels": set()})["labels"].update(labels)
+    return fams
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    a = ap.parse_args()
+    os.environ["LOADWATCH_BINARY"] = os.path.join(a.build, "loadwatch")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Fixtures)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = "http://127.0.0.1:%d" % server.server_address[1]
+    textdir = tempfile.mkdtemp()
+    shutil.copy(os.path.join(ROOT, "tests", "fixtures", "textfile", "ok",
+                             sorted(os.listdir(os.path.join(ROOT, "tests", "fixtures", "textfile",
+                                                            "ok")))[0]), textdir)
+    gport = free_port()
+    args = ["--target=self=comm:loadwatch", "--target=absent=pid:4194303",
+            "--source=mb=mountebank," + base, "--source=locust=locust," + base,
+            "--source=app=prometheus," + base + "/metrics",
+            "--graphite.listen-address=127.0.0.1:%d" % gport,
+            "--collector.textfile.directory=" + textdir, "--sample.interval=200ms"]
+    try:
+        with Loadwatch(args) as lw:
+            with socket.create_connection(("127.0.0.1", gport)) as s:
+                now = int(time.time())
+                s.sendall(b"jm.all.ok.count 5 %d\njm.all.a.pct90 12 %d\n" % (now, now))
+            req = urllib.request.Request(lw.url + "/write?db=jmx", method="POST", data=(
+                b"jmeter,application=app,transaction=all,statut=all count=3,avg=2.5,"
+                b"pct90.0=4\n"))
+            urllib.request.urlopen(req).read()
+            time.sleep(6)  # sources scrape every 5s by default
+            text = lw.metrics_text()
+    finally:
+        server.shutdown()
+        shutil.rmtree(textdir)
+    fams = {n: f for n, f in families(text).items() if n.startswith("loadwatch_")}
+    rows = ["| metric | type | labels | meaning |", "| --- | --- | --- | --- |"]
+    for name in sorted(fams):
+        f = fams[name]
+        labels = ", ".join(sorted(f["labels"] - {"quantile"} | ({"quantile"} if "quantile" in
+                                                                  f["labels"] else set())))
+        rows.append("| `%s` | %s | %s | %s |" % (name, f.get("type", "untyped"), labels or "",
+                                                 f.get("help", "").replace("|", "\\|")))
+    table = "\n".join(rows)
+    readme = os.path.join(ROOT, "README.md")
+    with open(readme) as fh:
+        text = fh.read()
+    section = BEGIN + "\n" + table + "\n" + END
+    if BEGIN in text:
+        text = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: section, text,
+                      flags=re.S)
+    else:
+        text += "\n## Metric reference\n\nGenerated by `scripts/metric-reference.py` from a " \
+                "real run. Target metrics carry `target`, source metrics `source`; counters " \
+                "end in `_total`; base units.\n\n" + section + "\n"
+    with open(readme, "w") as fh:
+        fh.write(text)
+    print("%d loadwatch_* families written to README.md" % len(fams))
+
+
+if __name__ == "__main__":
+    main()
