@@ -53,7 +53,8 @@ void append_row(std::string& out, bool modern, const char* method, const std::st
         "      \"max_response_time\": %.1f,\n      \"median_response_time\": %d,\n"
         "      \"method\": \"%s\",\n      \"min_response_time\": %.1f,\n      \"name\": \"%s\",\n"
         "      \"num_failures\": %ld,\n      \"num_requests\": %ld,\n"
-        "      \"response_time_percentile_0.95\": %d,\n      \"response_time_percentile_0.99\": %d,\n"
+        "      \"response_time_percentile_0.95\": %d,\n      \"response_time_percentile_0.99\": "
+        "%d,\n"
         "      \"safe_name\": \"%s\",\n      \"total_fail_per_sec\": %.13f,\n"
         "      \"total_rps\": %.13f\n    }",
         512.25 + i, avg, 0.5, 12.5, 250.0 + i, 9 + i % 5, method, 1.0, name.c_str(), failures,

@@ -148,11 +148,12 @@ int sample(int argc, char** argv) {
       cmean, cmed, cmax, wmean, wmed, wmax,
       find(last, "loadwatch_tcp_connections", {{"state", "time_wait"}}));
   for (auto p : cfg.tcp.ports) {
-    std::printf(",\"tw_port_%u\":%.0f", p,
-                find(last, "loadwatch_tcp_port_connections",
-                     {{"port", std::to_string(p)}, {"side", "local"}, {"state", "time_wait"}}) +
-                    find(last, "loadwatch_tcp_port_connections",
-                         {{"port", std::to_string(p)}, {"side", "remote"}, {"state", "time_wait"}}));
+    std::printf(
+        ",\"tw_port_%u\":%.0f", p,
+        find(last, "loadwatch_tcp_port_connections",
+             {{"port", std::to_string(p)}, {"side", "local"}, {"state", "time_wait"}}) +
+            find(last, "loadwatch_tcp_port_connections",
+                 {{"port", std::to_string(p)}, {"side", "remote"}, {"state", "time_wait"}}));
   }
   for (const auto& t : targets) {
     std::printf(",\"target_%s_established\":%.0f", t.name.c_str(),
@@ -276,9 +277,10 @@ int dump_cost(int argc, char** argv) {
     if (i > 0) cpu.push_back(thread_cpu_ms() - c0);
   }
   std::sort(cpu.begin(), cpu.end());
-  std::printf("{\"mask\":\"%x\",\"family\":%d,\"ports\":%zu,\"sockets\":%ld,"
-              "\"cpu_ms_median\":%.3f,\"cpu_ms_min\":%.3f}\n",
-              mask, family, ports.size(), count.n, cpu[cpu.size() / 2], cpu.front());
+  std::printf(
+      "{\"mask\":\"%x\",\"family\":%d,\"ports\":%zu,\"sockets\":%ld,"
+      "\"cpu_ms_median\":%.3f,\"cpu_ms_min\":%.3f}\n",
+      mask, family, ports.size(), count.n, cpu[cpu.size() / 2], cpu.front());
   return 0;
 }
 
@@ -291,7 +293,8 @@ int main(int argc, char** argv) {
     if (mode == "dump") return dump_cost(argc, argv);
     if (mode == "capture" && argc >= 4) {
       std::vector<std::uint16_t> ports;
-      for (int i = 3; i < argc; ++i) ports.push_back(static_cast<std::uint16_t>(std::atoi(argv[i])));
+      for (int i = 3; i < argc; ++i)
+        ports.push_back(static_cast<std::uint16_t>(std::atoi(argv[i])));
       return capture(argv[2], ports);
     }
   } catch (const std::exception& e) {
@@ -299,6 +302,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::cerr << "usage: net_bench sample [--ports P,..] [--samples K] [--force-procfs] "
-               "[--collector NAME] [--target NAME=PID] [--walk-budget MS]\n       net_bench capture DIR PORT...\n";
+               "[--collector NAME] [--target NAME=PID] [--walk-budget MS]\n       net_bench "
+               "capture DIR PORT...\n";
   return 2;
 }

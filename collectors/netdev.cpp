@@ -51,8 +51,7 @@ class NetdevCollector final : public Collector {
         d.rx_drop);
       c("loadwatch_network_receive_errors_total", "Receive errors (procfs net/dev).", d.rx_errors);
       c("loadwatch_network_transmit_bytes_total", "Bytes sent (procfs net/dev).", d.tx_bytes);
-      c("loadwatch_network_transmit_packets_total", "Packets sent (procfs net/dev).",
-        d.tx_packets);
+      c("loadwatch_network_transmit_packets_total", "Packets sent (procfs net/dev).", d.tx_packets);
       c("loadwatch_network_transmit_drop_total", "Packets dropped on transmit (procfs net/dev).",
         d.tx_drop);
       c("loadwatch_network_transmit_errors_total", "Transmit errors (procfs net/dev).",

@@ -68,7 +68,8 @@ constexpr CounterDef kCounters[] = {
      "Connections accepted by listeners: LISTEN -> SYN_RECV (snmp Tcp PassiveOpens)."},
     {"Tcp.RetransSegs", "loadwatch_tcp_retransmitted_segments_total",
      "TCP segments retransmitted (snmp Tcp RetransSegs)."},
-    {"Tcp.OutRsts", "loadwatch_tcp_resets_sent_total", "TCP segments sent with RST (snmp Tcp OutRsts)."},
+    {"Tcp.OutRsts", "loadwatch_tcp_resets_sent_total",
+     "TCP segments sent with RST (snmp Tcp OutRsts)."},
     {"Tcp.AttemptFails", "loadwatch_tcp_attempt_fails_total",
      "Connection attempts that failed: SYN_SENT/SYN_RECV -> CLOSED or SYN_RECV -> LISTEN (snmp "
      "Tcp AttemptFails)."},

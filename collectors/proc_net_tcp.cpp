@@ -38,9 +38,7 @@ bool hex_fixed(std::string_view s, std::size_t digits, std::uint32_t& out) {
   return true;
 }
 
-std::uint64_t dec(std::string_view s, std::string_view what) {
-  return host_parse::to_u64(s, what);
-}
+std::uint64_t dec(std::string_view s, std::string_view what) { return host_parse::to_u64(s, what); }
 
 /// "0100007F:0277": the address is printed as the __be32 words' in-memory value ("%08X" of
 /// each u32, so 127.0.0.1 reads 0100007F on little-endian hosts); copying each parsed word
@@ -55,7 +53,8 @@ void parse_endpoint(std::string_view field, std::size_t words, std::array<std::u
   addr.fill(0);
   for (std::size_t w = 0; w < words; ++w) {
     std::uint32_t v = 0;
-    if (!hex_fixed(field.substr(w * 8), 8, v)) throw std::runtime_error("bad address " + quote(field));
+    if (!hex_fixed(field.substr(w * 8), 8, v))
+      throw std::runtime_error("bad address " + quote(field));
     std::memcpy(addr.data() + 4 * w, &v, 4);
   }
   std::uint32_t p = 0;

@@ -150,14 +150,23 @@ class StatsHandler : public JsonHandler {
 
   bool scalar(const Scalar& s) {
     switch (top()) {
-      case Role::Root: root_value(s); break;
-      case Role::Row: row_value(s); break;
-      case Role::Current: current_value(s); break;
+      case Role::Root:
+        root_value(s);
+        break;
+      case Role::Row:
+        row_value(s);
+        break;
+      case Role::Current:
+        current_value(s);
+        break;
       case Role::Worker:
         if (key_ == "state") worker_missing_ = s.is_string && s.text == "missing";
         break;
-      case Role::Workers: workers_ += 1; break;
-      default: break;  // a bare scalar document: finish() rejects it
+      case Role::Workers:
+        workers_ += 1;
+        break;
+      default:
+        break;  // a bare scalar document: finish() rejects it
     }
     return true;
   }
@@ -260,8 +269,10 @@ namespace {
 
 const char* const kHelpRequests = "Requests the load generator made in the whole test.";
 const char* const kHelpFailures = "Requests of the load generator that failed, whole test.";
-const char* const kHelpEpRequests = "Requests the load generator made, per request name and method.";
-const char* const kHelpEpFailures = "Failed requests of the load generator, per request name and method.";
+const char* const kHelpEpRequests =
+    "Requests the load generator made, per request name and method.";
+const char* const kHelpEpFailures =
+    "Failed requests of the load generator, per request name and method.";
 const char* const kHelpLatency =
     "Response time of all requests: quantiles over the whole test as the load generator "
     "reports them; _count and _sum over the whole test.";

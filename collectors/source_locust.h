@@ -37,7 +37,7 @@ struct LocustStats {
   std::optional<LocustRow> aggregated;  // the row named "Aggregated"
   std::optional<double> user_count;
   std::optional<double> total_rps;
-  std::string state;  // ready, spawning, running, cleanup, stopping, stopped, missing
+  std::string state;              // ready, spawning, running, cleanup, stopping, stopped, missing
   std::optional<double> workers;  // distributed mode only
   /// (quantile, ms) of the recent window (Locust's charts), from
   /// current_response_time_percentile_95/_50 (2.12), _1/_2 (2.15: Locust's default

@@ -1,10 +1,11 @@
 #include "source_mountebank.h"
 
-#include <nlohmann/json.hpp>
-
+#include <charconv>
 #include <cmath>
 #include <map>
+#include <optional>
 
+#include "json_sax.h"
 #include "prom_text_parser.h"
 #include "source_prometheus.h"
 
@@ -19,50 +20,134 @@ const char* const kUnmatchedName = "loadwatch_mock_unmatched_requests_total";
 const char* const kUnmatchedHelp =
     "Requests no stub of the imposter matched (Mountebank mb_no_match_total).";
 
-std::string port_text(const nlohmann::json& port) {
-  if (port.is_number_unsigned() || port.is_number_integer()) return port.dump();
-  if (port.is_number_float()) {
-    double v = port.get<double>();
-    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15) {
-      return std::to_string(static_cast<long long>(v));
+// Reads {"imposters": [{"protocol": …, "port": …, "name": …, "numberOfRequests": …}, …]};
+// everything else (the _links objects, stubs) is skipped.
+class ImpostersHandler : public JsonHandler {
+ public:
+  explicit ImpostersHandler(std::vector<MountebankImposter>& out) : out_(out) {}
+
+  bool begin_object() override {
+    if (depth_ == 0) root_is_object_ = true;
+    if (depth_ == 2 && in_list_) {
+      entry_ = Entry{};
+      in_entry_ = true;
     }
-    return port.dump();
+    ++depth_;
+    return true;
   }
-  if (port.is_string()) return port.get<std::string>();
-  return {};
-}
+  bool end_object() override {
+    --depth_;
+    if (depth_ == 2 && in_entry_) {
+      in_entry_ = false;
+      if (entry_.protocol && !entry_.port.empty()) {
+        MountebankImposter m;
+        m.label = *entry_.protocol + ":" + entry_.port;
+        m.name = std::move(entry_.name);
+        m.requests = entry_.requests;
+        out_.push_back(std::move(m));
+      }
+    }
+    return true;
+  }
+  bool begin_array() override {
+    if (depth_ == 1 && key_ == "imposters") {
+      in_list_ = true;
+      saw_list_ = true;
+      out_.clear();  // a repeated key replaces, as in a DOM
+    }
+    ++depth_;
+    return true;
+  }
+  bool end_array() override {
+    --depth_;
+    if (depth_ == 1) in_list_ = false;
+    return true;
+  }
+  bool key(std::string_view k) override {
+    key_.assign(k);
+    return true;
+  }
+  bool string(std::string_view v) override {
+    if (!entry_field()) return true;
+    if (key_ == "protocol") {
+      entry_.protocol = std::string(v);
+    } else if (key_ == "port") {
+      entry_.port.assign(v);
+    } else if (key_ == "name") {
+      entry_.name.assign(v);
+    } else if (key_ == "numberOfRequests") {
+      entry_.requests = 0;
+    }
+    return true;
+  }
+  bool number(double v) override {
+    if (!entry_field()) return true;
+    if (key_ == "port") {
+      entry_.port = port_text(v);
+    } else if (key_ == "numberOfRequests") {
+      entry_.requests = v;
+    } else if (key_ == "protocol") {
+      entry_.protocol.reset();
+    }
+    return true;
+  }
+  bool boolean(bool) override { return other(); }
+  bool null() override { return other(); }
+
+  bool valid() const { return root_is_object_ && saw_list_; }
+
+ private:
+  struct Entry {
+    std::optional<std::string> protocol;
+    std::string port;
+    std::string name;
+    double requests = 0;
+  };
+
+  // A scalar member of an imposter entry (depth 3: root, list, entry).
+  bool entry_field() const { return in_entry_ && depth_ == 3; }
+
+  bool other() {
+    if (!entry_field()) return true;
+    if (key_ == "protocol") entry_.protocol.reset();
+    if (key_ == "port") entry_.port.clear();
+    if (key_ == "numberOfRequests") entry_.requests = 0;
+    return true;
+  }
+
+  static std::string port_text(double v) {
+    if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+    char buf[32];
+    auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    return ec == std::errc() ? std::string(buf, p) : std::string();
+  }
+
+  std::vector<MountebankImposter>& out_;
+  std::string key_;
+  int depth_ = 0;
+  bool root_is_object_ = false;
+  bool saw_list_ = false;
+  bool in_list_ = false;
+  bool in_entry_ = false;
+  Entry entry_;
+};
 
 }  // namespace
 
 bool parse_mountebank_imposters(std::string_view json, std::vector<MountebankImposter>& out,
                                 std::string& error) {
   out.clear();
-  auto doc = nlohmann::json::parse(json.begin(), json.end(), nullptr, false);
-  if (doc.is_discarded()) {
-    error = "/imposters: not JSON";
+  ImpostersHandler handler(out);
+  std::string why;
+  if (!json_sax(json, handler, why)) {
+    out.clear();
+    error = "/imposters: not JSON (" + why + ")";
     return false;
   }
-  if (!doc.is_object() || !doc.contains("imposters") || !doc["imposters"].is_array()) {
+  if (!handler.valid()) {
+    out.clear();
     error = "/imposters: no \"imposters\" list";
     return false;
-  }
-  for (const auto& imp : doc["imposters"]) {
-    if (!imp.is_object()) continue;
-    auto proto = imp.find("protocol");
-    auto port = imp.find("port");
-    if (proto == imp.end() || !proto->is_string() || port == imp.end()) continue;
-    std::string port_str = port_text(*port);
-    if (port_str.empty()) continue;
-    MountebankImposter m;
-    m.label = proto->get<std::string>() + ":" + port_str;
-    if (auto name = imp.find("name"); name != imp.end() && name->is_string()) {
-      m.name = name->get<std::string>();
-    }
-    if (auto n = imp.find("numberOfRequests"); n != imp.end() && n->is_number()) {
-      double v = n->get<double>();  // 1e999 parses as inf
-      if (std::isfinite(v)) m.requests = v;
-    }
-    out.push_back(std::move(m));
   }
   return true;
 }
@@ -77,10 +162,12 @@ std::string normalise_imposter_label(std::string_view value) {
 }
 
 bool mountebank_family_exported(std::string_view name) {
-  static constexpr std::string_view exact[] = {
-      "mb_request_total", "mb_no_match_total", "mb_predicate_match_duration_seconds",
-      "mb_response_generation_duration_seconds", "mb_behavior_duration_seconds",
-      "mb_blocked_ip_total"};
+  static constexpr std::string_view exact[] = {"mb_request_total",
+                                               "mb_no_match_total",
+                                               "mb_predicate_match_duration_seconds",
+                                               "mb_response_generation_duration_seconds",
+                                               "mb_behavior_duration_seconds",
+                                               "mb_blocked_ip_total"};
   for (auto e : exact) {
     if (name == e) return true;
   }
@@ -118,8 +205,8 @@ void MountebankMapper::map(const std::vector<MountebankImposter>& imposters,
       if (fam.name == "mb_no_match_total") {
         for (const auto& l : m.label) {
           if (l.name == "imposter") {
-            double v = fam.type == prometheus::MetricType::Counter ? m.counter.value
-                                                                   : m.untyped.value;
+            double v =
+                fam.type == prometheus::MetricType::Counter ? m.counter.value : m.untyped.value;
             unmatched[l.value] += v;
           }
         }

@@ -18,8 +18,8 @@ namespace loadwatch {
 /// One entry of GET /imposters (Accept: application/json), e.g.
 /// {"protocol": "http", "port": 3000, "name": "orders", "numberOfRequests": 7, "_links": …}.
 struct MountebankImposter {
-  std::string label;  // "http:3000", the `imposter` label value
-  std::string name;   // optional imposter name, may be empty
+  std::string label;    // "http:3000", the `imposter` label value
+  std::string name;     // optional imposter name, may be empty
   double requests = 0;  // numberOfRequests: drops to 0 when saved requests are deleted
 };
 

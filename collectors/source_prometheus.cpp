@@ -10,8 +10,9 @@ void add_source_label(std::vector<prometheus::MetricFamily>& families, const std
   for (auto& fam : families) {
     for (auto& m : fam.metric) {
       auto taken = [&](const std::string& name) {
-        return std::any_of(m.label.begin(), m.label.end(),
-                           [&](const prometheus::ClientMetric::Label& l) { return l.name == name; });
+        return std::any_of(
+            m.label.begin(), m.label.end(),
+            [&](const prometheus::ClientMetric::Label& l) { return l.name == name; });
       };
       if (taken("source")) {
         std::string renamed = "exported_source";
@@ -46,7 +47,8 @@ class PrometheusScraper : public SourceScraper {
     // HELP is optional in the format but `promtool check metrics` flags its absence: say
     // where the family comes from rather than leave /metrics failing the lint.
     for (auto& f : parsed.families) {
-      if (f.help.empty()) f.help = "Re-exported from source " + config.name + " (no HELP upstream).";
+      if (f.help.empty())
+        f.help = "Re-exported from source " + config.name + " (no HELP upstream).";
     }
     result.families = std::move(parsed.families);
     return result;

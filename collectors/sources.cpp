@@ -73,9 +73,10 @@ class SourcesCollector : public Collector {
         if (!inserted && it->second != fam.type) {
           // Two families of one name but different types cannot both be exposed.
           if (warned_.insert(fam.name).second) {
-            spdlog::warn("source {}: family {} clashes with an existing family of another "
-                         "type, not exported (warned once)",
-                         runners_[i].config.name, fam.name);
+            spdlog::warn(
+                "source {}: family {} clashes with an existing family of another "
+                "type, not exported (warned once)",
+                runners_[i].config.name, fam.name);
           }
           continue;
         }
@@ -99,8 +100,9 @@ class SourcesCollector : public Collector {
     std::vector<Entry> next, old = std::move(runners_);
     runners_.clear();
     for (const auto& cfg : config.sources) {
-      auto it = std::find_if(old.begin(), old.end(),
-                             [&](const Entry& e) { return e.runner && same_endpoint(e.config, cfg); });
+      auto it = std::find_if(old.begin(), old.end(), [&](const Entry& e) {
+        return e.runner && same_endpoint(e.config, cfg);
+      });
       if (it != old.end()) {
         if (!same_settings(it->config, cfg)) it->runner->set_config(cfg);
         next.push_back({cfg, std::move(it->runner)});

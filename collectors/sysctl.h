@@ -13,8 +13,12 @@ namespace loadwatch {
 
 /// The sysctls exported, by dotted name; read from sys/<name with '.' -> '/'> below procfs.
 inline constexpr std::string_view kExportedSysctls[] = {
-    "net.core.somaxconn",        "net.ipv4.tcp_max_syn_backlog", "net.ipv4.tcp_tw_reuse",
-    "net.ipv4.tcp_fin_timeout",  "net.ipv4.tcp_max_tw_buckets",  "fs.file-max",
+    "net.core.somaxconn",
+    "net.ipv4.tcp_max_syn_backlog",
+    "net.ipv4.tcp_tw_reuse",
+    "net.ipv4.tcp_fin_timeout",
+    "net.ipv4.tcp_max_tw_buckets",
+    "fs.file-max",
     "fs.nr_open",
 };
 

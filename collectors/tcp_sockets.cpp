@@ -4,10 +4,10 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <cmath>
-#include <ctime>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
+#include <ctime>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -16,8 +16,8 @@
 
 #include "proc_net_tcp.h"
 #include "sock_diag.h"
-#include "sockstat.h"
 #include "socket_owners.h"
+#include "sockstat.h"
 #include "sysctl.h"
 #include "tcp_tally.h"
 
@@ -147,7 +147,8 @@ class TcpCollector final : public Collector {
 
     resolve_targets(ctx);
     std::vector<std::uint16_t> ports = config_ports_;
-    for (const auto& t : ctx.targets) ports.insert(ports.end(), t.listen_ports.begin(), t.listen_ports.end());
+    for (const auto& t : ctx.targets)
+      ports.insert(ports.end(), t.listen_ports.begin(), t.listen_ports.end());
     tally_.begin(ports, eph_lo, eph_hi);
     for (const auto& s : records_) {
       // TIME_WAIT counts per port and toward ephemeral usage only on watched ports, as the
@@ -226,7 +227,8 @@ class TcpCollector final : public Collector {
       int err = 0;
       diag_ = SockDiag::open(err);
       if (!diag_) {
-        if (!refused(err)) throw std::runtime_error(std::string("sock_diag: ") + std::strerror(err));
+        if (!refused(err))
+          throw std::runtime_error(std::string("sock_diag: ") + std::strerror(err));
         refuse(err);
         return false;
       }
@@ -279,8 +281,8 @@ class TcpCollector final : public Collector {
     for (const auto& p : tally_.ports()) ports.push_back(p.port);
     if (ports != filter_ports_) {
       filter_ports_ = ports;
-      bytecode_ = ports.size() <= kMaxFilterPorts ? build_port_filter(ports)
-                                                  : std::vector<std::uint8_t>{};
+      bytecode_ =
+          ports.size() <= kMaxFilterPorts ? build_port_filter(ports) : std::vector<std::uint8_t>{};
     }
     PortTally visit(tally_);
     if (int err = dump_all(tcp_state_bit(kTcpTimeWait), bytecode_, visit); err != 0) {
@@ -434,7 +436,7 @@ std::unique_ptr<Collector> make_tcp_collector(const CollectorEnv& env) {
 }
 
 std::unique_ptr<Collector> make_tcp_collector_with_budget(const CollectorEnv& env,
-                                                         double walk_budget_ms) {
+                                                          double walk_budget_ms) {
   return std::make_unique<TcpCollector>(env, walk_budget_ms);
 }
 

@@ -50,6 +50,6 @@ inline constexpr double kDefaultTcpWalkBudgetMs = 2.0;
 /// As above with another walk budget; 0 walks every sample (tests that need every sample
 /// fresh).
 std::unique_ptr<Collector> make_tcp_collector_with_budget(const CollectorEnv& env,
-                                                         double walk_budget_ms);
+                                                          double walk_budget_ms);
 
 }  // namespace loadwatch

@@ -12,7 +12,9 @@ file(READ "${src}/systemd/loadwatch.service" unit)
 string(REPLACE "/usr/bin/loadwatch" "${CMAKE_INSTALL_PREFIX}/${LOADWATCH_BINDIR}/loadwatch" unit "${unit}")
 string(REPLACE "/usr/share/doc/loadwatch" "${CMAKE_INSTALL_PREFIX}/${LOADWATCH_DOCDIR}" unit "${unit}")
 string(REPLACE "/etc/" "${etc}/" unit "${unit}")
-set(staged "${LOADWATCH_BINARY_DIR}/packaging/loadwatch.service")
+# One staging file per destination: installs to several roots may run at once (ctest -j).
+string(MD5 where "$ENV{DESTDIR}|${CMAKE_INSTALL_PREFIX}")
+set(staged "${LOADWATCH_BINARY_DIR}/packaging/${where}/loadwatch.service")
 file(WRITE "${staged}" "${unit}")
 
 file(INSTALL DESTINATION "${CMAKE_INSTALL_PREFIX}/lib/systemd/system" TYPE FILE

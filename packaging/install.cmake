@@ -9,10 +9,9 @@
 #   /usr/share/doc/loadwatch/{README.md,service.md}, .../examples/{loadwatch.yml,web-config.example.yml}
 # With any other prefix, /etc becomes PREFIX/etc and the unit's paths follow.
 
-install(TARGETS loadwatch_ssl_compat loadwatch_crypto_compat
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/loadwatch)
-set_target_properties(loadwatch PROPERTIES
-  INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}/loadwatch")
+# Private libraries: PREFIX/lib/loadwatch (not the multiarch libdir: nothing else links them).
+install(TARGETS loadwatch_ssl_compat loadwatch_crypto_compat LIBRARY DESTINATION lib/loadwatch)
+set_target_properties(loadwatch PROPERTIES INSTALL_RPATH "$ORIGIN/../lib/loadwatch")
 
 install(FILES systemd/loadwatch.sysusers DESTINATION lib/sysusers.d RENAME loadwatch.conf)
 install(DIRECTORY dashboards/grafana/ DESTINATION ${CMAKE_INSTALL_DATADIR}/loadwatch/dashboards

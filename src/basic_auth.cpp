@@ -56,7 +56,8 @@ std::optional<std::string> base64_decode(std::string_view in) {
   return out;
 }
 
-std::optional<std::pair<std::string, std::string>> parse_basic_authorization(std::string_view value) {
+std::optional<std::pair<std::string, std::string>> parse_basic_authorization(
+    std::string_view value) {
   while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
   constexpr std::string_view scheme = "basic ";
   if (value.size() < scheme.size()) return std::nullopt;

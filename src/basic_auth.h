@@ -18,7 +18,8 @@ std::optional<std::string> base64_decode(std::string_view in);
 
 /// An Authorization header value "Basic BASE64(user:password)" -> {user, password}; nullopt
 /// when it is not basic auth or is malformed. The scheme name is case-insensitive (RFC 7617).
-std::optional<std::pair<std::string, std::string>> parse_basic_authorization(std::string_view value);
+std::optional<std::pair<std::string, std::string>> parse_basic_authorization(
+    std::string_view value);
 
 /// True when `password` hashes to `hash` (any crypt(5) hash libxcrypt knows; bcrypt here).
 /// Costs one full hash computation whatever the outcome; compares in constant time.

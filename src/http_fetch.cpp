@@ -11,13 +11,20 @@ namespace loadwatch {
 
 const char* fetch_error_reason(FetchError e) {
   switch (e) {
-    case FetchError::None: return "";
-    case FetchError::Timeout: return "timeout";
-    case FetchError::Connect: return "connect";
-    case FetchError::HttpStatus: return "http_status";
-    case FetchError::Parse: return "parse";
-    case FetchError::TooLarge: return "too_large";
-    case FetchError::Stopped: return "stopped";
+    case FetchError::None:
+      return "";
+    case FetchError::Timeout:
+      return "timeout";
+    case FetchError::Connect:
+      return "connect";
+    case FetchError::HttpStatus:
+      return "http_status";
+    case FetchError::Parse:
+      return "parse";
+    case FetchError::TooLarge:
+      return "too_large";
+    case FetchError::Stopped:
+      return "stopped";
   }
   return "";
 }
@@ -54,13 +61,18 @@ int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 
 FetchError classify(CURLcode code) {
   switch (code) {
-    case CURLE_OPERATION_TIMEDOUT: return FetchError::Timeout;
-    case CURLE_FILESIZE_EXCEEDED: return FetchError::TooLarge;
+    case CURLE_OPERATION_TIMEDOUT:
+      return FetchError::Timeout;
+    case CURLE_FILESIZE_EXCEEDED:
+      return FetchError::TooLarge;
     // A body that does not inflate, or bytes that are not HTTP: the answer is unreadable.
     case CURLE_BAD_CONTENT_ENCODING:
-    case CURLE_WEIRD_SERVER_REPLY: return FetchError::Parse;
-    case CURLE_ABORTED_BY_CALLBACK: return FetchError::Stopped;
-    default: return FetchError::Connect;
+    case CURLE_WEIRD_SERVER_REPLY:
+      return FetchError::Parse;
+    case CURLE_ABORTED_BY_CALLBACK:
+      return FetchError::Stopped;
+    default:
+      return FetchError::Connect;
   }
 }
 

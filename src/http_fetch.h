@@ -17,8 +17,8 @@ const char* fetch_error_reason(FetchError e);
 
 /// The reasons exported (every one, from start-up, so rate() works from the first error).
 inline constexpr FetchError kFetchErrorReasons[] = {FetchError::Timeout, FetchError::Connect,
-                                                   FetchError::HttpStatus, FetchError::Parse,
-                                                   FetchError::TooLarge};
+                                                    FetchError::HttpStatus, FetchError::Parse,
+                                                    FetchError::TooLarge};
 
 struct FetchOptions {
   std::chrono::milliseconds timeout{2000};  // whole transfer, connect included
@@ -28,10 +28,10 @@ struct FetchOptions {
 
 struct FetchResult {
   FetchError error = FetchError::None;
-  long status = 0;        // HTTP status, 0 when none was received
-  std::string body;       // decoded body (complete only when error == None)
-  std::string message;    // human-readable cause for logs
-  double seconds = 0;     // wall time of the request
+  long status = 0;      // HTTP status, 0 when none was received
+  std::string body;     // decoded body (complete only when error == None)
+  std::string message;  // human-readable cause for logs
+  double seconds = 0;   // wall time of the request
   bool ok() const { return error == FetchError::None; }
 };
 

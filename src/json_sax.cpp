@@ -269,14 +269,30 @@ class Reader {
       if (i_ >= s_.size()) return fail("unterminated string");
       char e = s_[i_++];
       switch (e) {
-        case '"': scratch_.push_back('"'); break;
-        case '\\': scratch_.push_back('\\'); break;
-        case '/': scratch_.push_back('/'); break;
-        case 'b': scratch_.push_back('\b'); break;
-        case 'f': scratch_.push_back('\f'); break;
-        case 'n': scratch_.push_back('\n'); break;
-        case 'r': scratch_.push_back('\r'); break;
-        case 't': scratch_.push_back('\t'); break;
+        case '"':
+          scratch_.push_back('"');
+          break;
+        case '\\':
+          scratch_.push_back('\\');
+          break;
+        case '/':
+          scratch_.push_back('/');
+          break;
+        case 'b':
+          scratch_.push_back('\b');
+          break;
+        case 'f':
+          scratch_.push_back('\f');
+          break;
+        case 'n':
+          scratch_.push_back('\n');
+          break;
+        case 'r':
+          scratch_.push_back('\r');
+          break;
+        case 't':
+          scratch_.push_back('\t');
+          break;
         case 'u': {
           long cp = hex4();
           if (cp < 0) return fail("bad \\u escape");
@@ -292,7 +308,9 @@ class Reader {
           put_utf8(scratch_, static_cast<unsigned long>(cp));
           break;
         }
-        default: --i_; return fail("invalid escape in string");
+        default:
+          --i_;
+          return fail("invalid escape in string");
       }
     }
   }

@@ -148,7 +148,8 @@ class Parser {
     std::string_view type = rest.substr(j);
     while (!type.empty() && is_blank(type.back())) type.remove_suffix(1);
     if (st.has_type) return fail("second TYPE line for metric " + std::string(name));
-    if (st.has_samples) return fail("TYPE line for metric " + std::string(name) + " after its samples");
+    if (st.has_samples)
+      return fail("TYPE line for metric " + std::string(name) + " after its samples");
     if (type == "counter") {
       st.family.type = MetricType::Counter;
     } else if (type == "gauge") {
@@ -208,10 +209,12 @@ class Parser {
         if (l.name == name) return fail("duplicate label name \"" + std::string(name) + "\"");
       }
       skip_blanks(line, i);
-      if (i >= line.size() || line[i] != '=') return fail("expected '=' after label " + std::string(name));
+      if (i >= line.size() || line[i] != '=')
+        return fail("expected '=' after label " + std::string(name));
       ++i;
       skip_blanks(line, i);
-      if (i >= line.size() || line[i] != '"') return fail("expected '\"' to open the value of label " + std::string(name));
+      if (i >= line.size() || line[i] != '"')
+        return fail("expected '\"' to open the value of label " + std::string(name));
       ++i;
       std::string value;
       bool closed = false;
@@ -289,12 +292,13 @@ class Parser {
     static constexpr Suffix suffixes[] = {
         {"_sum", Part::Sum}, {"_count", Part::Count}, {"_bucket", Part::Bucket}};
     for (const auto& s : suffixes) {
-      if (name.size() <= s.text.size() || name.substr(name.size() - s.text.size()) != s.text) continue;
+      if (name.size() <= s.text.size() || name.substr(name.size() - s.text.size()) != s.text)
+        continue;
       FamilyState* base = find(name.substr(0, name.size() - s.text.size()));
       if (!base) continue;
       MetricType t = base->family.type;
-      bool fits = t == MetricType::Histogram ||
-                  (t == MetricType::Summary && s.part != Part::Bucket);
+      bool fits =
+          t == MetricType::Histogram || (t == MetricType::Summary && s.part != Part::Bucket);
       if (fits) {
         part = s.part;
         return *base;
@@ -318,7 +322,8 @@ class Parser {
     if (value_token.empty()) return fail("missing value for metric " + std::string(name));
     double value = 0;
     if (!parse_prom_value(value_token, value)) {
-      return fail("invalid value \"" + std::string(value_token) + "\" for metric " + std::string(name));
+      return fail("invalid value \"" + std::string(value_token) + "\" for metric " +
+                  std::string(name));
     }
     skip_blanks(line, i);
     std::int64_t timestamp = 0;
@@ -329,10 +334,12 @@ class Parser {
       auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), timestamp);
       if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() ||
           (digits[0] == '-' && ts[0] == '+')) {
-        return fail("invalid timestamp \"" + std::string(ts) + "\" for metric " + std::string(name));
+        return fail("invalid timestamp \"" + std::string(ts) + "\" for metric " +
+                    std::string(name));
       }
       skip_blanks(line, i);
-      if (i < line.size()) return fail("unexpected text after the timestamp of metric " + std::string(name));
+      if (i < line.size())
+        return fail("unexpected text after the timestamp of metric " + std::string(name));
     }
 
     Part part = Part::Plain;
@@ -344,9 +351,15 @@ class Parser {
       m.label = to_metric_labels(labels, {});
       m.timestamp_ms = timestamp;
       switch (type) {
-        case MetricType::Counter: m.counter.value = value; break;
-        case MetricType::Gauge: m.gauge.value = value; break;
-        default: m.untyped.value = value; break;
+        case MetricType::Counter:
+          m.counter.value = value;
+          break;
+        case MetricType::Gauge:
+          m.gauge.value = value;
+          break;
+        default:
+          m.untyped.value = value;
+          break;
       }
       st.family.metric.push_back(std::move(m));
       return true;
@@ -358,15 +371,16 @@ class Parser {
     std::string_view special = summary ? "quantile" : "le";
     bool needs_bound = summary ? part == Part::Plain : part == Part::Bucket;
     if (part == Part::Plain && !summary) {
-      return fail("histogram sample " + std::string(name) + " needs a _bucket, _sum or _count suffix");
+      return fail("histogram sample " + std::string(name) +
+                  " needs a _bucket, _sum or _count suffix");
     }
     double bound = 0;
     if (needs_bound) {
       auto it = std::find_if(labels.begin(), labels.end(),
                              [&](const Label& l) { return l.name == special; });
       if (it == labels.end()) {
-        return fail(std::string(summary ? "summary" : "histogram") + " sample " + std::string(name) +
-                    " without a " + std::string(special) + " label");
+        return fail(std::string(summary ? "summary" : "histogram") + " sample " +
+                    std::string(name) + " without a " + std::string(special) + " label");
       }
       if (!parse_prom_value(it->value, bound)) {
         return fail("invalid " + std::string(special) + " label value \"" + it->value + "\"");
@@ -381,14 +395,18 @@ class Parser {
     ClientMetric& m = st.family.metric[it->second];
     m.timestamp_ms = timestamp;
     switch (part) {
-      case Part::Plain: m.summary.quantile.push_back({bound, value}); break;
+      case Part::Plain:
+        m.summary.quantile.push_back({bound, value});
+        break;
       case Part::Sum:
         (summary ? m.summary.sample_sum : m.histogram.sample_sum) = value;
         break;
       case Part::Count:
         (summary ? m.summary.sample_count : m.histogram.sample_count) = to_count(value);
         break;
-      case Part::Bucket: m.histogram.bucket.push_back({to_count(value), bound}); break;
+      case Part::Bucket:
+        m.histogram.bucket.push_back({to_count(value), bound});
+        break;
     }
     return true;
   }
@@ -434,8 +452,8 @@ bool parse_prom_value(std::string_view s, double& out) {
   // Only decimal digits, '.', exponent from here: from_chars would also take "nan(...)".
   if (!(is_digit(body[0]) || body[0] == '.')) return false;
   double v = 0;
-  auto [p, ec] = std::from_chars(body.data(), body.data() + body.size(), v,
-                                 std::chars_format::general);
+  auto [p, ec] =
+      std::from_chars(body.data(), body.data() + body.size(), v, std::chars_format::general);
   if (p != body.data() + body.size()) return false;
   if (ec == std::errc::result_out_of_range) {
     // Go returns ±Inf or ±0 with an error flag; a huge literal is a valid (infinite) sample.

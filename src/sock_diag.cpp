@@ -71,8 +71,7 @@ std::vector<std::uint8_t> build_port_filter(const std::vector<std::uint16_t>& po
   return bc;
 }
 
-bool run_port_filter(std::span<const std::uint8_t> bc, std::uint16_t sport,
-                     std::uint16_t dport) {
+bool run_port_filter(std::span<const std::uint8_t> bc, std::uint16_t sport, std::uint16_t dport) {
   // Mirrors inet_diag_bc_run() (net/ipv4/inet_diag.c).
   long len = static_cast<long>(bc.size());
   std::size_t off = 0;
@@ -84,15 +83,31 @@ bool run_port_filter(std::span<const std::uint8_t> bc, std::uint16_t sport,
     };
     bool yes = true;
     switch (op.code) {
-      case INET_DIAG_BC_NOP: break;
-      case INET_DIAG_BC_JMP: yes = false; break;
-      case INET_DIAG_BC_S_EQ: yes = sport == arg(); break;
-      case INET_DIAG_BC_S_GE: yes = sport >= arg(); break;
-      case INET_DIAG_BC_S_LE: yes = sport <= arg(); break;
-      case INET_DIAG_BC_D_EQ: yes = dport == arg(); break;
-      case INET_DIAG_BC_D_GE: yes = dport >= arg(); break;
-      case INET_DIAG_BC_D_LE: yes = dport <= arg(); break;
-      default: return false;
+      case INET_DIAG_BC_NOP:
+        break;
+      case INET_DIAG_BC_JMP:
+        yes = false;
+        break;
+      case INET_DIAG_BC_S_EQ:
+        yes = sport == arg();
+        break;
+      case INET_DIAG_BC_S_GE:
+        yes = sport >= arg();
+        break;
+      case INET_DIAG_BC_S_LE:
+        yes = sport <= arg();
+        break;
+      case INET_DIAG_BC_D_EQ:
+        yes = dport == arg();
+        break;
+      case INET_DIAG_BC_D_GE:
+        yes = dport >= arg();
+        break;
+      case INET_DIAG_BC_D_LE:
+        yes = dport <= arg();
+        break;
+      default:
+        return false;
     }
     const std::size_t step = yes ? op.yes : op.no;
     if (step == 0) return false;  // the kernel's audit forbids it; it would loop forever
@@ -126,12 +141,17 @@ bool audit_port_filter(std::span<const std::uint8_t> bc) {
     const inet_diag_bc_op op = op_at(bc, off);
     long min_len = static_cast<long>(kOp);
     switch (op.code) {
-      case INET_DIAG_BC_S_EQ: case INET_DIAG_BC_S_GE: case INET_DIAG_BC_S_LE:
-      case INET_DIAG_BC_D_EQ: case INET_DIAG_BC_D_GE: case INET_DIAG_BC_D_LE:
+      case INET_DIAG_BC_S_EQ:
+      case INET_DIAG_BC_S_GE:
+      case INET_DIAG_BC_S_LE:
+      case INET_DIAG_BC_D_EQ:
+      case INET_DIAG_BC_D_GE:
+      case INET_DIAG_BC_D_LE:
         if (len < static_cast<long>(kPortTest)) return false;  // valid_port_comparison()
         min_len = kPortTest;
         break;
-      case INET_DIAG_BC_JMP: case INET_DIAG_BC_NOP:
+      case INET_DIAG_BC_JMP:
+      case INET_DIAG_BC_NOP:
         break;
       default:
         return false;
@@ -170,8 +190,8 @@ int parse_messages(std::span<const std::uint8_t> bytes, TcpSocketVisitor& visito
       if (payload < sizeof err) return -EBADMSG;
       std::memcpy(&err, mnl_nlmsg_get_payload(nlh), sizeof err);
       if (err.error != 0) return err.error;  // an ack (0) is not an error
-    } else if (ours && (nlh->nlmsg_type == SOCK_DIAG_BY_FAMILY ||
-                        nlh->nlmsg_type == TCPDIAG_GETSOCK)) {
+    } else if (ours &&
+               (nlh->nlmsg_type == SOCK_DIAG_BY_FAMILY || nlh->nlmsg_type == TCPDIAG_GETSOCK)) {
       inet_diag_msg m{};
       if (payload < sizeof m) return -EBADMSG;
       std::memcpy(&m, mnl_nlmsg_get_payload(nlh), sizeof m);
@@ -222,7 +242,9 @@ std::unique_ptr<SockDiag> SockDiag::open(int& err) {
 }
 
 SockDiag::SockDiag(mnl_socket* nl)
-    : nl_(nl), portid_(mnl_socket_get_portid(nl)), buf_(32768) {}  // dump skbs are at most 32 KiB (netlink_recvmsg())
+    : nl_(nl),
+      portid_(mnl_socket_get_portid(nl)),
+      buf_(32768) {}  // dump skbs are at most 32 KiB (netlink_recvmsg())
 
 SockDiag::~SockDiag() {
   if (nl_ != nullptr) mnl_socket_close(nl_);
@@ -245,9 +267,10 @@ int SockDiag::dump(std::uint8_t family, std::uint32_t states,
     setsockopt(mnl_socket_get_fd(nl_), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     portid_ = mnl_socket_get_portid(nl_);
   }
-  std::vector<std::uint8_t> req(MNL_ALIGN(sizeof(nlmsghdr)) +
-                                MNL_ALIGN(std::max(sizeof(inet_diag_req), sizeof(inet_diag_req_v2))) +
-                                MNL_ALIGN(sizeof(nlattr)) + MNL_ALIGN(bytecode.size()));
+  std::vector<std::uint8_t> req(
+      MNL_ALIGN(sizeof(nlmsghdr)) +
+      MNL_ALIGN(std::max(sizeof(inet_diag_req), sizeof(inet_diag_req_v2))) +
+      MNL_ALIGN(sizeof(nlattr)) + MNL_ALIGN(bytecode.size()));
   nlmsghdr* nlh = mnl_nlmsg_put_header(req.data());
   nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
   nlh->nlmsg_seq = ++seq_ == 0 ? ++seq_ : seq_;

@@ -21,9 +21,7 @@ bool contains(const std::vector<std::uint64_t>& sorted, std::uint64_t v) {
   return std::binary_search(sorted.begin(), sorted.end(), v);
 }
 
-std::string fd_dir(const FsRoot& proc, pid_t pid) {
-  return proc.path(std::to_string(pid) + "/fd");
-}
+std::string fd_dir(const FsRoot& proc, pid_t pid) { return proc.path(std::to_string(pid) + "/fd"); }
 
 bool vanished(int err) { return err == ENOENT || err == ESRCH; }
 
@@ -110,7 +108,7 @@ bool SocketOwners::list_fds(const FsRoot& proc, pid_t pid, Proc& p, std::vector<
 
 bool SocketOwners::refresh(const FsRoot& proc, pid_t pid, Proc& p, bool new_sockets) {
   // 1. fd count, O(1).
-  struct stat st{};
+  struct stat st {};
   int rc = p.dirfd >= 0 ? ::fstat(p.dirfd, &st) : ::stat(fd_dir(proc, pid).c_str(), &st);
   if (rc != 0) return false;  // vanished (ENOENT/ESRCH) or not ours to read (EACCES)
   // st_size is the open-fd count since Linux 6.2 (proc_fd_getattr()); 0 before: unknown.

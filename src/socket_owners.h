@@ -11,7 +11,7 @@
 //     the lowest free fd); and a directory listing only when the fd count says the cache
 //     misses some numbers. A cached non-TCP socket inode that shows up in the dump (socket()
 //     earlier, connect()/listen() now) is promoted without any read. With a stable fd set
-//     (keep-alive connections) that is one fstat() per process.
+//     (keep-alive connections) that is one fstat() per process plus the rolling check (4).
 //  3. When the dump holds a socket that is new since the last sample and that no cached fd
 //     explains, processes with few plain-file fds (<= 256) re-read those: a file closed and
 //     a socket opened at the same number leaves the count unchanged.
@@ -68,8 +68,8 @@ class SocketOwners {
     std::uint64_t inode;  // socket inode for Tcp / OtherSocket
   };
   struct Proc {
-    int dirfd = -1;        // open /proc/PID/fd, or -1 (over the cap: paths are used instead)
-    long long count = -1;  // fd count at the last read, -1 unknown
+    int dirfd = -1;            // open /proc/PID/fd, or -1 (over the cap: paths are used instead)
+    long long count = -1;      // fd count at the last read, -1 unknown
     std::vector<FdEntry> fds;  // sorted by fd
     bool seen = false;
   };

@@ -17,8 +17,10 @@ std::size_t series_count(const prometheus::ClientMetric& metric, prometheus::Met
       bool has_inf = !b.empty() && b.back().upper_bound == std::numeric_limits<double>::infinity();
       return b.size() + (has_inf ? 0 : 1) + 2;
     }
-    case prometheus::MetricType::Summary: return metric.summary.quantile.size() + 2;
-    default: return 1;
+    case prometheus::MetricType::Summary:
+      return metric.summary.quantile.size() + 2;
+    default:
+      return 1;
   }
 }
 
@@ -154,9 +156,9 @@ void SourceRunner::run() {
         }
       }
       snap->up = true;
-      snap->last_success = std::chrono::duration<double>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
+      snap->last_success =
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
       snap->families = std::move(result.families);
       if (!prev->up && prev->scrapes > 0) spdlog::info("source {}: up again", cfg.name);
     } else {

@@ -50,14 +50,14 @@ class SourceScraper {
 
 /// The latest state of a source as collect() exports it. Immutable once published.
 struct SourceSnapshot {
-  std::uint64_t scrapes = 0;      // finished scrapes (success or failure)
-  bool up = false;                // the last scrape succeeded
-  double duration_seconds = 0;    // of the last scrape
-  double last_success = 0;        // unix time of the last success, 0 = never
+  std::uint64_t scrapes = 0;    // finished scrapes (success or failure)
+  bool up = false;              // the last scrape succeeded
+  double duration_seconds = 0;  // of the last scrape
+  double last_success = 0;      // unix time of the last success, 0 = never
   /// Errors so far, indexed like kFetchErrorReasons.
   std::array<double, std::size(kFetchErrorReasons)> errors{};
-  double dropped_series = 0;      // series dropped by the max_series cap, summed over scrapes
-  std::string last_error;         // message of the last failure, for logs and the API
+  double dropped_series = 0;  // series dropped by the max_series cap, summed over scrapes
+  std::string last_error;     // message of the last failure, for logs and the API
   /// Families of the last scrape when it succeeded; empty while the source is down (stale
   /// numbers of a dead peer are worse than none).
   std::vector<prometheus::MetricFamily> families;

@@ -84,8 +84,10 @@ void configure_tls_context(void* opaque, const TlsServerConfig& tls) {
   if (!tls.curve_preferences.empty()) {
     std::string groups;
     for (const auto& c : tls.curve_preferences) {
-      std::string g = c == "CurveP256" ? "P-256" : c == "CurveP384" ? "P-384"
-                    : c == "CurveP521" ? "P-521" : c;  // X25519
+      std::string g = c == "CurveP256"   ? "P-256"
+                      : c == "CurveP384" ? "P-384"
+                      : c == "CurveP521" ? "P-521"
+                                         : c;  // X25519
       groups += (groups.empty() ? "" : ":") + g;
     }
     if (SSL_CTX_set1_groups_list(ctx, groups.c_str()) != 1) fail("cannot set curve_preferences");

@@ -110,7 +110,8 @@ class Parser {
                                                                {"TLS13", TlsVersion::TLS13}};
     auto it = versions.find(scalar(node, what));
     if (it == versions.end()) {
-      fail(node.Mark(), "unknown " + what + " \"" + node.Scalar() + "\" (TLS10, TLS11, TLS12, TLS13)");
+      fail(node.Mark(),
+           "unknown " + what + " \"" + node.Scalar() + "\" (TLS10, TLS11, TLS12, TLS13)");
     }
     return it->second;
   }
@@ -121,8 +122,7 @@ class Parser {
     expect_map(node, "tls_server_config");
     expect_keys(node, "tls_server_config",
                 {"cert_file", "key_file", "client_auth_type", "client_ca_file", "cipher_suites",
-                 "curve_preferences", "min_version", "max_version",
-                 "prefer_server_cipher_suites"});
+                 "curve_preferences", "min_version", "max_version", "prefer_server_cipher_suites"});
     if (node["cert_file"]) t.cert_file = path(node["cert_file"], "cert_file");
     if (node["key_file"]) t.key_file = path(node["key_file"], "key_file");
     if (node["client_ca_file"]) t.client_ca_file = path(node["client_ca_file"], "client_ca_file");
@@ -137,7 +137,8 @@ class Parser {
         {"VerifyClientCertIfGiven", ClientAuth::VerifyClientCertIfGiven},
         {"RequireAndVerifyClientCert", ClientAuth::RequireAndVerifyClientCert}};
     auto a = auths.find(auth);
-    if (a == auths.end()) fail(node["client_auth_type"].Mark(), "invalid client_auth_type \"" + auth + "\"");
+    if (a == auths.end())
+      fail(node["client_auth_type"].Mark(), "invalid client_auth_type \"" + auth + "\"");
     t.client_auth = a->second;
     if (node["min_version"]) t.min_version = version(node["min_version"], "min_version");
     if (node["max_version"]) t.max_version = version(node["max_version"], "max_version");
@@ -155,7 +156,8 @@ class Parser {
     }
     // exporter-toolkit's validateTLSPaths: any TLS setting turns TLS on, and then both the
     // certificate and its key are required.
-    bool any = !t.cert_file.empty() || !t.key_file.empty() || !t.client_ca_file.empty() || !auth.empty();
+    bool any =
+        !t.cert_file.empty() || !t.key_file.empty() || !t.client_ca_file.empty() || !auth.empty();
     if (any && t.cert_file.empty()) fail(node.Mark(), "tls_server_config: missing cert_file");
     if (any && t.key_file.empty()) fail(node.Mark(), "tls_server_config: missing key_file");
     if (!t.client_ca_file.empty() && t.client_auth == ClientAuth::NoClientCert) {
@@ -171,7 +173,8 @@ class Parser {
 
   /// bcrypt's modular format: $2a$/$2b$/$2y$, two-digit cost 04..31, '$', 22 salt + 31 hash
   /// characters (60 in all) — what Go's bcrypt.Cost() accepts.
-  void check_bcrypt(const YAML::Node& node, const std::string& user, const std::string& hash) const {
+  void check_bcrypt(const YAML::Node& node, const std::string& user,
+                    const std::string& hash) const {
     bool ok = hash.size() == 60 && hash[0] == '$' && hash[1] == '2' &&
               (hash[2] == 'a' || hash[2] == 'b' || hash[2] == 'y') && hash[3] == '$' &&
               std::isdigit(static_cast<unsigned char>(hash[4])) &&
@@ -193,7 +196,8 @@ class Parser {
     WebConfig c;
     if (root.IsNull()) return c;  // an empty file: plain HTTP, no auth
     expect_map(root, "the web config");
-    expect_keys(root, "the web config", {"tls_server_config", "http_server_config", "basic_auth_users"});
+    expect_keys(root, "the web config",
+                {"tls_server_config", "http_server_config", "basic_auth_users"});
     if (root["tls_server_config"]) c.tls = tls(root["tls_server_config"]);
     if (const YAML::Node http = root["http_server_config"]; http && !http.IsNull()) {
       expect_map(http, "http_server_config");
@@ -236,11 +240,16 @@ class Parser {
 
 const char* client_auth_name(ClientAuth auth) {
   switch (auth) {
-    case ClientAuth::NoClientCert: return "NoClientCert";
-    case ClientAuth::RequestClientCert: return "RequestClientCert";
-    case ClientAuth::RequireAnyClientCert: return "RequireAnyClientCert";
-    case ClientAuth::VerifyClientCertIfGiven: return "VerifyClientCertIfGiven";
-    case ClientAuth::RequireAndVerifyClientCert: return "RequireAndVerifyClientCert";
+    case ClientAuth::NoClientCert:
+      return "NoClientCert";
+    case ClientAuth::RequestClientCert:
+      return "RequestClientCert";
+    case ClientAuth::RequireAnyClientCert:
+      return "RequireAnyClientCert";
+    case ClientAuth::VerifyClientCertIfGiven:
+      return "VerifyClientCertIfGiven";
+    case ClientAuth::RequireAndVerifyClientCert:
+      return "RequireAndVerifyClientCert";
   }
   return "?";
 }

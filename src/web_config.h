@@ -25,13 +25,13 @@ enum class ClientAuth {
 enum class TlsVersion { TLS10 = 0x0301, TLS11 = 0x0302, TLS12 = 0x0303, TLS13 = 0x0304 };
 
 struct TlsServerConfig {
-  std::string cert_file;       // absolute (relative paths are resolved against the file's dir)
+  std::string cert_file;  // absolute (relative paths are resolved against the file's dir)
   std::string key_file;
   std::string client_ca_file;
   ClientAuth client_auth = ClientAuth::NoClientCert;
   TlsVersion min_version = TlsVersion::TLS12;  // exporter-toolkit's defaults
   TlsVersion max_version = TlsVersion::TLS13;
-  std::vector<std::string> cipher_suites;      // IANA names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+  std::vector<std::string> cipher_suites;  // IANA names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
   std::vector<std::string> curve_preferences;  // CurveP256, CurveP384, CurveP521, X25519
   bool prefer_server_cipher_suites = true;
 

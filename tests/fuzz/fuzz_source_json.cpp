@@ -1,7 +1,9 @@
 // libFuzzer harness: the pull-source JSON parsers and mappers (Locust /stats/requests,
 // Mountebank /imposters). The first byte picks the parser: even = Locust, odd = Mountebank.
-// FUZZ_SOURCES: collectors/source_locust.cpp collectors/source_mountebank.cpp collectors/source_prometheus.cpp src/counter_carry.cpp src/metric_sink.cpp src/prom_text_parser.cpp
+// clang-format off
+// FUZZ_SOURCES: collectors/source_locust.cpp collectors/source_mountebank.cpp collectors/source_prometheus.cpp src/counter_carry.cpp src/metric_sink.cpp src/prom_text_parser.cpp src/json_sax.cpp
 // FUZZ_LIBS:
+// clang-format on
 //
 // The mappers keep state across inputs here, as across scrapes in the daemon, and every
 // exported counter (and summary _count/_sum) must never go down: that is the contract the

@@ -2,8 +2,6 @@
 // tests/scripts/bad_http_server.py, real Mountebank 2.9.1 (npm, build/peers/mountebank) and
 // real Locust 2.12.1 (Debian python3-locust) against python3 -m http.server.
 // Every child is started here, killed by its PID and reaped; every wait is bounded.
-#include <catch2/catch.hpp>
-
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <fcntl.h>
@@ -16,15 +14,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <optional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -181,11 +180,11 @@ std::pair<long, std::string> http(const std::string& url, const std::string& pos
   curl_easy_setopt(h, CURLOPT_URL, url.c_str());
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION,
-                   +[](char* d, size_t s, size_t n, void* u) {
-                     static_cast<std::string*>(u)->append(d, s * n);
-                     return s * n;
-                   });
+  curl_easy_setopt(
+      h, CURLOPT_WRITEFUNCTION, +[](char* d, size_t s, size_t n, void* u) {
+        static_cast<std::string*>(u)->append(d, s * n);
+        return s * n;
+      });
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
   curl_slist* headers = nullptr;
   if (!json_body.empty()) {
@@ -222,11 +221,16 @@ double value(const std::vector<prometheus::MetricFamily>& fams, const std::strin
     for (const auto& m : f.metric) {
       if (!matches(m, want)) continue;
       switch (f.type) {
-        case prometheus::MetricType::Counter: return m.counter.value;
-        case prometheus::MetricType::Gauge: return m.gauge.value;
-        case prometheus::MetricType::Histogram: return double(m.histogram.sample_count);
-        case prometheus::MetricType::Summary: return double(m.summary.sample_count);
-        default: return m.untyped.value;
+        case prometheus::MetricType::Counter:
+          return m.counter.value;
+        case prometheus::MetricType::Gauge:
+          return m.gauge.value;
+        case prometheus::MetricType::Histogram:
+          return double(m.histogram.sample_count);
+        case prometheus::MetricType::Summary:
+          return double(m.summary.sample_count);
+        default:
+          return m.untyped.value;
       }
     }
   }
@@ -342,23 +346,30 @@ TEST_CASE("bad endpoints mark the source down with the right reason", "[sources]
       double s = 0;
       auto fams = h.collect(&s);
       worst = std::max(worst, s);
-      if (value(fams, "loadwatch_source_up", {{"source", "good"}}) == 1) good_up_while_hanging = true;
+      if (value(fams, "loadwatch_source_up", {{"source", "good"}}) == 1)
+        good_up_while_hanging = true;
       std::this_thread::sleep_for(100ms);
     }
     auto fams = h.collect();
     CHECK(worst < 0.05);
     CHECK(good_up_while_hanging);
-    CHECK(value(fams, "demo_requests_total", {{"source", "good"}, {"exported_source", "upstream"}}) == 42);
+    CHECK(value(fams, "demo_requests_total",
+                {{"source", "good"}, {"exported_source", "upstream"}}) == 42);
     CHECK(value(fams, "demo_temperature", {{"source", "good"}}) == -1.5);
-    if (auto lint = promtool_check(fams, dir)) CHECK(*lint == "");  // demo_temperature has no HELP upstream
+    if (auto lint = promtool_check(fams, dir))
+      CHECK(*lint == "");  // demo_temperature has no HELP upstream
     CHECK(value(fams, "loadwatch_source_up", {{"source", "hang"}, {"kind", "prometheus"}}) == 0);
-    CHECK(value(fams, "loadwatch_source_errors_total", {{"source", "hang"}, {"reason", "timeout"}}) >= 1);
-    CHECK(value(fams, "loadwatch_source_errors_total", {{"source", "hang"}, {"reason", "connect"}}) == 0);
+    CHECK(value(fams, "loadwatch_source_errors_total",
+                {{"source", "hang"}, {"reason", "timeout"}}) >= 1);
+    CHECK(value(fams, "loadwatch_source_errors_total",
+                {{"source", "hang"}, {"reason", "connect"}}) == 0);
     double took = value(fams, "loadwatch_source_scrape_duration_seconds", {{"source", "hang"}});
     CHECK(took >= 0.45);
     CHECK(took < 1.0);
-    CHECK(value(fams, "loadwatch_source_last_success_timestamp_seconds", {{"source", "hang"}}) == 0);
-    CHECK(value(fams, "loadwatch_source_last_success_timestamp_seconds", {{"source", "good"}}) > 1.7e9);
+    CHECK(value(fams, "loadwatch_source_last_success_timestamp_seconds", {{"source", "hang"}}) ==
+          0);
+    CHECK(value(fams, "loadwatch_source_last_success_timestamp_seconds", {{"source", "good"}}) >
+          1.7e9);
 
     // Stopping while a request hangs is prompt (SIGTERM must exit the daemon within 2 s).
     auto r = runner(source("hang2", "prometheus", base + "/hang", 5s, 10s));
@@ -368,12 +379,14 @@ TEST_CASE("bad endpoints mark the source down with the right reason", "[sources]
     CHECK(std::chrono::steady_clock::now() - s0 < 500ms);
   }
 
-  SECTION("404 -> http_status, garbage JSON -> parse, bad text format -> parse, refused -> connect") {
+  SECTION(
+      "404 -> http_status, garbage JSON -> parse, bad text format -> parse, refused -> connect") {
     auto not_found = runner(source("nf", "prometheus", base + "/404"));
     auto garbage = runner(source("garbage", "locust", base + "/garbage"));
     auto bad_mb = runner(source("badmb", "mountebank", base + "/garbage"));
     auto bad_prom = runner(source("badprom", "prometheus", base + "/prom_bad"));
-    auto refused = runner(source("refused", "locust", "http://127.0.0.1:" + std::to_string(free_port())));
+    auto refused =
+        runner(source("refused", "locust", "http://127.0.0.1:" + std::to_string(free_port())));
     for (auto* r : {&not_found, &garbage, &bad_mb, &bad_prom, &refused}) {
       REQUIRE((*r)->wait_for_scrapes(1, 10s));
     }
@@ -394,6 +407,24 @@ TEST_CASE("bad endpoints mark the source down with the right reason", "[sources]
     // The counts keep growing with each failed scrape.
     REQUIRE(not_found->wait_for_scrapes(3, 10s));
     CHECK(reason_count(*not_found->snapshot(), FetchError::HttpStatus) >= 3);
+  }
+
+  SECTION("a family whose type clashes with an exported one is left out, the rest kept") {
+    SourcesHarness h({source("clash", "prometheus", base + "/clash")});
+    std::vector<prometheus::MetricFamily> fams;
+    REQUIRE(eventually(
+        [&] {
+          fams = h.collect();
+          return value(fams, "ok_family", {{"source", "clash"}}) == 2;
+        },
+        10s));
+    for (const auto& f : fams) {
+      if (f.name == "loadwatch_source_up") {
+        CHECK(f.type == prometheus::MetricType::Gauge);
+        CHECK(f.metric.size() == 1);  // loadwatch's own sample only
+      }
+    }
+    CHECK(value(fams, "loadwatch_source_up", {{"source", "clash"}, {"kind", "prometheus"}}) == 1);
   }
 
   SECTION("100 MiB responses and a gzip bomb -> too_large, RSS bounded") {
@@ -442,10 +473,10 @@ std::unique_ptr<Process> start_mb(const std::string& mb, int port, const fs::pat
 }
 
 void create_imposter(const std::string& admin, int port) {
-  auto [status, body] = http(
-      admin + "/imposters", {},
-      R"({"protocol": "http", "port": )" + std::to_string(port) +
-          R"(, "name": "orders api", "stubs": [{"predicates": [{"equals": {"path": "/ok"}}],
+  auto [status, body] =
+      http(admin + "/imposters", {},
+           R"({"protocol": "http", "port": )" + std::to_string(port) +
+               R"(, "name": "orders api", "stubs": [{"predicates": [{"equals": {"path": "/ok"}}],
               "responses": [{"is": {"statusCode": 200, "body": "ok"}}]}]})");
   REQUIRE(status == 201);
 }
@@ -476,11 +507,14 @@ TEST_CASE("Mountebank 2.9.1: exact counts, normalised imposter, down and up agai
       },
       15s));
   CHECK(value(fams, "loadwatch_source_up", {{"source", "mb"}, {"kind", "mountebank"}}) == 1);
-  CHECK(value(fams, "loadwatch_mock_requests_total", {{"source", "mb"}, {"imposter", label}}) == 25);
-  CHECK(value(fams, "loadwatch_mock_unmatched_requests_total", {{"source", "mb"}, {"imposter", label}}) == 5);
+  CHECK(value(fams, "loadwatch_mock_requests_total", {{"source", "mb"}, {"imposter", label}}) ==
+        25);
+  CHECK(value(fams, "loadwatch_mock_unmatched_requests_total",
+              {{"source", "mb"}, {"imposter", label}}) == 5);
   CHECK(value(fams, "mb_request_total", {{"source", "mb"}, {"imposter", label}}) == 25);
   CHECK(value(fams, "mb_no_match_total", {{"source", "mb"}, {"imposter", label}}) == 5);
-  CHECK(value(fams, "mb_predicate_match_duration_seconds", {{"source", "mb"}, {"imposter", label}}) == 25);
+  CHECK(value(fams, "mb_predicate_match_duration_seconds",
+              {{"source", "mb"}, {"imposter", label}}) == 25);
   for (const auto& f : fams) {
     INFO(f.name);
     CHECK(f.name.rfind("mb_process_", 0) != 0);
@@ -496,7 +530,9 @@ TEST_CASE("Mountebank 2.9.1: exact counts, normalised imposter, down and up agai
   }
 
   // Deleting saved requests resets numberOfRequests to 0: loadwatch's counter continues.
-  REQUIRE(http(admin + "/imposters/" + std::to_string(imposter_port) + "/savedRequests", {}, {}, true).first == 200);
+  REQUIRE(
+      http(admin + "/imposters/" + std::to_string(imposter_port) + "/savedRequests", {}, {}, true)
+          .first == 200);
   for (int i = 0; i < 2; ++i) REQUIRE(http(imposter + "/ok").first == 200);
   REQUIRE(eventually(
       [&] {
@@ -507,9 +543,14 @@ TEST_CASE("Mountebank 2.9.1: exact counts, normalised imposter, down and up agai
 
   // mb stopped: the source goes down with reason connect, its numbers disappear.
   mbp->stop();
-  REQUIRE(eventually([&] { return value(h.collect(), "loadwatch_source_up", {{"source", "mb"}}) == 0; }, 15s));
+  REQUIRE(eventually(
+      [&] {
+        return value(h.collect(), "loadwatch_source_up", {{"source", "mb"}}) == 0;
+      },
+      15s));
   fams = h.collect();
-  CHECK(value(fams, "loadwatch_source_errors_total", {{"source", "mb"}, {"reason", "connect"}}) >= 1);
+  CHECK(value(fams, "loadwatch_source_errors_total", {{"source", "mb"}, {"reason", "connect"}}) >=
+        1);
   CHECK(std::isnan(value(fams, "loadwatch_mock_requests_total", {{"imposter", label}})));
 
   // Restarted (imposters are gone with the process): up again, counters continue from 27.
@@ -547,7 +588,8 @@ LocustRun locust_now(const std::string& web) {
   r.state = doc.value("state", "");
   for (const auto& row : doc["stats"]) {
     std::string method = row["method"].is_string() ? row["method"].get<std::string>() : "";
-    std::string key = method.empty() ? row["name"].get<std::string>() : method + " " + row["name"].get<std::string>();
+    std::string key = method.empty() ? row["name"].get<std::string>()
+                                     : method + " " + row["name"].get<std::string>();
     r.requests[key] = row["num_requests"].get<double>();
     r.failures[key] = row["num_failures"].get<double>();
   }
@@ -575,7 +617,8 @@ LocustRun locust_csv(const fs::path& file) {
 
 }  // namespace
 
-TEST_CASE("Locust 2.12.1: counts agree with Locust's CSV, across a new run", "[sources][real][locust]") {
+TEST_CASE("Locust 2.12.1: counts agree with Locust's CSV, across a new run",
+          "[sources][real][locust]") {
   if (std::system("command -v locust >/dev/null 2>&1") != 0) {
     FAIL("locust not found: run scripts/install-deps test (Debian python3-locust)");
   }
@@ -600,16 +643,36 @@ class U(HttpUser):
         self.client.get("/missing")
 )";
   std::string web = "http://127.0.0.1:" + std::to_string(web_port);
-  Process locust({"locust", "-f", (dir / "locustfile.py").string(), "--host", sut_url,
-                  "--autostart", "-u", "3", "-r", "3", "-t", "3s", "--web-host", "127.0.0.1",
-                  "--web-port", std::to_string(web_port), "--csv", (dir / "run").string(),
-                  "--loglevel", "WARNING"},
+  Process locust({"locust",
+                  "-f",
+                  (dir / "locustfile.py").string(),
+                  "--host",
+                  sut_url,
+                  "--autostart",
+                  "-u",
+                  "3",
+                  "-r",
+                  "3",
+                  "-t",
+                  "3s",
+                  "--web-host",
+                  "127.0.0.1",
+                  "--web-port",
+                  std::to_string(web_port),
+                  "--csv",
+                  (dir / "run").string(),
+                  "--loglevel",
+                  "WARNING"},
                  (dir / "locust.log").string());
 
   SourcesHarness h({source("locust", "locust", web, 200ms, 2000ms)});
   std::vector<prometheus::MetricFamily> fams;
   // Run 1 (3 users, 3 s): seen running, then stopped.
-  REQUIRE(eventually([&] { return value(h.collect(), "loadwatch_generator_running", {{"source", "locust"}}) == 1; }, 60s));
+  REQUIRE(eventually(
+      [&] {
+        return value(h.collect(), "loadwatch_generator_running", {{"source", "locust"}}) == 1;
+      },
+      60s));
   CHECK(value(h.collect(), "loadwatch_generator_users", {{"source", "locust"}}) >= 1);
   REQUIRE(eventually([&] { return locust_now(web).state == "stopped"; }, 30s));
   // /stats/requests is memoized for 2 s (web.py DEFAULT_CACHE_TIME): let it settle.
@@ -624,12 +687,14 @@ class U(HttpUser):
       10s));
   CHECK(value(fams, "loadwatch_generator_running") == 0);
   CHECK(value(fams, "loadwatch_generator_failures_total") == run1.failures["Aggregated"]);
-  CHECK(value(fams, "loadwatch_generator_endpoint_requests_total", {{"name", "/"}, {"method", "GET"}}) ==
+  CHECK(value(fams, "loadwatch_generator_endpoint_requests_total",
+              {{"name", "/"}, {"method", "GET"}}) == run1.requests["GET /"]);
+  CHECK(value(fams, "loadwatch_generator_endpoint_failures_total",
+              {{"name", "/missing"}, {"method", "GET"}}) == run1.failures["GET /missing"]);
+  CHECK(value(fams, "loadwatch_generator_latency_seconds") ==
+        run1.requests["Aggregated"]);  // _count
+  CHECK(value(fams, "loadwatch_generator_endpoint_latency_seconds", {{"name", "/"}}) ==
         run1.requests["GET /"]);
-  CHECK(value(fams, "loadwatch_generator_endpoint_failures_total", {{"name", "/missing"}, {"method", "GET"}}) ==
-        run1.failures["GET /missing"]);
-  CHECK(value(fams, "loadwatch_generator_latency_seconds") == run1.requests["Aggregated"]);  // _count
-  CHECK(value(fams, "loadwatch_generator_endpoint_latency_seconds", {{"name", "/"}}) == run1.requests["GET /"]);
   if (auto lint = promtool_check(fams, dir)) CHECK(*lint == "");
 
   // Run 2 (1 user, 2 s) from the web API: Locust clears its stats; loadwatch carries run 1.
@@ -641,20 +706,30 @@ class U(HttpUser):
   REQUIRE(run2.requests["Aggregated"] > 0);
   REQUIRE(run2.requests["Aggregated"] < run1.requests["Aggregated"]);
   double want = run1.requests["Aggregated"] + run2.requests["Aggregated"];
-  REQUIRE(eventually([&] { fams = h.collect(); return value(fams, "loadwatch_generator_requests_total") == want; }, 10s));
+  REQUIRE(eventually(
+      [&] {
+        fams = h.collect();
+        return value(fams, "loadwatch_generator_requests_total") == want;
+      },
+      10s));
 
   // Locust's own final CSV (written at shutdown) holds run 2: loadwatch = run 1 + CSV.
   locust.stop(SIGTERM, 20s);
   LocustRun csv = locust_csv(dir / "run_stats.csv");
   REQUIRE(csv.requests.count("Aggregated"));
   CHECK(csv.requests["Aggregated"] == run2.requests["Aggregated"]);
-  CHECK(value(fams, "loadwatch_generator_requests_total") == run1.requests["Aggregated"] + csv.requests["Aggregated"]);
-  CHECK(value(fams, "loadwatch_generator_failures_total") == run1.failures["Aggregated"] + csv.failures["Aggregated"]);
-  CHECK(value(fams, "loadwatch_generator_endpoint_requests_total", {{"name", "/"}, {"method", "GET"}}) ==
+  CHECK(value(fams, "loadwatch_generator_requests_total") ==
+        run1.requests["Aggregated"] + csv.requests["Aggregated"]);
+  CHECK(value(fams, "loadwatch_generator_failures_total") ==
+        run1.failures["Aggregated"] + csv.failures["Aggregated"]);
+  CHECK(value(fams, "loadwatch_generator_endpoint_requests_total",
+              {{"name", "/"}, {"method", "GET"}}) ==
         run1.requests["GET /"] + csv.requests["GET /"]);
-  CHECK(value(fams, "loadwatch_generator_endpoint_requests_total", {{"name", "/missing"}, {"method", "GET"}}) ==
+  CHECK(value(fams, "loadwatch_generator_endpoint_requests_total",
+              {{"name", "/missing"}, {"method", "GET"}}) ==
         run1.requests["GET /missing"] + csv.requests["GET /missing"]);
-  CHECK(value(fams, "loadwatch_generator_endpoint_failures_total", {{"name", "/missing"}, {"method", "GET"}}) ==
+  CHECK(value(fams, "loadwatch_generator_endpoint_failures_total",
+              {{"name", "/missing"}, {"method", "GET"}}) ==
         run1.failures["GET /missing"] + csv.failures["GET /missing"]);
   sut.stop();
   fs::remove_all(dir);

@@ -282,8 +282,7 @@ TEST_CASE("TIME_WAIT: host-wide and per-port counts equal ss in the same moment"
   CHECK(ss_count("time-wait", "( dport = :" + std::to_string(port) + " )") >= n * 9 / 10);
 }
 
-TEST_CASE("a backlog-8 listener that never accepts, hit by 20 clients, overflows",
-          "[tcp][real]") {
+TEST_CASE("a backlog-8 listener that never accepts, hit by 20 clients, overflows", "[tcp][real]") {
   std::uint16_t port = 0;
   Fd l = listen_on(AF_INET, "127.0.0.1", 8, port);
   const double overflows_before = listen_overflows();
@@ -302,14 +301,15 @@ TEST_CASE("a backlog-8 listener that never accepts, hit by 20 clients, overflows
     if (length >= max && max > 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  CHECK(max == 8);  // min(backlog 8, net.core.somaxconn)
+  CHECK(max == 8);       // min(backlog 8, net.core.somaxconn)
   CHECK(length >= max);  // the kernel admits backlog + 1 (sk_acceptq_is_full() is ">")
   CHECK(length <= max + 1);
   // Connections past the queue were refused at SYN time and retransmit: ListenOverflows.
   double overflows_after = overflows_before;
   for (int i = 0; i < 40 && overflows_after <= overflows_before; ++i) {
     overflows_after = listen_overflows();
-    if (overflows_after <= overflows_before) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (overflows_after <= overflows_before)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   CHECK(overflows_after > overflows_before);
 }
@@ -367,7 +367,7 @@ TEST_CASE("a target's ESTABLISHED and CLOSE_WAIT sockets, counted by state", "[t
       char cmd;
       if (::read(to_child[0], &cmd, 1) != 1) _exit(0);
       if (cmd == 'a') conns.push_back(::accept(ls, nullptr, nullptr));  // accept one
-      if (cmd == 'c' && !conns.empty()) {                                // close the oldest
+      if (cmd == 'c' && !conns.empty()) {                               // close the oldest
         ::close(conns.front());
         conns.erase(conns.begin());
       }
@@ -455,11 +455,11 @@ TEST_CASE("socket owner cache: skips unchanged processes, follows churn exactly"
     std::vector<std::uint64_t> v;
     for (const auto* list : {&socks}) {
       for (const auto& s : *list) {
-        struct stat st{};
+        struct stat st {};
         if (s.fd >= 0 && ::fstat(s.fd, &st) == 0) v.push_back(st.st_ino);
       }
     }
-    struct stat st{};
+    struct stat st {};
     ::fstat(l.fd, &st);
     v.push_back(st.st_ino);
     std::sort(v.begin(), v.end());
@@ -600,7 +600,8 @@ TEST_CASE("deferred walks: TIME_WAIT and accept queues stay fresh, the rest is t
     f = tcp.sample(&targets);  // deferred: no walk
     const long after = ss_count("time-wait");
     CHECK(value(f, "loadwatch_tcp_listen_queue_length", {{"port", std::to_string(port)}}) == 2);
-    CHECK(value(f, "loadwatch_process_tcp_connections", {{"target", "self"}, {"state", "listen"}}) == 2);
+    CHECK(value(f, "loadwatch_process_tcp_connections",
+                {{"target", "self"}, {"state", "listen"}}) == 2);
     // The last walk's figures: the 4 new established sockets are not seen yet.
     CHECK(port_state(f, port, "local", "established") == 0);
     CHECK(value(f, "loadwatch_tcp_connections", {{"state", "established"}}) == est0);

@@ -10,6 +10,7 @@ first path segment):
   /gzipbomb      200 Content-Encoding: gzip, ~260 KiB that inflate to 256 MiB of zeros
   /prom          200 a small valid Prometheus text exposition
   /prom_bad      200 a text exposition with a malformed line 3
+  /clash         200 a family named like a loadwatch gauge but typed counter, and a fine one
   /slow_prom     /prom after 300 ms
 Exits when stdin closes (the test that started it is gone) or on SIGTERM.
 """
@@ -118,6 +119,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif p == "/slow_prom":
             time.sleep(0.3)
             self.send_body(200, PROM)
+        elif p == "/clash":
+            # loadwatch_source_up is loadwatch's own gauge: as a counter it cannot be exported.
+            self.send_body(200, b"# HELP loadwatch_source_up clash\n# TYPE loadwatch_source_up counter\n"
+                                b"loadwatch_source_up 1\n# HELP ok_family fine\n# TYPE ok_family gauge\n"
+                                b"ok_family 2\n")
         elif p == "/prom_bad":
             self.send_body(200, b"ok_metric 1\n# TYPE x gauge\nx{a=\"1\" 2\n")
         else:

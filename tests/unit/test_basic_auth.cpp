@@ -1,8 +1,7 @@
 // Basic-auth parsing and bcrypt checks (the web config's basic_auth_users).
-#include <catch2/catch.hpp>
-
 #include <crypt.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 
 #include "basic_auth.h"
@@ -72,7 +71,8 @@ TEST_CASE("crypt_matches checks bcrypt hashes in every flavour htpasswd and Go w
   // $2y$ (htpasswd) and $2a$ (Go's bcrypt) hashes of "s3cret" with a fixed salt.
   CHECK(crypt_matches("s3cret", "$2y$04$abcdefghijklmnopqrstuuLZYjhNQAOdpbzt4WxWlUHjv1wsyH5DG"));
   CHECK(crypt_matches("s3cret", "$2a$04$abcdefghijklmnopqrstuuLZYjhNQAOdpbzt4WxWlUHjv1wsyH5DG"));
-  CHECK_FALSE(crypt_matches("s3creT", "$2y$04$abcdefghijklmnopqrstuuLZYjhNQAOdpbzt4WxWlUHjv1wsyH5DG"));
+  CHECK_FALSE(
+      crypt_matches("s3creT", "$2y$04$abcdefghijklmnopqrstuuLZYjhNQAOdpbzt4WxWlUHjv1wsyH5DG"));
   CHECK_FALSE(crypt_matches("s3cret", "not a hash"));
   std::string h = bcrypt("hunter2", 4);
   CHECK(crypt_matches("hunter2", h));

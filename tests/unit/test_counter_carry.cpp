@@ -1,6 +1,5 @@
 // CounterCarry: loadwatch counters never go down when an upstream counter resets.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "counter_carry.h"

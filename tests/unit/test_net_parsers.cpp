@@ -163,7 +163,7 @@ TEST_CASE("proc/net/tcp6 lines: addresses word by word, header-only file", "[net
 
 TEST_CASE("proc/net/tcp: malformed lines throw, never crash", "[net][tcp]") {
   const char* bad[] = {
-      "   0: 0100007F:0BB8 00000000:0000 0A\n",                            // truncated
+      "   0: 0100007F:0BB8 00000000:0000 0A\n",  // truncated
       "   0: 0100007F0BB8 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 1\n",
       "   0: 0100007F:0BB8 00000000:0000 ZZ 00000000:00000000 00:00000000 00000000 0 0 1\n",
       "   0: 0100007F:0BB8 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 x1\n",
@@ -263,9 +263,9 @@ TEST_CASE("sock_diag replies from the byte fixture equal the /proc capture of th
   };
   // 29101: backlog 4, never accepting, 6 clients: 5 queued (backlog + 1), 1 in SYN_SENT.
   CHECK(on(29101) == std::map<std::string, int>{{"local_listen", 1},
-                                                 {"local_established", 5},
-                                                 {"remote_established", 5},
-                                                 {"remote_syn_sent", 1}});
+                                                {"local_established", 5},
+                                                {"remote_established", 5},
+                                                {"remote_syn_sent", 1}});
   for (const auto& s : nl.all) {
     if (s.sport == 29101 && s.state == kTcpListen) {
       CHECK(s.rqueue == 5);  // sk_ack_backlog
@@ -275,11 +275,11 @@ TEST_CASE("sock_diag replies from the byte fixture equal the /proc capture of th
   // 29102: 3 established pairs, 1 CLOSE_WAIT whose client end is a FIN_WAIT2 mini socket,
   // 5 client-side TIME_WAIT.
   CHECK(on(29102) == std::map<std::string, int>{{"local_listen", 1},
-                                                 {"local_established", 3},
-                                                 {"remote_established", 3},
-                                                 {"local_close_wait", 1},
-                                                 {"remote_fin_wait2", 1},
-                                                 {"remote_time_wait", 5}});
+                                                {"local_established", 3},
+                                                {"remote_established", 3},
+                                                {"local_close_wait", 1},
+                                                {"remote_fin_wait2", 1},
+                                                {"remote_time_wait", 5}});
   for (const auto& s : nl.all) {
     if (s.dport == 29102 && s.state == kTcpFinWait2) CHECK(s.timewait_minisock);
     if (s.state == kTcpTimeWait) CHECK(s.timewait_minisock);
@@ -367,9 +367,10 @@ TEST_CASE("port filter bytecode accepts exactly the watched ports and passes the
           "[net][bytecode]") {
   CHECK(build_port_filter({}).empty());
   CHECK(build_port_filter({0}).empty());
-  for (const std::vector<std::uint16_t>& ports :
-       {std::vector<std::uint16_t>{3000}, {3000, 2525}, {2525, 3000, 2525, 0, 65535},
-        std::vector<std::uint16_t>(1, 1)}) {
+  for (const std::vector<std::uint16_t>& ports : {std::vector<std::uint16_t>{3000},
+                                                  {3000, 2525},
+                                                  {2525, 3000, 2525, 0, 65535},
+                                                  std::vector<std::uint16_t>(1, 1)}) {
     const auto bc = build_port_filter(ports);
     CHECK(audit_port_filter(bc));
     const std::set<std::uint16_t> want(ports.begin(), ports.end());
@@ -377,8 +378,8 @@ TEST_CASE("port filter bytecode accepts exactly the watched ports and passes the
       for (std::uint32_t dp : {0u, 1u, 2525u, 3000u, 3001u, 65535u}) {
         const bool expect = (sp != 0 && want.count(static_cast<std::uint16_t>(sp))) ||
                             (dp != 0 && want.count(static_cast<std::uint16_t>(dp)));
-        CHECK(run_port_filter(bc, static_cast<std::uint16_t>(sp),
-                              static_cast<std::uint16_t>(dp)) == expect);
+        CHECK(run_port_filter(bc, static_cast<std::uint16_t>(sp), static_cast<std::uint16_t>(dp)) ==
+              expect);
       }
     }
   }
@@ -418,8 +419,8 @@ TEST_CASE("tally: per-port sides, the fullest listener, ephemeral usage per dest
   t.add(l1);
   t.add(l2);
   t.add(l1);
-  for (int i = 0; i < 10; ++i) t.add(sock(kTcpEstablished, 40000 + i, 3000));   // clients
-  for (int i = 0; i < 10; ++i) t.add(sock(kTcpEstablished, 3000, 40000 + i));   // servers
+  for (int i = 0; i < 10; ++i) t.add(sock(kTcpEstablished, 40000 + i, 3000));  // clients
+  for (int i = 0; i < 10; ++i) t.add(sock(kTcpEstablished, 3000, 40000 + i));  // servers
   for (int i = 0; i < 4; ++i) t.add(sock(kTcpTimeWait, 50000 + i, 2525, "10.0.0.2"));
   t.add(sock(kTcpEstablished, 1000, 3000, "10.0.0.9"));  // not an ephemeral local port
 

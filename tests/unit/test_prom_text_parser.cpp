@@ -1,7 +1,6 @@
 // The Prometheus text format parser against the format spec's own example, each rule of
 // the spec, a real Mountebank 2.9.1 /metrics capture, and inputs that must fail cleanly.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -257,7 +256,8 @@ h2_bucket{x="1",le="+Inf"} 2
 }
 
 TEST_CASE("suffixed names without a summary/histogram TYPE are plain families", "[prom_text]") {
-  auto p = parse_prom_text("x_bucket{le=\"1\"} 1\nx_sum 2\nx_count 3\n# TYPE c counter\nc_total 1\n");
+  auto p =
+      parse_prom_text("x_bucket{le=\"1\"} 1\nx_sum 2\nx_count 3\n# TYPE c counter\nc_total 1\n");
   REQUIRE(p.ok());
   REQUIRE(p.families.size() == 4);
   CHECK(p.families[0].name == "x_bucket");
@@ -267,7 +267,8 @@ TEST_CASE("suffixed names without a summary/histogram TYPE are plain families", 
 }
 
 TEST_CASE("families without samples are dropped", "[prom_text]") {
-  auto p = parse_prom_text("# HELP lonely nothing here\n# TYPE lonely counter\n# TYPE g gauge\ng 1\n");
+  auto p =
+      parse_prom_text("# HELP lonely nothing here\n# TYPE lonely counter\n# TYPE g gauge\ng 1\n");
   REQUIRE(p.ok());
   REQUIRE(p.families.size() == 1);
   CHECK(p.families[0].name == "g");
@@ -300,7 +301,8 @@ TEST_CASE("malformed lines fail with their line number", "[prom_text]") {
       {"# HELP x bad \\t escape\n", "line 1: invalid escape sequence \\t in HELP text"},
       {"# HELP\n", "line 1: HELP line without a metric name"},
       {"# TYPE h histogram\nh_bucket 1\n", "line 2: histogram sample h_bucket without a le label"},
-      {"# TYPE h histogram\nh 1\n", "line 2: histogram sample h needs a _bucket, _sum or _count suffix"},
+      {"# TYPE h histogram\nh 1\n",
+       "line 2: histogram sample h needs a _bucket, _sum or _count suffix"},
       {"# TYPE s summary\ns 1\n", "line 2: summary sample s without a quantile label"},
       {"# TYPE s summary\ns{quantile=\"x\"} 1\n", "line 2: invalid quantile label value \"x\""},
   };
@@ -340,8 +342,10 @@ TEST_CASE("every prefix of a real capture and random bytes parse or fail cleanly
   size_t ok = 0;
   for (size_t n = 0; n <= real.size(); n += 7) {
     auto p = parse_prom_text(std::string_view(real).substr(0, n));
-    if (p.ok()) ++ok;
-    else CHECK(p.error.rfind("line ", 0) == 0);
+    if (p.ok())
+      ++ok;
+    else
+      CHECK(p.error.rfind("line ", 0) == 0);
   }
   CHECK(ok > 0);
   std::mt19937 rng(42);

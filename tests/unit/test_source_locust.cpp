@@ -1,7 +1,6 @@
 // Locust /stats/requests of every 2.x shape (2.12.1 captured from Debian's python3-locust,
 // 2.15/2.21/2.28 written from those versions' source) -> loadwatch_generator_* metrics.
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <sstream>
 
@@ -46,8 +45,10 @@ double value(const std::vector<prometheus::MetricFamily>& fams, const std::strin
       }
       if (!all) continue;
       switch (f.type) {
-        case prometheus::MetricType::Counter: return m.counter.value;
-        case prometheus::MetricType::Gauge: return m.gauge.value;
+        case prometheus::MetricType::Counter:
+          return m.counter.value;
+        case prometheus::MetricType::Gauge:
+          return m.gauge.value;
         case prometheus::MetricType::Summary:
           if (quantile == "_count") return double(m.summary.sample_count);
           if (quantile == "_sum") return m.summary.sample_sum;
@@ -55,7 +56,8 @@ double value(const std::vector<prometheus::MetricFamily>& fams, const std::strin
             if (std::to_string(q.quantile) == std::to_string(std::stod(quantile))) return q.value;
           }
           return std::numeric_limits<double>::quiet_NaN();
-        default: return m.untyped.value;
+        default:
+          return m.untyped.value;
       }
     }
   }

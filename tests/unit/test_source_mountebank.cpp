@@ -1,7 +1,6 @@
 // Mountebank 2.9.1 captures (/imposters, /metrics) -> loadwatch_mock_* and the re-exported
 // mb_* imposter families; counter resets; the prometheus kind's source relabelling.
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <sstream>
 
@@ -62,7 +61,8 @@ std::vector<prometheus::MetricFamily> map_text(const std::string& imposters_json
 }
 
 std::vector<prometheus::MetricFamily> map(const std::string& imposters_file,
-                                          const std::string* metrics_text, MountebankMapper& mapper) {
+                                          const std::string* metrics_text,
+                                          MountebankMapper& mapper) {
   return map_text(read_fixture(imposters_file), metrics_text, mapper);
 }
 
@@ -108,7 +108,8 @@ TEST_CASE("/imposters of mb 2.9.1", "[mountebank]") {
   CHECK(imps[1].requests == 0);
 }
 
-TEST_CASE("mb /metrics: imposter families kept, defaults dropped, labels normalised", "[mountebank]") {
+TEST_CASE("mb /metrics: imposter families kept, defaults dropped, labels normalised",
+          "[mountebank]") {
   MountebankMapper mapper;
   std::string metrics = read_fixture("sources/mountebank_2.9.1_metrics.txt");
   auto fams = map("sources/mountebank_2.9.1_imposters.json", &metrics, mapper);

@@ -1,8 +1,7 @@
 // --web.config.file parsing (exporter-toolkit rules) and loading the TLS files it names.
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -36,7 +35,8 @@ struct Certs {
     dir = mkdtemp(tmpl);
     std::string d = dir.string();
     std::string cmd =
-        "cd " + d + " && "
+        "cd " + d +
+        " && "
         "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 "
         "-subj /CN=test-ca -keyout ca.key -out ca.crt && "
         "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost "
@@ -128,11 +128,13 @@ TEST_CASE("web config errors name file:line:col, as exporter-toolkit's checks do
   CHECK(error_of("tls_config: {}\n") ==
         "/etc/lw/web.yml:1:1: unknown key \"tls_config\" in the web config (allowed: "
         "basic_auth_users, http_server_config, tls_server_config)");
-  CHECK(error_of("tls_server_config: [a]\n") == "/etc/lw/web.yml:1:20: tls_server_config must be a mapping");
+  CHECK(error_of("tls_server_config: [a]\n") ==
+        "/etc/lw/web.yml:1:20: tls_server_config must be a mapping");
   CHECK(error_of("basic_auth_users:\n  alice: plaintext\n") ==
         "/etc/lw/web.yml:2:10: basic_auth_users: the password of \"alice\" is not a bcrypt hash "
         "($2y$10$... as made by htpasswd -nBC 10)");
-  CHECK(error_of("basic_auth_users:\n  alice: '$2y$03$abcdefghijklmnopqrstuuLZYjhNQAOdpbzt4WxWlUHjv1wsyH5DG'\n")
+  CHECK(error_of("basic_auth_users:\n  alice: "
+                 "'$2y$03$abcdefghijklmnopqrstuuLZYjhNQAOdpbzt4WxWlUHjv1wsyH5DG'\n")
             .find("not a bcrypt hash") != std::string::npos);  // cost below bcrypt's minimum 4
   CHECK(error_of("http_server_config: {headers: {Server: loadwatch}}\n") ==
         "/etc/lw/web.yml:1:32: HTTP header \"Server\" can not be configured");
@@ -156,7 +158,8 @@ TEST_CASE("load_web_config loads the certificate and key, and refuses a mismatch
     std::ofstream(certs / "web.yml") << text;
     return certs / "web.yml";
   };
-  auto c = load_web_config(write("tls_server_config: {cert_file: server.crt, key_file: server.key}\n"));
+  auto c =
+      load_web_config(write("tls_server_config: {cert_file: server.crt, key_file: server.key}\n"));
   CHECK(c.tls.cert_file == certs / "server.crt");
 
   auto error = [&](const std::string& yaml) {
@@ -172,11 +175,13 @@ TEST_CASE("load_web_config loads the certificate and key, and refuses a mismatch
   CHECK(e.find("does not match") != std::string::npos);
   e = error("tls_server_config: {cert_file: missing.crt, key_file: server.key}\n");
   CHECK(e.find("cannot load cert_file " + certs / "missing.crt") != std::string::npos);
-  e = error("tls_server_config: {cert_file: server.crt, key_file: server.key,\n"
-            "  client_auth_type: RequireAndVerifyClientCert, client_ca_file: server.key}\n");
+  e = error(
+      "tls_server_config: {cert_file: server.crt, key_file: server.key,\n"
+      "  client_auth_type: RequireAndVerifyClientCert, client_ca_file: server.key}\n");
   CHECK(e.find("client_ca_file") != std::string::npos);
-  e = error("tls_server_config: {cert_file: server.crt, key_file: server.key,\n"
-            "  cipher_suites: [TLS_MADE_UP_WITH_ROT13]}\n");
+  e = error(
+      "tls_server_config: {cert_file: server.crt, key_file: server.key,\n"
+      "  cipher_suites: [TLS_MADE_UP_WITH_ROT13]}\n");
   CHECK(e.find("unknown cipher suite TLS_MADE_UP_WITH_ROT13") != std::string::npos);
   CHECK(error("") == "");
   CHECK_THROWS_AS(load_web_config(certs / "nope.yml"), ConfigError);
