@@ -10,7 +10,8 @@ Measures, all in the same run (the machines are noisy: compare ratios, not absol
   collector    bench/targets_bench: the targets collector alone, CPU per sample
   daemon       the real loadwatch (targets collector only, then every default collector),
                CPU per sample from /proc/PID/stat over a window of 1 s samples
-  scrape       /metrics latency with 4 concurrent scrapers (gzip, like Prometheus), p50/p99
+  scrape       /metrics p50/p99 with 4 concurrent gzip scrapers (wrk): paced at 100/s each, and
+               back to back
   rss          loadwatch VmRSS after the run
   peer         process-exporter 0.7.10 with the same two groups: CPU per scrape
 
@@ -28,7 +29,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 
@@ -154,28 +154,57 @@ def run_daemon(build, holder_pid, seconds, only_targets):
         proc.wait(10)
 
 
-def scrape_latency(url, scrapers=4, per_scraper=100):
-    lat = []
-    lock = threading.Lock()
+def wrk_duration_ms(text):
+    """wrk prints latencies as 759.00us, 1.20ms or 1.01s."""
+    for unit, scale in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):
+        if text.endswith(unit):
+            return float(text[:-len(unit)]) * scale
+    raise ValueError("unexpected wrk latency %r" % text)
 
-    def worker():
-        for _ in range(per_scraper):
-            req = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})
-            t = time.perf_counter()
-            urllib.request.urlopen(req, timeout=5).read()
-            d = time.perf_counter() - t
-            with lock:
-                lat.append(d)
 
-    threads = [threading.Thread(target=worker) for _ in range(scrapers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    lat.sort()
-    return {"scrape_p50_ms": 1000 * lat[len(lat) // 2],
-            "scrape_p99_ms": 1000 * lat[int(len(lat) * 0.99) - 1],
-            "scrapes": len(lat)}
+def run_wrk(url, scrapers, seconds, script=None):
+    wrk = shutil.which("wrk")
+    if not wrk:
+        sys.exit("wrk not found: install it (scripts/install-deps test)")
+    cmd = [wrk, "-t2", "-c%d" % scrapers, "-d%ds" % seconds, "--latency",
+           "-H", "Accept-Encoding: gzip", url]
+    if script:
+        cmd[1:1] = ["-s", script]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 30,
+                         check=True).stdout
+    pct, rate = {}, 0.0
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] in ("50%", "99%"):
+            pct[parts[0]] = wrk_duration_ms(parts[1])
+        if line.startswith("Requests/sec:"):
+            rate = float(parts[1])
+    return pct["50%"], pct["99%"], rate
+
+
+def scrape_latency(url, scrapers=4, seconds=10, rounds=5):
+    """/metrics latency with 4 concurrent keep-alive scrapers asking for gzip, measured by wrk
+    (a Python client's own GIL and connection overhead would dominate sub-ms figures):
+    paced, each scraper 100 times a second (the target figure), and back to back, which on 2
+    cores mostly measures wrk and the daemon's threads queueing for the CPU.
+
+    The paced runs alternate with the same load on /-/healthy, which does no work: its p99 is
+    this machine's floor for the measurement (one stall of the VM's vCPU, seen here at 3 ms on a
+    /proc/loadavg read, moves a 5 s run's p99 on its own). Medians of `rounds` runs each."""
+    script = os.path.join(HERE, "scrape_paced.lua")
+    healthy = url.rsplit("/", 1)[0] + "/-/healthy"
+    metrics_runs, healthy_runs = [], []
+    for _ in range(rounds):
+        metrics_runs.append(run_wrk(url, scrapers, 5, script))
+        healthy_runs.append(run_wrk(healthy, scrapers, 5, script))
+    median = lambda runs, i: statistics.median(r[i] for r in runs)  # noqa: E731
+    s50, s99, srate = run_wrk(url, scrapers, seconds)
+    return {"scrape_p50_ms": median(metrics_runs, 0), "scrape_p99_ms": median(metrics_runs, 1),
+            "scrape_p99_runs_ms": [r[1] for r in metrics_runs],
+            "healthy_p50_ms": median(healthy_runs, 0), "healthy_p99_ms": median(healthy_runs, 1),
+            "healthy_p99_runs_ms": [r[1] for r in healthy_runs],
+            "saturated_p50_ms": s50, "saturated_p99_ms": s99,
+            "saturated_scrapes_per_second": srate}
 
 
 def run_process_exporter(holder_pid, scrapes):
@@ -241,8 +270,13 @@ def main():
          res.get("libproc2", {}).get("ratio_over_floor", "n/a")),
         ("process-exporter 0.7.10, per scrape", "%.1f ms" % pe if pe else "n/a",
          "%.2f" % (pe / floor_ms) if pe else "n/a"),
-        ("/metrics p50 / p99, 4 concurrent scrapers", "%.2f / %.2f ms" %
+        ("/metrics p50 / p99, 4 scrapers at 100/s each (median of 5 runs)", "%.2f / %.2f ms" %
          (d2["scrape_p50_ms"], d2["scrape_p99_ms"]), ""),
+        ("/-/healthy p50 / p99, same load, alternating (the machine's floor)", "%.2f / %.2f ms" %
+         (d2["healthy_p50_ms"], d2["healthy_p99_ms"]), ""),
+        ("/metrics p50 / p99, 4 scrapers back to back (%d/s)" %
+         d2["saturated_scrapes_per_second"], "%.2f / %.2f ms" %
+         (d2["saturated_p50_ms"], d2["saturated_p99_ms"]), ""),
         ("loadwatch RSS", "%.1f MiB" % (d2["rss_bytes"] / 2**20), ""),
     ]
     print("\n%d sleeping processes + 1 holding %d fds; CPU is user+system\n" % (a.procs,

@@ -220,9 +220,7 @@ class TcpCollector final : public Collector {
  private:
   bool use_netlink(const SampleContext& ctx) {
     if (force_procfs_ || netlink_refused_) return false;
-    // Netlink sees this kernel's sockets; a procfs root elsewhere (fixtures, /host/proc) is
-    // what the user asked to read.
-    if (ctx.proc.root() != "/proc") return false;
+    if (!ctx.proc.is_live_procfs()) return false;
     if (!diag_) {
       int err = 0;
       diag_ = SockDiag::open(err);

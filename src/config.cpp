@@ -8,26 +8,15 @@
 
 #include "collector.h"
 #include "fs_root.h"
+#include "yaml_reader.h"
 
 namespace loadwatch {
 
 namespace {
 
-class Parser {
+class Parser : private YamlReader {
  public:
-  explicit Parser(std::string file) : file_(std::move(file)) {}
-
-  [[noreturn]] void fail(const YAML::Mark& mark, const std::string& message) const {
-    std::string where = file_.empty() ? "<config>" : file_;
-    if (!mark.is_null()) {
-      where += ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-    }
-    throw ConfigError(where + ": " + message);
-  }
-
-  void expect_map(const YAML::Node& node, const std::string& what) const {
-    if (!node.IsMap()) fail(node.Mark(), what + " must be a mapping");
-  }
+  explicit Parser(std::string file) : YamlReader(std::move(file), "<config>") {}
 
   void expect_keys(const YAML::Node& node, const std::string& what,
                    std::initializer_list<const char*> allowed) const {
@@ -47,14 +36,6 @@ class Parser {
   std::string scalar(const YAML::Node& node, const std::string& what) const {
     if (!node.IsScalar()) fail(node.Mark(), what + " must be a string");
     return node.Scalar();
-  }
-
-  bool boolean(const YAML::Node& node, const std::string& what) const {
-    bool value = false;
-    if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
-      fail(node.Mark(), what + " must be true or false");
-    }
-    return value;
   }
 
   long long integer(const YAML::Node& node, const std::string& what, long long min,
@@ -140,7 +121,7 @@ class Parser {
       fail(e.mark, e.msg);
     }
     Config config;
-    config.file = file_;
+    config.file = file();
     if (root.IsNull()) return config;
     expect_keys(root, "config", {"targets", "sources", "tcp", "collectors"});
 
@@ -187,9 +168,6 @@ class Parser {
     }
     return config;
   }
-
- private:
-  std::string file_;
 };
 
 }  // namespace

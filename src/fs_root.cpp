@@ -22,6 +22,10 @@ std::string FsRoot::path(std::string_view relative) const {
   return p;
 }
 
+// By path, not by inspecting the mount: a procfs mounted elsewhere is taken to be another
+// host's (a container's view of its host), which is what the user asked to read.
+bool FsRoot::is_live_procfs() const { return root_ == "/proc"; }
+
 int read_whole_file(const std::string& path, std::string& out) {
   out.clear();
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -15,6 +15,11 @@ class FsRoot {
   const std::string& root() const { return root_; }
   std::string path(std::string_view relative) const;
 
+  /// True when the root is the running kernel's own /proc. Kernel interfaces such as netlink
+  /// describe that kernel only, so they stand in for files below this root only then, not
+  /// for a fixture tree or another host's procfs mounted elsewhere (/host/proc).
+  bool is_live_procfs() const;
+
   /// Reads a whole file below the root into `out` (until EOF: /proc files report st_size 0
   /// or 4096, so the size is never trusted). Returns 0 or the errno of the failure.
   int read(std::string_view relative, std::string& out) const;

@@ -3,8 +3,9 @@
 #include <curl/curl.h>
 
 #include <algorithm>
-#include <mutex>
+#include <chrono>
 
+#include "curl_library.h"
 #include "version.h"
 
 namespace loadwatch {
@@ -79,22 +80,23 @@ FetchError classify(CURLcode code) {
 }  // namespace
 
 struct HttpFetcher::Impl : Transfer {
+  const CurlLibrary* curl = nullptr;
+  std::string load_error;
   CURL* easy = nullptr;
   CURLM* multi = nullptr;
 };
 
 HttpFetcher::HttpFetcher(const std::atomic<bool>* stop) : impl_(new Impl) {
-  // curl_global_init is not thread-safe in every libcurl build: run it once, first.
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   impl_->stop = stop;
-  impl_->easy = curl_easy_init();
-  impl_->multi = curl_multi_init();
+  impl_->curl = curl_library(&impl_->load_error);
+  if (!impl_->curl) return;
+  impl_->easy = impl_->curl->easy_init();
+  impl_->multi = impl_->curl->multi_init();
 }
 
 HttpFetcher::~HttpFetcher() {
-  if (impl_->easy) curl_easy_cleanup(impl_->easy);
-  if (impl_->multi) curl_multi_cleanup(impl_->multi);
+  if (impl_->easy) impl_->curl->easy_cleanup(impl_->easy);
+  if (impl_->multi) impl_->curl->multi_cleanup(impl_->multi);
   delete impl_;
 }
 
@@ -107,9 +109,10 @@ FetchResult HttpFetcher::get(const std::string& url, const FetchOptions& options
   };
   if (!im.easy || !im.multi) {
     result.error = FetchError::Connect;
-    result.message = "libcurl initialisation failed";
+    result.message = im.curl ? "libcurl initialisation failed" : im.load_error;
     return result;
   }
+  const CurlLibrary& curl = *im.curl;
   im.body.clear();
   im.too_large = false;
   im.limit = options.max_bytes;
@@ -118,36 +121,36 @@ FetchResult HttpFetcher::get(const std::string& url, const FetchOptions& options
   CURL* h = im.easy;
   curl_slist* headers = nullptr;
   if (!options.accept.empty()) {
-    headers = curl_slist_append(headers, ("Accept: " + options.accept).c_str());
+    headers = curl.slist_append(headers, ("Accept: " + options.accept).c_str());
   }
   long timeout_ms = static_cast<long>(std::max<std::int64_t>(1, options.timeout.count()));
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-  curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "gzip");
-  curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(options.max_bytes));
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(h, CURLOPT_USERAGENT, "loadwatch/" LOADWATCH_VERSION);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, static_cast<Transfer*>(&im));
-  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-  curl_easy_setopt(h, CURLOPT_XFERINFODATA, static_cast<Transfer*>(&im));
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, im.error);
+  curl.easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl.easy_setopt(h, CURLOPT_HTTPGET, 1L);
+  curl.easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
+  curl.easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+  curl.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+  curl.easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "gzip");
+  curl.easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(options.max_bytes));
+  curl.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  curl.easy_setopt(h, CURLOPT_USERAGENT, "loadwatch/" LOADWATCH_VERSION);
+  curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
+  curl.easy_setopt(h, CURLOPT_WRITEDATA, static_cast<Transfer*>(&im));
+  curl.easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  curl.easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl.easy_setopt(h, CURLOPT_XFERINFODATA, static_cast<Transfer*>(&im));
+  curl.easy_setopt(h, CURLOPT_ERRORBUFFER, im.error);
 
   // A multi handle with a 50 ms poll instead of curl_easy_perform: the stop flag is seen
   // within 50 ms even while a peer accepts and never answers (the progress callback alone
   // may run only once a second when nothing moves).
   CURLcode code = CURLE_OK;
   bool stopped = false;
-  curl_multi_add_handle(im.multi, h);
+  curl.multi_add_handle(im.multi, h);
   for (;;) {
     int running = 0;
-    CURLMcode mc = curl_multi_perform(im.multi, &running);
+    CURLMcode mc = curl.multi_perform(im.multi, &running);
     if (mc != CURLM_OK) {
       code = CURLE_FAILED_INIT;
       break;
@@ -155,7 +158,7 @@ FetchResult HttpFetcher::get(const std::string& url, const FetchOptions& options
     if (running == 0) {
       int left = 0;
       code = CURLE_GOT_NOTHING;
-      while (CURLMsg* msg = curl_multi_info_read(im.multi, &left)) {
+      while (CURLMsg* msg = curl.multi_info_read(im.multi, &left)) {
         if (msg->msg == CURLMSG_DONE && msg->easy_handle == h) code = msg->data.result;
       }
       break;
@@ -164,11 +167,11 @@ FetchResult HttpFetcher::get(const std::string& url, const FetchOptions& options
       stopped = true;
       break;
     }
-    curl_multi_poll(im.multi, nullptr, 0, 50, nullptr);
+    curl.multi_poll(im.multi, nullptr, 0, 50, nullptr);
   }
-  curl_multi_remove_handle(im.multi, h);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
-  curl_slist_free_all(headers);
+  curl.multi_remove_handle(im.multi, h);
+  curl.easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
+  curl.slist_free_all(headers);
 
   result.seconds = elapsed();
   // Hand the body over (or free it): a failed 16 MiB attempt must not stay resident.
@@ -186,13 +189,13 @@ FetchResult HttpFetcher::get(const std::string& url, const FetchOptions& options
   }
   if (code != CURLE_OK) {
     result.error = classify(code);
-    result.message = im.error[0] ? std::string(im.error) : curl_easy_strerror(code);
+    result.message = im.error[0] ? std::string(im.error) : curl.easy_strerror(code);
     if (result.error == FetchError::TooLarge) {
       result.message = "response larger than " + std::to_string(options.max_bytes) + " bytes";
     }
     return result;
   }
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &result.status);
+  curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &result.status);
   if (result.status < 200 || result.status > 299) {
     result.error = FetchError::HttpStatus;
     result.message = "HTTP status " + std::to_string(result.status);

@@ -1,16 +1,17 @@
 // civetweb behind an exact-path route table. No document_root is configured, so civetweb never
-// serves files or directory listings, and our handler is registered for "/", which civetweb
-// matches as a prefix of every URI: every request lands in it before civetweb would look at the
-// file system, so its directory-redirect path (CVE-2025-55763, a heap overflow in 1.14-1.16) is
-// unreachable, and unknown paths get a plain 404.
+// serves files or directory listings, and every request is dispatched from civetweb's
+// begin_request callback, before civetweb would look at handlers or the file system, so its
+// directory-redirect path (CVE-2025-55763, a heap overflow in 1.14-1.16) is unreachable, and
+// unknown paths get a plain 404.
 //
 // Idle connections: civetweb 1.15 gives each connection a worker thread from the moment it is
 // accepted until it closes, so clients that connect and send nothing (or half a header) each
 // hold a worker until request_timeout_ms. With a pool as small as the request limit, 300 such
 // connections queue a scrape behind them for ceil(300 / workers) timeouts (measured: 50 s with
-// 48 workers and a 10 s timeout). So the pool is large (kMinWorkers; civetweb's worker stacks are
-// ~100 KiB, so 512 workers cost ~9 MiB RSS more than 48) and the header read timeout short:
-// the concurrency limit (503) is enforced on requests, not on connections.
+// 48 workers and a 10 s timeout). So the pool holds 300 idle connections with room to spare
+// (kMinWorkers) and the header read timeout is short: the concurrency limit (503) is enforced on
+// requests, not on connections. Each worker costs ~19 KiB RSS (stack pages, connection state,
+// its request buffer): 320 workers are ~6 MiB, a third of the daemon.
 #include "http_server.h"
 
 #include <civetweb.h>
@@ -87,8 +88,9 @@ std::string civetweb_ports(const std::string& address) {
   return host + ":" + port;
 }
 
-/// Workers beyond the request limit that absorb idle or slow connections (see the top).
-constexpr int kMinWorkers = 512;
+/// Workers beyond the request limit that absorb idle or slow connections (see the top): the 300
+/// held connections the limits are specified for, plus room for the scrapes themselves.
+constexpr int kMinWorkers = 320;
 
 /// civetweb's ssl_protocol_version floor for a min_version (0 = SSLv2+ ... 5 = TLS 1.3 only);
 /// the exact range is set again in the init_ssl callback, this keeps civetweb's own options in
@@ -194,8 +196,11 @@ struct HttpServer::Impl {
     return web;
   }
 
-  static int dispatch(mg_connection* conn, void* cbdata) {
-    return static_cast<Impl*>(cbdata)->handle(conn);
+  // Dispatching from begin_request (set before mg_start2) rather than mg_set_request_handler
+  // (only possible after it) closes the window in which a fresh listener answered civetweb's own
+  // 404 to an early scrape.
+  static int dispatch(mg_connection* conn) {
+    return static_cast<Impl*>(mg_get_user_data(mg_get_context(conn)))->handle(conn);
   }
 
   /// civetweb's init_ssl callback: configure the SSL_CTX it made for the listener. Returning 1
@@ -364,6 +369,7 @@ void HttpServer::Impl::start_listener(const TlsServerConfig& tls) {
     return 1;
   };
   callbacks.init_ssl = &Impl::init_ssl;
+  callbacks.begin_request = &Impl::dispatch;
   mg_init_data init{};
   init.callbacks = &callbacks;
   init.user_data = this;
@@ -379,7 +385,6 @@ void HttpServer::Impl::start_listener(const TlsServerConfig& tls) {
     if (why.empty()) why = error_text[0] ? error_text : "civetweb failed to start";
     throw std::runtime_error("cannot listen on " + address + ": " + why);
   }
-  mg_set_request_handler(ctx, "/", &Impl::dispatch, this);
   mg_server_port bound[4];
   if (mg_get_server_ports(ctx, 4, bound) > 0) bound_port = bound[0].port;
   spdlog::debug("listening on {} ({}, {} workers)", address, tls.enabled() ? "TLS" : "plain HTTP",

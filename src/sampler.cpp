@@ -97,6 +97,13 @@ void Sampler::sample_once() {
              "Unix time of the sample being served; its age shows a stuck sampler.", {}, ctx.now);
   out.append(self.take());
   auto snap = std::make_shared<const Snapshot>(out.take(), std::move(ctx.targets), ctx.now);
+  std::shared_ptr<const Snapshot> previous;
+  {
+    std::lock_guard lock(mutex_);
+    previous = latest_;
+  }
+  // Serializing here, not in the first scrape after publishing, keeps that cost off scrapers.
+  if (previous) snap->prepare_like(*previous);
   {
     std::lock_guard lock(mutex_);
     latest_ = std::move(snap);

@@ -13,16 +13,35 @@ Snapshot::Snapshot(std::vector<prometheus::MetricFamily> families,
     : families_(std::move(families)), targets_(std::move(targets)), timestamp_(timestamp) {}
 
 const std::string& Snapshot::text() const {
+  text_asked_.store(true, std::memory_order_relaxed);
+  return make_text();
+}
+
+const std::string& Snapshot::gzipped() const {
+  gzip_asked_.store(true, std::memory_order_relaxed);
+  return make_gzip();
+}
+
+void Snapshot::prepare_like(const Snapshot& previous) const {
+  if (previous.gzip_asked_.load(std::memory_order_relaxed)) make_gzip();
+  if (previous.text_asked_.load(std::memory_order_relaxed)) make_text();
+}
+
+const std::string& Snapshot::make_text() const {
   std::call_once(text_once_, [this] {
     std::ostringstream out;
     prometheus::TextSerializer().Serialize(out, families_);
     text_ = std::move(out).str();
+    text_made_ = true;
   });
   return text_;
 }
 
-const std::string& Snapshot::gzipped() const {
-  std::call_once(gzip_once_, [this] { gzip_ = gzip_compress(text()); });
+const std::string& Snapshot::make_gzip() const {
+  std::call_once(gzip_once_, [this] {
+    gzip_ = gzip_compress(make_text());
+    gzip_made_ = true;
+  });
   return gzip_;
 }
 

@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "tls_context.h"
+#include "yaml_reader.h"
 
 namespace loadwatch {
 
@@ -44,21 +45,9 @@ const std::map<std::string, std::vector<std::string>>& allowed_headers() {
   return headers;
 }
 
-class Parser {
+class Parser : private YamlReader {
  public:
-  explicit Parser(std::string file) : file_(std::move(file)) {}
-
-  [[noreturn]] void fail(const YAML::Mark& mark, const std::string& message) const {
-    std::string where = file_.empty() ? "<web config>" : file_;
-    if (!mark.is_null()) {
-      where += ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-    }
-    throw ConfigError(where + ": " + message);
-  }
-
-  void expect_map(const YAML::Node& node, const std::string& what) const {
-    if (!node.IsMap()) fail(node.Mark(), what + " must be a mapping");
-  }
+  explicit Parser(std::string file) : YamlReader(std::move(file), "<web config>") {}
 
   void expect_keys(const YAML::Node& node, const std::string& what,
                    const std::set<std::string>& allowed) const {
@@ -79,14 +68,6 @@ class Parser {
     return node.Scalar();
   }
 
-  bool boolean(const YAML::Node& node, const std::string& what) const {
-    bool value = false;
-    if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
-      fail(node.Mark(), what + " must be true or false");
-    }
-    return value;
-  }
-
   std::vector<std::string> strings(const YAML::Node& node, const std::string& what) const {
     std::vector<std::string> out;
     if (node.IsNull()) return out;
@@ -99,8 +80,8 @@ class Parser {
   std::string path(const YAML::Node& node, const std::string& what) const {
     std::string p = scalar(node, what);
     if (p.empty() || p.front() == '/') return p;
-    auto slash = file_.rfind('/');
-    return slash == std::string::npos ? p : file_.substr(0, slash + 1) + p;
+    auto slash = file().rfind('/');
+    return slash == std::string::npos ? p : file().substr(0, slash + 1) + p;
   }
 
   TlsVersion version(const YAML::Node& node, const std::string& what) const {
@@ -231,9 +212,6 @@ class Parser {
     }
     return c;
   }
-
- private:
-  std::string file_;
 };
 
 }  // namespace

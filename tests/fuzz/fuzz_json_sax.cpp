@@ -6,57 +6,23 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "json_sax.h"
+#include "tests/lib/json_event_trace.h"
 
 namespace {
 
-struct Trace : loadwatch::JsonHandler {
-  std::string out;
-  bool begin_object() override { return add("{"); }
-  bool end_object() override { return add("}"); }
-  bool begin_array() override { return add("["); }
-  bool end_array() override { return add("]"); }
-  bool key(std::string_view k) override { return add("k:" + std::string(k)); }
-  bool string(std::string_view v) override { return add("s:" + std::string(v)); }
+// json_sax must never report NaN: JSON has none.
+struct Trace : loadwatch::test::JsonEventTrace {
   bool number(double v) override {
-    if (std::isnan(v)) __builtin_trap();  // JSON has no NaN
-    if (std::isinf(v)) return add(v > 0 ? "n:inf" : "n:-inf");
-    if (std::fabs(v) < 1e-300) return add("n:0");  // denormals: strtod keeps, from_chars says 0
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "n:%.17g", v);
-    return add(buf);
-  }
-  bool boolean(bool v) override { return add(v ? "b:1" : "b:0"); }
-  bool null() override { return add("null"); }
-  bool add(const std::string& e) {
-    out += e;
-    out += '|';
-    return true;
+    if (std::isnan(v)) __builtin_trap();
+    return JsonEventTrace::number(v);
   }
 };
 
-struct NlohmannTrace : nlohmann::json_sax<nlohmann::json> {
-  Trace t;
-  bool null() override { return t.null(); }
-  bool boolean(bool v) override { return t.boolean(v); }
-  bool number_integer(number_integer_t v) override { return t.number(double(v)); }
-  bool number_unsigned(number_unsigned_t v) override { return t.number(double(v)); }
-  bool number_float(number_float_t v, const string_t&) override { return t.number(v); }
-  bool string(string_t& v) override { return t.string(v); }
-  bool binary(binary_t&) override { return false; }
-  bool start_object(std::size_t) override { return t.begin_object(); }
-  bool key(string_t& k) override { return t.key(k); }
-  bool end_object() override { return t.end_object(); }
-  bool start_array(std::size_t) override { return t.begin_array(); }
-  bool end_array() override { return t.end_array(); }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;
-  }
-};
+using loadwatch::test::NlohmannEventTrace;
 
 }  // namespace
 
@@ -72,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (ok) __builtin_trap();
     return 0;
   }
-  NlohmannTrace theirs;
+  NlohmannEventTrace theirs;
   bool theirs_ok = nlohmann::json::sax_parse(text, &theirs);
   if (ok != theirs_ok) __builtin_trap();
   if (ok && mine.out != theirs.t.out) __builtin_trap();

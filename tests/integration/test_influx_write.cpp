@@ -3,12 +3,12 @@
 #include <curl/curl.h>
 
 #include <catch2/catch.hpp>
-#include <charconv>
 #include <map>
 #include <string>
 
 #include "collectors/jmeter_influx.h"
 #include "http_server.h"
+#include "tests/lib/sample_values.h"
 
 using namespace loadwatch;
 
@@ -55,31 +55,7 @@ std::map<std::string, double> collect(Collector& col, const FsRoot& root) {
   SampleContext ctx{root, root, 0, {}};
   MetricSink sink;
   col.collect(ctx, sink);
-  std::map<std::string, double> out;
-  for (const auto& f : sink.families()) {
-    for (const auto& s : f.metric) {
-      std::string key = f.name + "{";
-      for (size_t i = 0; i < s.label.size(); ++i) {
-        key += (i ? "," : "") + s.label[i].name + "=" + s.label[i].value;
-      }
-      if (f.type == prometheus::MetricType::Summary) {
-        // Like the text format: name{...,quantile="Q"}, name_count{...}, name_sum{...}.
-        std::string labels = key.substr(f.name.size());
-        for (const auto& q : s.summary.quantile) {
-          char buf[32];
-          auto end = std::to_chars(buf, buf + sizeof buf, q.quantile).ptr;
-          out[key + (s.label.empty() ? "" : ",") + "quantile=" + std::string(buf, end) + "}"] =
-              q.value;
-        }
-        out[f.name + "_count" + labels + "}"] = static_cast<double>(s.summary.sample_count);
-        out[f.name + "_sum" + labels + "}"] = s.summary.sample_sum;
-        continue;
-      }
-      key += "}";
-      out[key] = f.type == prometheus::MetricType::Counter ? s.counter.value : s.gauge.value;
-    }
-  }
-  return out;
+  return test::sample_values(sink);
 }
 
 struct Server {

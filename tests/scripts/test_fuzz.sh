@@ -45,7 +45,9 @@ for harness in "${harnesses[@]}"; do
   if [ -x "$bin" ]; then
     stale=0
     for f in "${files[@]}"; do [ "$f" -nt "$bin" ] && stale=1; done
-    if [ $stale = 0 ] && [ -n "$(find "$src/src" "$src/collectors" -name '*.h' -newer "$bin" | head -1)" ]; then
+    # Harnesses include headers of src/, collectors/ and the shared test helpers in tests/lib/.
+    newer_header=$(find "$src/src" "$src/collectors" "$src/tests/lib" -name '*.h' -newer "$bin" | head -1)
+    if [ $stale = 0 ] && [ -n "$newer_header" ]; then
       stale=1
     fi
   fi

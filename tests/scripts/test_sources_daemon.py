@@ -94,7 +94,7 @@ class SourcesDaemon(unittest.TestCase):
     def write_config(self, sources):
         path = os.path.join(self.dir, "lw.yml")
         with open(path, "w") as f:
-            f.write("sources:\n")
+            f.write("sources:%s\n" % ("" if sources else " []"))
             for s in sources:
                 f.write("  - {%s}\n" % ", ".join("%s: '%s'" % kv for kv in s.items()))
         return path
@@ -149,6 +149,21 @@ class SourcesDaemon(unittest.TestCase):
             # The unchanged source kept its runner: its counter went on, not back to 0.
             self.assertGreaterEqual(lw.value("loadwatch_source_errors_total", samples,
                                              source="nf", reason="http_status"), before)
+
+    def test_libcurl_is_loaded_only_once_a_source_fetches(self):
+        def maps_libcurl(pid):
+            with open("/proc/%d/maps" % pid) as f:
+                return "libcurl" in f.read()
+        cfg = self.write_config([])
+        with Loadwatch(["--config.file=" + cfg]) as lw:
+            lw.wait_for(lambda s: True, timeout=15, what="a first sample")
+            self.assertFalse(maps_libcurl(lw.proc.pid), "libcurl mapped without any source")
+            self.write_config([{"name": "good", "kind": "prometheus",
+                                "url": self.bad_url + "/prom"}])
+            lw.proc.send_signal(signal.SIGHUP)
+            lw.wait_for(lambda s: lw.value("loadwatch_source_up", s, source="good") == 1,
+                        timeout=15, what="source up after SIGHUP")
+            self.assertTrue(maps_libcurl(lw.proc.pid))
 
     def test_mountebank_and_locust_metrics_pass_promtool(self):
         mb = find_mb()

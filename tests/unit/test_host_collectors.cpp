@@ -78,22 +78,23 @@ const prometheus::ClientMetric& metric(const prometheus::MetricFamily& fam, cons
   throw std::logic_error("unreachable");
 }
 
-double gauge(const std::vector<prometheus::MetricFamily>& fams, const std::string& name) {
+/// The only series of family `name`, checked to be unlabelled, of `type` and documented.
+const prometheus::ClientMetric& only_series(const std::vector<prometheus::MetricFamily>& fams,
+                                            const std::string& name, MetricType type) {
   const auto& f = family(fams, name);
-  CHECK(f.type == MetricType::Gauge);
+  CHECK(f.type == type);
   REQUIRE(f.metric.size() == 1);
   CHECK(f.metric[0].label.empty());
   CHECK_FALSE(f.help.empty());
-  return f.metric[0].gauge.value;
+  return f.metric[0];
+}
+
+double gauge(const std::vector<prometheus::MetricFamily>& fams, const std::string& name) {
+  return only_series(fams, name, MetricType::Gauge).gauge.value;
 }
 
 double counter(const std::vector<prometheus::MetricFamily>& fams, const std::string& name) {
-  const auto& f = family(fams, name);
-  CHECK(f.type == MetricType::Counter);
-  REQUIRE(f.metric.size() == 1);
-  CHECK(f.metric[0].label.empty());
-  CHECK_FALSE(f.help.empty());
-  return f.metric[0].counter.value;
+  return only_series(fams, name, MetricType::Counter).counter.value;
 }
 
 double clk_tck() {
@@ -101,6 +102,17 @@ double clk_tck() {
   REQUIRE(hz > 0);
   return static_cast<double>(hz);
 }
+
+/// Each host collector with the file below the procfs root it reads.
+struct HostFile {
+  const char* file;
+  std::unique_ptr<Collector> (*make)(const CollectorEnv&);
+};
+const HostFile kHostFiles[] = {{"stat", make_stat_collector},
+                               {"softirqs", make_softirqs_collector},
+                               {"meminfo", make_meminfo_collector},
+                               {"loadavg", make_loadavg_collector},
+                               {"sys/fs/file-nr", make_filefd_collector}};
 
 /// A scratch procfs root, removed when the test ends.
 struct TempProc {
@@ -156,30 +168,24 @@ TEST_CASE("stat collector holds back small decreases and accepts a CPU reset", "
   const FsRoot root(tmp.dir.string());
   Harness h(root, make_stat_collector);
   const double hz = clk_tck();
-  auto idle_of = [&](const std::string& cpu_label) {
+  auto seconds = [&](const std::string& cpu, const std::string& mode) {
     const auto fams = h.sample();
-    return metric(family(fams, "loadwatch_cpu_seconds_total"),
-                  {{"cpu", cpu_label}, {"mode", "idle"}})
-        .counter.value;
-  };
-  auto iowait0 = [&]() {
-    const auto fams = h.sample();
-    return metric(family(fams, "loadwatch_cpu_seconds_total"), {{"cpu", "0"}, {"mode", "iowait"}})
+    return metric(family(fams, "loadwatch_cpu_seconds_total"), {{"cpu", cpu}, {"mode", mode}})
         .counter.value;
   };
 
   tmp.write("stat", "cpu0 100 0 50 1000 40 0 5 0\ncpu1 1 1 1 1\n");
-  CHECK(idle_of("0") == 1000 / hz);
+  CHECK(seconds("0", "idle") == 1000 / hz);
   // NO_HZ idle/iowait accounting moved back a little: keep the previous values.
   tmp.write("stat", "cpu0 101 0 50 990 30 0 5 0\ncpu1 1 1 1 1\n");
-  CHECK(idle_of("0") == 1000 / hz);
-  CHECK(iowait0() == 40 / hz);
+  CHECK(seconds("0", "idle") == 1000 / hz);
+  CHECK(seconds("0", "iowait") == 40 / hz);
   // Going forward again is exported as read.
   tmp.write("stat", "cpu0 102 0 50 1010 45 0 5 0\ncpu1 1 1 1 1\n");
-  CHECK(idle_of("0") == 1010 / hz);
+  CHECK(seconds("0", "idle") == 1010 / hz);
   // idle dropped by more than 3 s: the CPU's counters restarted (hotplug); take them.
   tmp.write("stat", "cpu0 5 0 5 10 1 0 0 0\ncpu1 1 1 1 1\n");
-  CHECK(idle_of("0") == 10 / hz);
+  CHECK(seconds("0", "idle") == 10 / hz);
   // cpu1 went offline: no series for it; back online, its counters start where they are.
   tmp.write("stat", "cpu0 5 0 5 11 1 0 0 0\n");
   {
@@ -189,7 +195,7 @@ TEST_CASE("stat collector holds back small decreases and accepts a CPU reset", "
     }
   }
   tmp.write("stat", "cpu0 5 0 5 11 1 0 0 0\ncpu1 0 0 0 0\n");
-  CHECK(idle_of("1") == 0);
+  CHECK(seconds("1", "idle") == 0);
 }
 
 TEST_CASE("stat collector exports only the modes an old kernel prints", "[stat]") {
@@ -265,16 +271,7 @@ TEST_CASE("filefd collector exports allocated and maximum from the fixture", "[f
 TEST_CASE("host collectors throw, naming the path, when their file is missing", "[errors]") {
   TempProc tmp;  // empty root
   const FsRoot root(tmp.dir.string());
-  struct Case {
-    const char* file;
-    std::unique_ptr<Collector> (*make)(const CollectorEnv&);
-  };
-  const Case cases[] = {{"stat", make_stat_collector},
-                        {"softirqs", make_softirqs_collector},
-                        {"meminfo", make_meminfo_collector},
-                        {"loadavg", make_loadavg_collector},
-                        {"sys/fs/file-nr", make_filefd_collector}};
-  for (const auto& c : cases) {
+  for (const auto& c : kHostFiles) {
     INFO(c.file);
     Harness h(root, c.make);
     CHECK_THROWS_WITH(h.sample(),
@@ -285,16 +282,7 @@ TEST_CASE("host collectors throw, naming the path, when their file is missing", 
 TEST_CASE("host collectors throw, naming the path, on a malformed file", "[errors]") {
   TempProc tmp;
   const FsRoot root(tmp.dir.string());
-  struct Case {
-    const char* file;
-    std::unique_ptr<Collector> (*make)(const CollectorEnv&);
-  };
-  const Case cases[] = {{"stat", make_stat_collector},
-                        {"softirqs", make_softirqs_collector},
-                        {"meminfo", make_meminfo_collector},
-                        {"loadavg", make_loadavg_collector},
-                        {"sys/fs/file-nr", make_filefd_collector}};
-  for (const auto& c : cases) {
+  for (const auto& c : kHostFiles) {
     INFO(c.file);
     tmp.write(c.file, "garbage\x01\n");
     Harness h(root, c.make);

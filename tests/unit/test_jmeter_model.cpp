@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -7,6 +6,7 @@
 #include <string>
 
 #include "jmeter_model.h"
+#include "tests/lib/sample_values.h"
 
 using namespace loadwatch;
 
@@ -16,32 +16,7 @@ namespace {
 std::map<std::string, double> flatten(const JMeterModel& m) {
   MetricSink sink;
   m.collect(sink);
-  std::map<std::string, double> out;
-  for (const auto& f : sink.families()) {
-    for (const auto& s : f.metric) {
-      std::string key = f.name + "{";
-      for (size_t i = 0; i < s.label.size(); ++i) {
-        key += (i ? "," : "") + s.label[i].name + "=" + s.label[i].value;
-      }
-      if (f.type == prometheus::MetricType::Summary) {
-        // Like the text format: name{...,quantile="Q"}, name_count{...}, name_sum{...}.
-        std::string labels = key.substr(f.name.size());
-        for (const auto& q : s.summary.quantile) {
-          char buf[32];
-          auto end = std::to_chars(buf, buf + sizeof buf, q.quantile).ptr;
-          out[key + (s.label.empty() ? "" : ",") + "quantile=" + std::string(buf, end) + "}"] =
-              q.value;
-        }
-        out[f.name + "_count" + labels + "}"] = static_cast<double>(s.summary.sample_count);
-        out[f.name + "_sum" + labels + "}"] = s.summary.sample_sum;
-        continue;
-      }
-      key += "}";
-      double v = f.type == prometheus::MetricType::Counter ? s.counter.value : s.gauge.value;
-      out[key] = v;
-    }
-  }
-  return out;
+  return test::sample_values(sink);
 }
 
 void graphite(JMeterModel& m, std::string_view text, double now = 1000) {

@@ -524,6 +524,14 @@ TEST_CASE("sysctl values and the port range", "[net][sysctl]") {
 
 // ---------------------------------------------------------------- collectors on fixture trees
 
+TEST_CASE("only the kernel's own /proc counts as live procfs (netlink may stand in)",
+          "[net][collector]") {
+  CHECK(FsRoot("/proc").is_live_procfs());
+  CHECK(FsRoot("/proc/").is_live_procfs());
+  CHECK_FALSE(FsRoot(kProc).is_live_procfs());
+  CHECK_FALSE(FsRoot("/host/proc").is_live_procfs());
+}
+
 TEST_CASE("collectors on the fixture tree", "[net][collector]") {
   Options opt;
   Config cfg;
