@@ -1,11 +1,14 @@
 // JMeter's InfluxdbBackendListenerClient (3.2+) POSTs line protocol to the URL it is given
 // (default http://host:8086/write?db=jmeter; 5.2+ also /api/v2/write?org=..&bucket=.. with a
 // Token header) every 5 s and once at teardown. loadwatch answers like InfluxDB would: 204 on
-// success, 400 with {"error": ...} on a malformed line.
+// success, 400 with {"error": ...} on a malformed line. Telegraf, the influxdb-client libraries
+// and the influx CLI gzip their bodies (Content-Encoding: gzip), which InfluxDB accepts too.
 #include "collectors/jmeter_influx.h"
 
 #include <chrono>
 #include <string>
+
+#include "gzip.h"
 
 namespace loadwatch {
 
@@ -29,6 +32,18 @@ std::string json_escape(std::string_view s) {
     } else {
       out += static_cast<char>(c);
     }
+  }
+  return out;
+}
+
+/// The Content-Encoding value trimmed and lower-cased (codings are case-insensitive, RFC 9110
+/// 8.4.1).
+std::string content_coding(std::string_view value) {
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  std::string out(value);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
   return out;
 }
@@ -65,11 +80,21 @@ HttpHandler make_influx_write_handler(std::shared_ptr<JMeterModel> model, bool v
     if (source.size() > 256) return json_error(400, std::string(param) + " is too long");
     auto ns = influx_precision_ns(req.query_param("precision"));
     if (!ns) return json_error(400, "invalid precision \"" + req.query_param("precision") + "\"");
-    std::string encoding = req.header("content-encoding");
-    if (!encoding.empty() && encoding != "identity") {
-      return json_error(415, "Content-Encoding \"" + encoding + "\" is not supported");
+    std::string_view body = req.body;
+    GunzipResult inflated;
+    std::string encoding = content_coding(req.header("content-encoding"));
+    if (encoding == "gzip" || encoding == "x-gzip") {
+      // The same cap as the raw body: what the route would not take plain, it does not take
+      // gzipped either (InfluxDB also answers 413).
+      inflated = gzip_decompress(req.body, kInfluxMaxBody);
+      if (inflated.error == GunzipError::too_large) return json_error(413, inflated.message);
+      if (inflated.error != GunzipError::none) return json_error(400, inflated.message);
+      body = inflated.data;
+    } else if (!encoding.empty() && encoding != "identity") {
+      return json_error(415, "Content-Encoding \"" + req.header("content-encoding") +
+                                 "\" is not supported: use gzip or identity");
     }
-    auto outcome = model->ingest_influx(source, req.body, unix_now(), *ns);
+    auto outcome = model->ingest_influx(source, body, unix_now(), *ns);
     if (outcome.malformed == 0) {
       HttpResponse r;
       r.status = 204;

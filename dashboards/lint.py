@@ -47,6 +47,7 @@ class Lint:
         self.mixin = root / "dashboards"
         self.problems = []
         self.metrics = {}  # name -> (type, labels)
+        self.summary_parts = {}  # NAME_sum / NAME_count of a summary -> (type, labels)
         self.records = {}  # record name -> level labels
         self.thresholds = {}  # NAME -> default (float)
 
@@ -65,15 +66,23 @@ class Lint:
             if not line or line.startswith("#"):
                 continue
             parts = line.split()
-            if len(parts) != 3 or parts[1] not in ("counter", "gauge") \
+            if len(parts) != 3 or parts[1] not in ("counter", "gauge", "summary") \
                     or not re.fullmatch(r"loadwatch_[a-z0-9_]+", parts[0]):
-                self.problem(path, f"line {n}: expected 'NAME counter|gauge LABELS'")
+                self.problem(path, f"line {n}: expected 'NAME counter|gauge|summary LABELS'")
                 continue
             if parts[0] in self.metrics:
                 self.problem(path, f"line {n}: {parts[0]} listed twice")
             if (parts[1] == "counter") != parts[0].endswith("_total"):
                 self.problem(path, f"line {n}: {parts[0]}: counters and only counters end in _total")
             labels = set() if parts[2] == "-" else set(parts[2].split(","))
+            if parts[1] == "summary":
+                # The quantile series are gauges; _sum and _count are counters without quantile.
+                if "quantile" not in labels:
+                    self.problem(path, f"line {n}: {parts[0]}: a summary has a quantile label")
+                self.metrics[parts[0]] = ("gauge", labels)
+                self.summary_parts[parts[0] + "_sum"] = ("counter", labels - {"quantile"})
+                self.summary_parts[parts[0] + "_count"] = ("counter", labels - {"quantile"})
+                continue
             self.metrics[parts[0]] = (parts[1], labels)
 
     def load_yaml(self, path):
@@ -104,8 +113,8 @@ class Lint:
                 if not any(m[0] == "__name__" for m in s.matchers):
                     self.problem(path, f"{where}: selector without a metric name")
                 continue
-            if s.name in self.metrics:
-                mtype, labels = self.metrics[s.name]
+            if s.name in self.metrics or s.name in self.summary_parts:
+                mtype, labels = self.metrics.get(s.name) or self.summary_parts[s.name]
                 allowed = labels | SCRAPE_LABELS
                 target_scoped = "target" in labels
                 if s.function in COUNTER_FUNCS and mtype != "counter":

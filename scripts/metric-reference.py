@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -27,8 +28,23 @@ from lwtest import Loadwatch, free_port  # noqa: E402
 BEGIN, END = "<!-- metric-reference:begin -->", "<!-- metric-reference:end -->"
 FIX = os.path.join(ROOT, "tests", "fixtures", "sources")
 ROUTES = {"/stats/requests": "locust_2.12.1_stats_requests_running.json",
+          "/distributed/stats/requests": "locust_2.28_stats_requests.json",  # has workers
           "/imposters": "mountebank_2.9.1_imposters.json",
           "/metrics": "mountebank_2.9.1_metrics.txt"}
+JMETER = os.path.join(ROOT, "tests", "fixtures", "jmeter")
+TEXTFILES = os.path.join(ROOT, "tests", "fixtures", "textfile", "ok")
+# JMeter's InfluxDB backend listener: a run start, aggregate and per-transaction points, the
+# thread counts, a run end (every family the model derives).
+INFLUX_BODY = (
+    'events,application=app,title=ApacheJMeter text="Test started" {t0}\n'
+    "jmeter,application=app,transaction=all,statut=all count=3,countError=1,hit=3,avg=2.5,"
+    "min=1,max=4,pct90.0=4,sb=300,rb=900 {t1}\n"
+    "jmeter,application=app,transaction=home,statut=all count=3,avg=2.5,min=1,max=4,"
+    "pct90.0=4 {t1}\n"
+    "jmeter,application=app,transaction=home,statut=ko count=1 {t1}\n"
+    "jmeter,application=app,transaction=internal minAT=1,maxAT=2,meanAT=1.5,startedT=2,"
+    "endedT=0 {t1}\n"
+    'events,application=app,title=ApacheJMeter text="Test ended" {t2}\n')
 
 
 class Fixtures(http.server.BaseHTTPRequestHandler):
@@ -77,24 +93,33 @@ def main():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = "http://127.0.0.1:%d" % server.server_address[1]
     textdir = tempfile.mkdtemp()
-    shutil.copy(os.path.join(ROOT, "tests", "fixtures", "textfile", "ok",
-                             sorted(os.listdir(os.path.join(ROOT, "tests", "fixtures", "textfile",
-                                                            "ok")))[0]), textdir)
+    for name in os.listdir(TEXTFILES):
+        if name.endswith(".prom"):
+            shutil.copy(os.path.join(TEXTFILES, name), textdir)
     gport = free_port()
     args = ["--target=self=comm:loadwatch", "--target=absent=pid:4194303",
             "--source=mb=mountebank," + base, "--source=locust=locust," + base,
+            "--source=workers=locust," + base + "/distributed",
             "--source=app=prometheus," + base + "/metrics",
             "--graphite.listen-address=127.0.0.1:%d" % gport,
             "--collector.textfile.directory=" + textdir, "--sample.interval=200ms"]
     try:
         with Loadwatch(args) as lw:
+            now = int(time.time())
+            with open(os.path.join(JMETER, "graphite_2.13_capture.txt")) as f:
+                capture = "".join("%s %s %d\n" % (*line.split()[:2], now) for line in f
+                                  if line.strip())
             with socket.create_connection(("127.0.0.1", gport)) as s:
-                now = int(time.time())
-                s.sendall(b"jm.all.ok.count 5 %d\njm.all.a.pct90 12 %d\n" % (now, now))
-            req = urllib.request.Request(lw.url + "/write?db=jmx", method="POST", data=(
-                b"jmeter,application=app,transaction=all,statut=all count=3,avg=2.5,"
-                b"pct90.0=4\n"))
-            urllib.request.urlopen(req).read()
+                s.sendall(capture.encode())
+            ns = now * 10**9
+            body = INFLUX_BODY.format(t0=ns - 2 * 10**9, t1=ns - 10**9, t2=ns).encode()
+            urllib.request.urlopen(urllib.request.Request(
+                lw.url + "/write?db=jmx", method="POST", data=body)).read()
+            try:  # one line that is not line protocol: counted as rejected
+                urllib.request.urlopen(urllib.request.Request(
+                    lw.url + "/write?db=jmx", method="POST", data=b"not line protocol\n")).read()
+            except urllib.error.HTTPError:
+                pass
             time.sleep(6)  # sources scrape every 5s by default
             text = lw.metrics_text()
     finally:

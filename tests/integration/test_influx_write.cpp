@@ -3,10 +3,12 @@
 #include <curl/curl.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <map>
 #include <string>
 
 #include "collectors/jmeter_influx.h"
+#include "gzip.h"
 #include "http_server.h"
 #include "tests/lib/sample_values.h"
 
@@ -79,6 +81,23 @@ struct Server {
   }
 };
 
+/// The two collections hold the same series with the same values (NaN equal to NaN), except
+/// the push wall-clock time, which differs between any two writes.
+void check_same_samples(const std::map<std::string, double>& a,
+                        const std::map<std::string, double>& b) {
+  REQUIRE(a.size() == b.size());
+  for (const auto& [key, value] : a) {
+    INFO(key);
+    REQUIRE(b.count(key) == 1);
+    if (key.rfind("loadwatch_push_last_timestamp_seconds{", 0) == 0) continue;
+    if (std::isnan(value)) {
+      CHECK(std::isnan(b.at(key)));
+    } else {
+      CHECK(b.at(key) == value);
+    }
+  }
+}
+
 const char* kBody =
     "events,application=shop,title=ApacheJMeter text=\"Test started\" 1700000000000000000\n"
     "jmeter,application=shop,transaction=all,statut=all count=10,countError=1,avg=5.0,"
@@ -131,7 +150,7 @@ TEST_CASE("influx http: a malformed line gives 400 naming it; valid lines still 
   CHECK(v["loadwatch_push_rejected_lines_total{protocol=influx,reason=parse}"] == 1);
 }
 
-TEST_CASE("influx http: missing db, bad precision, wrong method, compressed body") {
+TEST_CASE("influx http: missing db, bad precision, wrong method, unsupported encoding") {
   Server s;
   auto r = request(s.url("/write"), "POST", "m v=1");
   CHECK(r.status == 400);
@@ -143,8 +162,13 @@ TEST_CASE("influx http: missing db, bad precision, wrong method, compressed body
   CHECK(r.status == 400);
   r = request(s.url("/write?db=x"), "GET", "");
   CHECK(r.status == 405);
-  r = request(s.url("/write?db=x"), "POST", "m v=1", {"Content-Encoding: gzip"});
-  CHECK(r.status == 415);
+  for (const char* encoding : {"br", "deflate", "zstd", "gzip, br"}) {
+    INFO(encoding);
+    r = request(s.url("/write?db=x"), "POST", "m v=1",
+                {std::string("Content-Encoding: ") + encoding});
+    CHECK(r.status == 415);
+    CHECK_THAT(r.body, Catch::StartsWith("{\"error\":") && Catch::Contains("not supported"));
+  }
   auto v = collect(*s.collector, s.root);
   CHECK(v.count("loadwatch_generator_requests_total{source=x}") == 0);
 }
@@ -161,4 +185,91 @@ TEST_CASE("influx http: a body over the limit gets 413 and changes nothing") {
   CHECK(v.count("loadwatch_generator_requests_total{source=big}") == 0);
   // The server still answers afterwards.
   CHECK(request(s.url("/write?db=big"), "POST", line).status == 204);
+}
+
+TEST_CASE("influx http: a gzip body lands exactly as the plain body") {
+  Server plain, gz;
+  REQUIRE(request(plain.url("/write?db=perf"), "POST", kBody).status == 204);
+  auto r =
+      request(gz.url("/write?db=perf"), "POST", gzip_compress(kBody), {"Content-Encoding: gzip"});
+  CHECK(r.status == 204);
+  CHECK(r.body.empty());
+  auto want = collect(*plain.collector, plain.root);
+  CHECK(want["loadwatch_generator_requests_total{source=perf}"] == 10);
+  check_same_samples(want, collect(*gz.collector, gz.root));
+}
+
+TEST_CASE("influx http: v2 gzip in any case, in several members; identity as is") {
+  std::string body =
+      "events text=\"x started\" 1700000000\n"
+      "jmeter,transaction=all,statut=all count=3 1700000001\n";
+  Server plain, gz;
+  const char* url = "/api/v2/write?org=o&bucket=b2&precision=s";
+  REQUIRE(request(plain.url(url), "POST", body).status == 204);
+  // telegraf and the Go client send one member; `gzip -c a b` style bodies have several.
+  auto r = request(gz.url(url), "POST",
+                   gzip_compress(body.substr(0, 20)) + gzip_compress(body.substr(20)),
+                   {"Content-Encoding:  GZip ", "Authorization: Token secret"});
+  CHECK(r.status == 204);
+  check_same_samples(collect(*plain.collector, plain.root), collect(*gz.collector, gz.root));
+
+  Server id;
+  CHECK(request(id.url(url), "POST", body, {"Content-Encoding: identity"}).status == 204);
+  check_same_samples(collect(*plain.collector, plain.root), collect(*id.collector, id.root));
+}
+
+TEST_CASE("influx http: a malformed line inside a gzip body is named like a plain one") {
+  Server s;
+  auto r = request(s.url("/write?db=perf"), "POST",
+                   gzip_compress("jmeter,transaction=all,statut=all count=4\n"
+                                 "jmeter,transaction=all,statut=all count=oops\n"),
+                   {"Content-Encoding: gzip"});
+  CHECK(r.status == 400);
+  CHECK_THAT(r.body, Catch::Contains("line 2") && Catch::Contains("count=oops"));
+  auto v = collect(*s.collector, s.root);
+  CHECK(v["loadwatch_generator_requests_total{source=perf}"] == 4);
+}
+
+TEST_CASE("influx http: a gzip bomb gets 413, nothing is taken, the server keeps serving") {
+  Server s;
+  // 64 MiB of valid lines, ~64 KiB on the wire: far under the 16 MiB body limit, far over it
+  // once inflated.
+  std::string line = "jmeter,transaction=all,statut=all count=1\n";
+  std::string big;
+  big.reserve((64u << 20) + line.size());
+  while (big.size() < (64u << 20)) big += line;
+  std::string bomb = gzip_compress(big, 9);
+  big = std::string();
+  REQUIRE(bomb.size() < kInfluxMaxBody / 16);
+  auto r = request(s.url("/write?db=bomb"), "POST", bomb, {"Content-Encoding: gzip"});
+  CHECK(r.status == 413);
+  CHECK_THAT(r.body, Catch::StartsWith("{\"error\":") &&
+                         Catch::Contains("inflates past " + std::to_string(kInfluxMaxBody)));
+  auto v = collect(*s.collector, s.root);
+  CHECK(v.count("loadwatch_generator_requests_total{source=bomb}") == 0);
+  // Still serving, plain and gzip.
+  CHECK(request(s.url("/write?db=bomb"), "POST", line).status == 204);
+  CHECK(request(s.url("/write?db=bomb"), "POST", gzip_compress(line), {"Content-Encoding: gzip"})
+            .status == 204);
+  v = collect(*s.collector, s.root);
+  CHECK(v["loadwatch_generator_requests_total{source=bomb}"] == 2);
+}
+
+TEST_CASE("influx http: corrupt or truncated gzip gets 400 and changes nothing") {
+  Server s;
+  std::string gz = gzip_compress(kBody);
+  std::string bad_crc = gz;
+  bad_crc[bad_crc.size() - 8] ^= 0x55;
+  auto r = request(s.url("/write?db=bad"), "POST", bad_crc, {"Content-Encoding: gzip"});
+  CHECK(r.status == 400);
+  CHECK_THAT(r.body, Catch::StartsWith("{\"error\":\"invalid gzip body"));
+  r = request(s.url("/write?db=bad"), "POST", gz.substr(0, gz.size() / 2),
+              {"Content-Encoding: gzip"});
+  CHECK(r.status == 400);
+  CHECK_THAT(r.body, Catch::Contains("truncated gzip body"));
+  r = request(s.url("/write?db=bad"), "POST", kBody, {"Content-Encoding: gzip"});  // not gzip
+  CHECK(r.status == 400);
+  CHECK_THAT(r.body, Catch::Contains("invalid gzip body"));
+  auto v = collect(*s.collector, s.root);
+  CHECK(v.count("loadwatch_generator_requests_total{source=bad}") == 0);
 }

@@ -7,6 +7,7 @@ import socket
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -68,6 +69,16 @@ def hold(port, count, payload=b""):
             if pending:
                 time.sleep(0.01)
     return socks
+
+
+def trickle(socks, stop):
+    """Sends one byte on each socket every 0.5 s until `stop` is set."""
+    while not stop.wait(0.5):
+        for s in list(socks):
+            try:
+                s.send(b"x")
+            except OSError:
+                pass
 
 
 def scrape_time(lw):
@@ -142,9 +153,20 @@ class RequestLimits(unittest.TestCase):
             with Loadwatch(["--web.max-requests=%d" % limit]) as lw:
                 # Requests whose body never comes are in flight (their handler waits in the
                 # body read) until the read times out.
-                socks = hold(lw.port, limit, b"POST /metrics HTTP/1.1\r\nHost: x\r\n"
-                                             b"Content-Length: 100\r\n\r\n")
+                stalled = b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
+                socks = hold(lw.port, limit - 1, stalled)
+                # A body byte every 0.5 s keeps each read within the 5 s read timeout, so the
+                # requests stay in flight however slow this machine is (100 bytes: 50 s).
+                stop = threading.Event()
+                threading.Thread(target=trickle, args=(socks, stop), daemon=True).start()
                 try:
+                    time.sleep(1)  # all of them accepted and waiting in their body read
+                    # The limit-th concurrent request is still served...
+                    self.assertEqual(http_get(lw.url + "/metrics")[0], 200, "limit %d" % limit)
+                    # ...and one more in flight makes the next one the (limit+1)-th. (The GET's
+                    # handler leaves the count just after its response went out: wait for it.)
+                    time.sleep(0.2)
+                    socks += hold(lw.port, 1, stalled)
                     deadline = time.time() + 3
                     status = None
                     while time.time() < deadline and status != 503:
@@ -153,6 +175,7 @@ class RequestLimits(unittest.TestCase):
                     self.assertEqual(status, 503, "limit %d" % limit)
                     self.assertIn(b"too many concurrent requests", body)
                 finally:
+                    stop.set()
                     for s in socks:
                         s.close()
                 deadline = time.time() + 8

@@ -48,6 +48,10 @@ expect_lint_failure "a label the metric lacks" "has no label 'device'" \
   "$(mutate 'panels[0]["targets"][0]["expr"] = "loadwatch_process_open_fds{job=~\"\$job\", instance=~\"\$instance\", target=~\"\$target\", device=\"eth0\"}"')"
 expect_lint_failure "rate() of a gauge" "rate() of gauge loadwatch_process_open_fds" \
   "$(mutate 'panels[0]["targets"][0]["expr"] = "rate(loadwatch_process_open_fds{job=~\"\$job\", instance=~\"\$instance\", target=~\"\$target\"}[1m])"')"
+expect_lint_failure "rate() of a summary's quantiles" "rate() of gauge loadwatch_generator_latency_seconds" \
+  "$(mutate 'panels[0]["targets"][0]["expr"] = "rate(loadwatch_generator_latency_seconds{job=~\"\$job\", instance=~\"\$instance\"}[1m])"')"
+expect_lint_failure "a quantile label on a summary's _count" "has no label 'quantile'" \
+  "$(mutate 'panels[0]["targets"][0]["expr"] = "rate(loadwatch_generator_latency_seconds_count{job=~\"\$job\", instance=~\"\$instance\", quantile=\"0.99\"}[1m])"')"
 expect_lint_failure "overlapping panels" "overlaps" \
   "$(mutate 'panels[1]["gridPos"] = dict(panels[0]["gridPos"])')"
 expect_lint_failure "a missing target variable" "needs a query variable 'target'" \

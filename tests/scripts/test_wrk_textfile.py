@@ -31,12 +31,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0,
+         "B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3}
+
+
 def parse_wrk_output(text):
-    """wrk's printed summary -> requests, status errors, socket errors by kind."""
-    m = re.search(r"^\s*(\d+) requests in ", text, re.M)
+    """wrk's printed summary (run with --latency) -> requests, bytes read, latency percentiles
+    (seconds), status errors, socket errors by kind."""
+    m = re.search(r"^\s*(\d+) requests in [^,]+, ([\d.]+)([KMG]?B) read", text, re.M)
     assert m, text
-    out = {"requests": int(m.group(1)), "status": 0,
-           "connect": 0, "read": 0, "write": 0, "timeout": 0}
+    out = {"requests": int(m.group(1)), "bytes": float(m.group(2)) * UNITS[m.group(3)],
+           "status": 0, "connect": 0, "read": 0, "write": 0, "timeout": 0}
+    for pct, value, unit in re.findall(r"^\s+(50|75|90|99)%\s+([\d.]+)(us|ms|s|m|h)$", text,
+                                       re.M):
+        out["p" + pct] = float(value) * UNITS[unit]
+    assert "p50" in out and "p99" in out, text
     m = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
     if m:
         out["status"] = int(m.group(1))
@@ -74,7 +83,7 @@ class WrkTextfile(unittest.TestCase):
     def wrk(self, path, run):
         env = dict(os.environ, LOADWATCH_TEXTFILE_DIR=self.dir, LOADWATCH_WRK_RUN=run)
         url = "http://127.0.0.1:%d%s" % (self.server.server_address[1], path)
-        p = subprocess.run(["wrk", "-t1", "-c2", "-d1s", "-s", SCRIPT, url], env=env,
+        p = subprocess.run(["wrk", "-t1", "-c2", "-d1s", "--latency", "-s", SCRIPT, url], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("loadwatch.lua: wrote", p.stderr)
@@ -94,9 +103,16 @@ class WrkTextfile(unittest.TestCase):
         for kind in ("connect", "read", "write", "status", "timeout"):
             self.assertEqual(values['loadwatch_wrk_errors_total{run="%s",kind="%s"}' % (run, kind)],
                              printed[kind], kind)
-        q50 = values['loadwatch_wrk_latency_seconds{run="%s",quantile="0.5"}' % run]
+        # The same figures wrk printed, within its print rounding (2 decimals of its unit).
+        for pct, quantile in (("p50", "0.5"), ("p99", "0.99")):
+            exported = values['loadwatch_wrk_latency_seconds{run="%s",quantile="%s"}'
+                              % (run, quantile)]
+            self.assertAlmostEqual(exported, printed[pct], delta=0.01 * printed[pct] + 1e-5,
+                                   msg=pct)
         q999 = values['loadwatch_wrk_latency_seconds{run="%s",quantile="0.999"}' % run]
-        self.assertTrue(0 < q50 <= q999 < 10, (q50, q999))
+        self.assertTrue(printed["p99"] * 0.99 <= q999 < 10, q999)
+        self.assertAlmostEqual(values['loadwatch_wrk_read_bytes_total{run="%s"}' % run],
+                               printed["bytes"], delta=0.01 * printed["bytes"])
         self.assertGreater(values['loadwatch_wrk_duration_seconds{run="%s"}' % run], 0.9)
         return values
 
