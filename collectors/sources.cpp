@@ -27,7 +27,7 @@ bool same_endpoint(const SourceConfig& a, const SourceConfig& b) {
 
 bool same_settings(const SourceConfig& a, const SourceConfig& b) {
   return a.interval == b.interval && a.timeout == b.timeout && a.max_bytes == b.max_bytes &&
-         a.max_series == b.max_series;
+         a.max_series == b.max_series && a.tls == b.tls && a.auth == b.auth;
 }
 
 class SourcesCollector : public Collector {

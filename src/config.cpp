@@ -3,6 +3,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cstring>
 #include <set>
 
@@ -61,6 +62,61 @@ class Parser : private YamlReader {
     }
   }
 
+  /// A file name; relative ones are resolved against the config file's directory, as
+  /// Prometheus does for its own *_file keys.
+  std::string path(const YAML::Node& node, const std::string& what) const {
+    std::string p = scalar(node, what);
+    if (p.empty()) fail(node.Mark(), what + " must not be empty");
+    if (p.front() == '/') return p;
+    auto slash = file().rfind('/');
+    return slash == std::string::npos ? p : file().substr(0, slash + 1) + p;
+  }
+
+  TlsClientConfig tls(const YAML::Node& node) const {
+    expect_keys(node, "tls",
+                {"ca_file", "cert_file", "key_file", "server_name", "insecure_skip_verify"});
+    TlsClientConfig t;
+    if (node["ca_file"]) t.ca_file = path(node["ca_file"], "tls ca_file");
+    if (node["cert_file"]) t.cert_file = path(node["cert_file"], "tls cert_file");
+    if (node["key_file"]) t.key_file = path(node["key_file"], "tls key_file");
+    if (node["server_name"]) {
+      t.server_name = scalar(node["server_name"], "tls server_name");
+      // It becomes the URL's host (see http_fetch.cpp): a bare DNS name or IPv4 address only.
+      bool ok = !t.server_name.empty();
+      for (char c : t.server_name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) ||
+                                               c == '.' || c == '-' || c == '_');
+      if (!ok) fail(node["server_name"].Mark(), "tls server_name must be a host name");
+    }
+    if (node["insecure_skip_verify"]) {
+      t.insecure_skip_verify = boolean(node["insecure_skip_verify"], "tls insecure_skip_verify");
+    }
+    if (!t.cert_file.empty() && t.key_file.empty()) {
+      fail(node["cert_file"].Mark(), "tls cert_file needs key_file");
+    }
+    if (t.cert_file.empty() && !t.key_file.empty()) {
+      fail(node["key_file"].Mark(), "tls key_file needs cert_file");
+    }
+    return t;
+  }
+
+  void basic_auth(const YAML::Node& node, SourceAuth& auth) const {
+    if (node.IsMap() && node["password"]) {
+      // Prometheus allows it; here passwords stay out of the config file, which ends up in
+      // diffs, backups and bug reports.
+      fail(node["password"].Mark(), "basic_auth takes password_file, not an inline password");
+    }
+    expect_keys(node, "basic_auth", {"username", "password_file"});
+    for (const char* key : {"username", "password_file"}) {
+      if (!node[key]) fail(node.Mark(), std::string("basic_auth needs ") + key);
+    }
+    auth.username = scalar(node["username"], "basic_auth username");
+    if (auth.username.empty() || auth.username.find(':') != std::string::npos) {
+      // RFC 7617: the user-id ends at the first colon.
+      fail(node["username"].Mark(), "basic_auth username must be non-empty and without ':'");
+    }
+    auth.password_file = path(node["password_file"], "basic_auth password_file");
+  }
+
   TargetConfig target(const YAML::Node& node) const {
     expect_keys(node, "target", {"name", "match", "children"});
     TargetConfig t;
@@ -88,7 +144,8 @@ class Parser : private YamlReader {
 
   SourceConfig source(const YAML::Node& node) const {
     expect_keys(node, "source",
-                {"name", "kind", "url", "interval", "timeout", "max_response_bytes", "max_series"});
+                {"name", "kind", "url", "interval", "timeout", "max_response_bytes", "max_series",
+                 "tls", "basic_auth", "bearer_token_file"});
     SourceConfig s;
     for (const char* key : {"name", "kind", "url"}) {
       if (!node[key]) fail(node.Mark(), std::string("source needs ") + key);
@@ -110,6 +167,22 @@ class Parser : private YamlReader {
       s.max_bytes = integer(node["max_response_bytes"], "max_response_bytes", 1024, 1LL << 32);
     }
     if (node["max_series"]) s.max_series = integer(node["max_series"], "max_series", 1, 1000000);
+    if (node["tls"]) {
+      // An error rather than ignored (Prometheus ignores it): whoever wrote a CA or a client
+      // certificate expects TLS, and would otherwise send credentials in clear.
+      if (s.url.rfind("https://", 0) != 0) {
+        fail(node["tls"].Mark(), "tls needs an https:// source url");
+      }
+      s.tls = tls(node["tls"]);
+    }
+    if (node["basic_auth"]) basic_auth(node["basic_auth"], s.auth);
+    if (node["bearer_token_file"]) {
+      if (node["basic_auth"]) {
+        fail(node["bearer_token_file"].Mark(),
+             "bearer_token_file and basic_auth are mutually exclusive");
+      }
+      s.auth.bearer_token_file = path(node["bearer_token_file"], "bearer_token_file");
+    }
     return s;
   }
 

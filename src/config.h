@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tls_client_config.h"
+
 namespace loadwatch {
 
 /// A config error that names where it is: "file:line:col: message".
@@ -45,6 +47,16 @@ struct TargetConfig {
   }
 };
 
+/// How a source authenticates: file paths only. The secrets are read at each scrape (a
+/// rotated one is used without a reload) and live only for that scrape.
+struct SourceAuth {
+  std::string username;           // basic auth when non-empty, password from password_file
+  std::string password_file;
+  std::string bearer_token_file;  // Authorization: Bearer when non-empty
+
+  bool operator==(const SourceAuth&) const = default;
+};
+
 struct SourceConfig {
   std::string name;
   std::string kind;  // mountebank, locust, prometheus
@@ -53,6 +65,8 @@ struct SourceConfig {
   std::chrono::milliseconds timeout{2000};
   std::uint64_t max_bytes = 16u << 20;
   std::size_t max_series = 1000;
+  TlsClientConfig tls;  // https:// URLs only (an error on http://)
+  SourceAuth auth;
 };
 
 struct TcpConfig {

@@ -36,6 +36,7 @@ Loaded load() {
   std::string& e = l.error;
   l.ok = resolve(handle, "curl_easy_init", a.easy_init, e) &&
          resolve(handle, "curl_easy_cleanup", a.easy_cleanup, e) &&
+         resolve(handle, "curl_easy_reset", a.easy_reset, e) &&
          resolve(handle, "curl_easy_setopt", a.easy_setopt, e) &&
          resolve(handle, "curl_easy_getinfo", a.easy_getinfo, e) &&
          resolve(handle, "curl_easy_strerror", a.easy_strerror, e) &&
@@ -47,7 +48,12 @@ Loaded load() {
          resolve(handle, "curl_multi_poll", a.multi_poll, e) &&
          resolve(handle, "curl_multi_info_read", a.multi_info_read, e) &&
          resolve(handle, "curl_slist_append", a.slist_append, e) &&
-         resolve(handle, "curl_slist_free_all", a.slist_free_all, e);
+         resolve(handle, "curl_slist_free_all", a.slist_free_all, e) &&
+         resolve(handle, "curl_url", a.url, e) &&
+         resolve(handle, "curl_url_cleanup", a.url_cleanup, e) &&
+         resolve(handle, "curl_url_set", a.url_set, e) &&
+         resolve(handle, "curl_url_get", a.url_get, e) &&
+         resolve(handle, "curl_free", a.free, e);
   if (!l.ok) return l;
   // curl_global_init is not thread-safe in every libcurl build: it runs here, once, first.
   using GlobalInit = decltype(&curl_global_init);

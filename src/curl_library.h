@@ -12,6 +12,7 @@ namespace loadwatch {
 struct CurlLibrary {
   decltype(&curl_easy_init) easy_init;
   decltype(&curl_easy_cleanup) easy_cleanup;
+  decltype(&curl_easy_reset) easy_reset;
   decltype(&curl_easy_setopt) easy_setopt;
   decltype(&curl_easy_getinfo) easy_getinfo;
   decltype(&curl_easy_strerror) easy_strerror;
@@ -24,6 +25,11 @@ struct CurlLibrary {
   decltype(&curl_multi_info_read) multi_info_read;
   decltype(&curl_slist_append) slist_append;
   decltype(&curl_slist_free_all) slist_free_all;
+  decltype(&curl_url) url;
+  decltype(&curl_url_cleanup) url_cleanup;
+  decltype(&curl_url_set) url_set;
+  decltype(&curl_url_get) url_get;
+  decltype(&curl_free) free;
 };
 
 /// Loads libcurl and runs curl_global_init once (thread-safe). Null when it cannot be loaded;

@@ -1,29 +1,42 @@
 #pragma once
 // HTTP GET for pull sources (libcurl): timeouts, a response size limit on decoded bytes,
-// gzip, prompt cancellation, and the error reasons loadwatch_source_errors_total uses.
+// gzip, TLS and auth, prompt cancellation, and the error reasons of
+// loadwatch_source_errors_total.
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
 
+#include "tls_client_config.h"
+
 namespace loadwatch {
 
 /// Why a scrape failed; the label values of loadwatch_source_errors_total{reason}.
-enum class FetchError { None, Timeout, Connect, HttpStatus, Parse, TooLarge, Stopped };
+/// Credentials: loadwatch's own files for the source (password_file, bearer_token_file,
+/// tls ca_file, cert_file, key_file) are missing, unreadable or invalid; no request was sent
+/// or the handshake could not start. A TLS failure caused by the peer is Connect.
+enum class FetchError { None, Timeout, Connect, HttpStatus, Parse, TooLarge, Credentials, Stopped };
 
-/// "timeout", "connect", "http_status", "parse", "too_large" ("" for None, "stopped").
+/// "timeout", "connect", "http_status", "parse", "too_large", "credentials" ("" for None,
+/// "stopped").
 const char* fetch_error_reason(FetchError e);
 
 /// The reasons exported (every one, from start-up, so rate() works from the first error).
-inline constexpr FetchError kFetchErrorReasons[] = {FetchError::Timeout, FetchError::Connect,
-                                                    FetchError::HttpStatus, FetchError::Parse,
-                                                    FetchError::TooLarge};
+inline constexpr FetchError kFetchErrorReasons[] = {
+    FetchError::Timeout, FetchError::Connect,  FetchError::HttpStatus,
+    FetchError::Parse,   FetchError::TooLarge, FetchError::Credentials};
 
 struct FetchOptions {
   std::chrono::milliseconds timeout{2000};  // whole transfer, connect included
   std::uint64_t max_bytes = 16u << 20;      // decoded body bytes; beyond -> TooLarge
   std::string accept;                       // Accept header; empty = curl's default
+  TlsClientConfig tls;                      // for https:// URLs
+  /// Secrets the caller read for this request. Sent, never logged nor kept in the handle
+  /// after the request.
+  std::string username;      // basic auth when non-empty (with password)
+  std::string password;
+  std::string bearer_token;  // Authorization: Bearer when non-empty
 };
 
 struct FetchResult {

@@ -7,8 +7,32 @@
 #include <limits>
 
 #include "prom_text_parser.h"
+#include "secret_file.h"
 
 namespace loadwatch {
+
+bool read_credentials(const SourceAuth& auth, FetchOptions& options, std::string& error) {
+  options.username = auth.username;
+  options.password.clear();
+  options.bearer_token.clear();
+  if (!auth.password_file.empty() &&
+      !read_secret_file(auth.password_file, options.password, error)) {
+    error = "basic_auth password_file: " + error;
+    return false;
+  }
+  if (!auth.bearer_token_file.empty()) {
+    if (!read_secret_file(auth.bearer_token_file, options.bearer_token, error)) {
+      error = "bearer_token_file: " + error;
+      return false;
+    }
+    if (options.bearer_token.empty()) {
+      // "Authorization: Bearer " with nothing is never meant; likely a file being rewritten.
+      error = "bearer_token_file: " + auth.bearer_token_file + " is empty";
+      return false;
+    }
+  }
+  return true;
+}
 
 std::size_t series_count(const prometheus::ClientMetric& metric, prometheus::MetricType type) {
   switch (type) {
@@ -102,9 +126,18 @@ void SourceRunner::run() {
     FetchOptions options;
     options.timeout = cfg.timeout;
     options.max_bytes = cfg.max_bytes;
+    options.tls = cfg.tls;
     std::vector<FetchResult> answers;
     bool stopped = false;
+    // Secrets are read at each scrape, not at config load, as Prometheus does: a rotated
+    // password or token (Vault agent, a mounted Kubernetes secret) counts at once without a
+    // SIGHUP, a missing file marks only this source down, and no secret stays in memory
+    // between scrapes.
+    if (!read_credentials(cfg.auth, options, result.message)) {
+      result.error = FetchError::Credentials;
+    }
     for (const auto& req : scraper_->requests(cfg)) {
+      if (result.error != FetchError::None) break;
       options.accept = req.accept;
       // The timeout bounds the whole scrape, not each of its GETs.
       auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -70,6 +70,10 @@ std::size_t series_count(const prometheus::ClientMetric& metric, prometheus::Met
 /// Keeps at most `max_series` series, in order; returns how many were dropped.
 std::size_t cap_series(std::vector<prometheus::MetricFamily>& families, std::size_t max_series);
 
+/// Reads the source's password or bearer token file (if any) into `options`. False with
+/// `error` naming the file and the cause (never the secret) when it cannot be used.
+bool read_credentials(const SourceAuth& auth, FetchOptions& options, std::string& error);
+
 /// Runs one source: a thread that scrapes every `interval` (the first scrape at once) with
 /// its own reused HTTP handle. snapshot() and the setters are safe from any thread. The
 /// destructor stops and joins; a transfer in flight is abandoned within ~50 ms.
@@ -84,8 +88,8 @@ class SourceRunner {
   /// many sources stop in parallel).
   void request_stop();
 
-  /// Changes interval, timeout and limits of a source whose name, kind and URL are
-  /// unchanged; its counters continue. Takes effect from the next scrape.
+  /// Changes interval, timeout, limits, TLS and auth of a source whose name, kind and URL
+  /// are unchanged; its counters continue. Takes effect from the next scrape.
   void set_config(const SourceConfig& config);
   SourceConfig config() const;
 

@@ -1,6 +1,7 @@
 // Pull sources against real peers on loopback: misbehaving endpoints from
 // tests/scripts/bad_http_server.py, real Mountebank 2.9.1 (npm, build/peers/mountebank) and
-// real Locust 2.12.1 (Debian python3-locust) against python3 -m http.server.
+// real Locust 2.12.1 (Debian python3-locust) against python3 -m http.server, and a python3
+// peer that echoes the credentials it receives.
 // Every child is started here, killed by its PID and reaped; every wait is bounded.
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -443,6 +444,59 @@ TEST_CASE("bad endpoints mark the source down with the right reason", "[sources]
       CHECK(growth < 40L * 1024 * 1024);
     }
   }
+  server.stop();
+  fs::remove_all(dir);
+}
+
+// ---- credentials ----------------------------------------------------------------------------
+
+TEST_CASE("HttpFetcher sends basic auth or a bearer token, and forgets them", "[sources][real]") {
+  fs::path dir = temp_dir("auth");
+  // A peer that answers with the Host and Authorization headers it received.
+  Process server({"python3", "-c", R"(import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        b = ("host=%s auth=%s" % (self.headers.get("Host", ""),
+                                  self.headers.get("Authorization", ""))).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def log_message(self, *a):
+        pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+)"},
+                 (dir / "server.log").string(), true);
+  std::string port = server.line();
+  REQUIRE(!port.empty());
+  std::string url = "http://127.0.0.1:" + port + "/metrics";
+  std::string host = "host=127.0.0.1:" + port;
+
+  HttpFetcher http;  // one handle for all, as a source runner keeps it
+  FetchOptions basic;
+  basic.username = "alice";
+  basic.password = "s3cret";
+  auto r = http.get(url, basic);
+  REQUIRE(r.ok());
+  CHECK(r.body == host + " auth=Basic YWxpY2U6czNjcmV0");  // alice:s3cret
+  FetchOptions bearer;
+  bearer.bearer_token = "t0ken";
+  r = http.get(url, bearer);
+  REQUIRE(r.ok());
+  CHECK(r.body == host + " auth=Bearer t0ken");
+  // Nothing carries over to a request without credentials on the same (reused) handle.
+  r = http.get(url, FetchOptions{});
+  REQUIRE(r.ok());
+  CHECK(r.body == host + " auth=");
+  // server_name is for https:// only; a plain URL goes out unchanged.
+  FetchOptions named;
+  named.tls.server_name = "peer.internal";
+  r = http.get(url, named);
+  REQUIRE(r.ok());
+  CHECK(r.body == host + " auth=");
   server.stop();
   fs::remove_all(dir);
 }

@@ -149,3 +149,91 @@ TEST_CASE("quick-form flags merge into the config") {
   Config c4;
   CHECK_THROWS_WITH(merge_flag_targets(c4, noeq), Catch::Contains("want NAME=KIND:VALUE"));
 }
+
+TEST_CASE("sources take tls, basic_auth and bearer_token_file", "[config][tls]") {
+  auto c = parse_config(R"(sources:
+  - name: peer
+    kind: prometheus
+    url: 'https://10.0.0.5:9100'
+    tls: {ca_file: ca.pem, cert_file: /pki/client.crt, key_file: client.key,
+          server_name: peer.internal, insecure_skip_verify: false}
+    basic_auth: {username: alice, password_file: secrets/pw}
+  - name: tok
+    kind: prometheus
+    url: 'http://127.0.0.1:9100'
+    bearer_token_file: /run/token
+)",
+                        "/etc/loadwatch/lw.yml");
+  REQUIRE(c.sources.size() == 2);
+  const auto& tls = c.sources[0].tls;
+  CHECK(tls.ca_file == "/etc/loadwatch/ca.pem");  // relative to the config file
+  CHECK(tls.cert_file == "/pki/client.crt");
+  CHECK(tls.key_file == "/etc/loadwatch/client.key");
+  CHECK(tls.server_name == "peer.internal");
+  CHECK_FALSE(tls.insecure_skip_verify);
+  CHECK(c.sources[0].auth.username == "alice");
+  CHECK(c.sources[0].auth.password_file == "/etc/loadwatch/secrets/pw");
+  CHECK(c.sources[0].auth.bearer_token_file.empty());
+  // basic auth over plain http is allowed (loopback peers), as in Prometheus.
+  CHECK(c.sources[1].auth.bearer_token_file == "/run/token");
+  CHECK(c.sources[1].auth.username.empty());
+  CHECK(c.sources[1].tls == TlsClientConfig{});
+  CHECK(parse_config("sources:\n  - {name: a, kind: locust, url: 'https://h',"
+                     " tls: {insecure_skip_verify: yes}}\n",
+                     "lw.yml")
+            .sources[0]
+            .tls.insecure_skip_verify);
+}
+
+TEST_CASE("tls and auth errors name file:line:col", "[config][tls]") {
+  const std::string https = "sources:\n  - name: p\n    kind: prometheus\n    url: 'https://h'\n";
+  const std::string http = "sources:\n  - name: p\n    kind: prometheus\n    url: 'http://h'\n";
+  SECTION("unknown keys") {
+    CHECK(error_of(https + "    tls: {ca_file: a, cafile: b}\n") ==
+          "lw.yml:5:23: unknown key \"cafile\" in tls (allowed: ca_file, cert_file, key_file, "
+          "server_name, insecure_skip_verify)");
+    CHECK(error_of(https + "    basic_auth: {username: u, password_file: p, realm: x}\n") ==
+          "lw.yml:5:49: unknown key \"realm\" in basic_auth (allowed: username, password_file)");
+    CHECK(error_of(https + "    tls_config: {ca_file: a}\n")
+              .rfind("lw.yml:5:5: unknown key \"tls_config\" in source", 0) == 0);
+  }
+  SECTION("wrong types") {
+    CHECK(error_of(https + "    tls: yes\n") == "lw.yml:5:10: tls must be a mapping");
+    CHECK(error_of(https + "    tls: {insecure_skip_verify: maybe}\n") ==
+          "lw.yml:5:33: tls insecure_skip_verify must be true or false");
+    CHECK(error_of(https + "    tls: {ca_file: [a]}\n") == "lw.yml:5:20: tls ca_file must be a string");
+    CHECK(error_of(https + "    basic_auth: alice\n") == "lw.yml:5:17: basic_auth must be a mapping");
+    CHECK(error_of(https + "    bearer_token_file: {a: b}\n") ==
+          "lw.yml:5:24: bearer_token_file must be a string");
+    CHECK(error_of(https + "    bearer_token_file: ''\n") ==
+          "lw.yml:5:24: bearer_token_file must not be empty");
+    CHECK(error_of(https + "    tls: {server_name: 'a/b'}\n") ==
+          "lw.yml:5:24: tls server_name must be a host name");
+  }
+  SECTION("cert_file and key_file come together") {
+    CHECK(error_of(https + "    tls: {cert_file: c.pem}\n") ==
+          "lw.yml:5:22: tls cert_file needs key_file");
+    CHECK(error_of(https + "    tls: {key_file: k.pem}\n") ==
+          "lw.yml:5:21: tls key_file needs cert_file");
+  }
+  SECTION("one kind of auth") {
+    CHECK(error_of(https +
+                   "    basic_auth: {username: u, password_file: p}\n    bearer_token_file: t\n") ==
+          "lw.yml:6:24: bearer_token_file and basic_auth are mutually exclusive");
+  }
+  SECTION("basic_auth needs a username without ':' and a password file, not a password") {
+    CHECK(error_of(https + "    basic_auth: {username: u}\n") ==
+          "lw.yml:5:17: basic_auth needs password_file");
+    CHECK(error_of(https + "    basic_auth: {password_file: p}\n") ==
+          "lw.yml:5:17: basic_auth needs username");
+    CHECK(error_of(https + "    basic_auth: {username: 'a:b', password_file: p}\n") ==
+          "lw.yml:5:28: basic_auth username must be non-empty and without ':'");
+    auto e = error_of(https + "    basic_auth: {username: u, password: hunter2}\n");
+    CHECK(e == "lw.yml:5:41: basic_auth takes password_file, not an inline password");
+    CHECK(e.find("hunter2") == std::string::npos);
+  }
+  SECTION("tls on an http:// url is an error, not ignored") {
+    CHECK(error_of(http + "    tls: {ca_file: a}\n") ==
+          "lw.yml:5:10: tls needs an https:// source url");
+  }
+}

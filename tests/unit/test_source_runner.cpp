@@ -1,15 +1,21 @@
 // SourceRunner without a network: a scripted kind (no requests, so process() is called
-// directly) drives up/down, error reasons, the series cap, HELP escaping, and stopping.
+// directly) drives up/down, error reasons, the series cap, HELP escaping, and stopping;
+// secret files and the `credentials` reason on temporary files.
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
 
+#include "secret_file.h"
 #include "source_runner.h"
 
 using namespace loadwatch;
@@ -69,13 +75,14 @@ class Scripted : public SourceScraper {
 };
 
 SourceConfig config(std::size_t max_series = 1000) {
-  SourceConfig c;
-  c.name = "s";
-  c.kind = "prometheus";
-  c.url = "http://127.0.0.1:9";
-  c.interval = 20ms;
-  c.max_series = max_series;
-  return c;
+  // Designated initializers: GCC 12 warns falsely (-Wrestrict) on `c.name = "s"` here.
+  return SourceConfig{.name = "s",
+                      .kind = "prometheus",
+                      .url = "http://127.0.0.1:9",
+                      .interval = 20ms,
+                      .max_series = max_series,
+                      .tls = {},
+                      .auth = {}};
 }
 
 ScrapeResult ok(std::vector<prometheus::MetricFamily> fams) {
@@ -205,4 +212,86 @@ TEST_CASE("destroying a runner waiting for its next scrape is prompt", "[runner]
   auto t0 = std::chrono::steady_clock::now();
   r.reset();
   CHECK(std::chrono::steady_clock::now() - t0 < 200ms);
+}
+
+namespace {
+
+/// A file in a fresh temporary directory, removed with it.
+struct TempFile {
+  std::string dir, path;
+  explicit TempFile(const std::string& content) {
+    char tmpl[] = "/tmp/lw-secret-XXXXXX";
+    dir = mkdtemp(tmpl);
+    path = dir + "/secret";
+    FILE* f = std::fopen(path.c_str(), "wb");
+    std::fwrite(content.data(), 1, content.size(), f);
+    std::fclose(f);
+  }
+  ~TempFile() {
+    std::remove(path.c_str());
+    rmdir(dir.c_str());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("secret files: trailing line breaks stripped, content never in errors", "[runner][auth]") {
+  std::string secret, error;
+  CHECK(read_secret_file(TempFile("s3cret\n").path, secret, error));
+  CHECK(secret == "s3cret");
+  CHECK(read_secret_file(TempFile("s3cret\r\n\n").path, secret, error));
+  CHECK(secret == "s3cret");
+  CHECK(read_secret_file(TempFile("").path, secret, error));
+  CHECK(secret.empty());
+  {
+    TempFile two("s3cret\nX-Injected: 1\n");
+    CHECK_FALSE(read_secret_file(two.path, secret, error));
+    CHECK(error == two.path + " has a line break or NUL byte inside");
+    CHECK(secret.empty());
+  }
+  CHECK_FALSE(read_secret_file(TempFile(std::string(kMaxSecretBytes + 1, 'x')).path, secret, error));
+  CHECK(error.find("larger than") != std::string::npos);
+  CHECK_FALSE(read_secret_file("/nonexistent/pw", secret, error));
+  CHECK(error == "cannot read /nonexistent/pw: No such file or directory");
+}
+
+TEST_CASE("read_credentials fills basic auth or a bearer token", "[runner][auth]") {
+  TempFile pw("s3cret\n");
+  FetchOptions o;
+  std::string error;
+  SourceAuth basic{"alice", pw.path, ""};
+  REQUIRE(read_credentials(basic, o, error));
+  CHECK(o.username == "alice");
+  CHECK(o.password == "s3cret");
+  CHECK(o.bearer_token.empty());
+  SourceAuth bearer{"", "", pw.path};
+  REQUIRE(read_credentials(bearer, o, error));
+  CHECK(o.username.empty());
+  CHECK(o.password.empty());
+  CHECK(o.bearer_token == "s3cret");
+  TempFile empty("\n");
+  CHECK_FALSE(read_credentials(SourceAuth{"", "", empty.path}, o, error));
+  CHECK(error == "bearer_token_file: " + empty.path + " is empty");
+  CHECK(read_credentials(SourceAuth{}, o, error));  // no auth
+}
+
+TEST_CASE("an unreadable password file marks the source down as credentials", "[runner][auth]") {
+  auto cfg = config();
+  cfg.auth = SourceAuth{"alice", "/nonexistent/pw", ""};
+  SourceRunner r(cfg, std::make_unique<Scripted>(std::vector<std::function<ScrapeResult()>>{
+                          [] { return ok({counter_family("c", 1)}); }}));
+  REQUIRE(r.wait_for_scrapes(1, 5s));
+  auto s = r.snapshot();
+  CHECK_FALSE(s->up);
+  CHECK(s->errors[reason_index(FetchError::Credentials)] == 1);
+  CHECK(s->last_error ==
+        "basic_auth password_file: cannot read /nonexistent/pw: No such file or directory");
+  CHECK(std::string(fetch_error_reason(FetchError::Credentials)) == "credentials");
+
+  // Fixed on the next scrape without a reload: the file is read each time.
+  TempFile pw("s3cret\n");
+  cfg.auth.password_file = pw.path;
+  r.set_config(cfg);
+  REQUIRE(r.wait_for_scrapes(s->scrapes + 2, 5s));
+  CHECK(r.snapshot()->up);
 }
