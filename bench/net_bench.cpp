@@ -9,6 +9,9 @@
 //       ms, and the collector's TIME_WAIT figures of the last sample. Driven by
 //       bench/net_bench.py, which builds the 60,000 TIME_WAIT fixture and runs the peers.
 //
+//   net_bench dump MASK FAMILY K [PORT... | --sport LO-HI]
+//       Kernel + parse cost of one sock_diag dump (see dump_cost()).
+//
 //   net_bench capture DIR PORT...
 //       Records, in one moment, the raw netlink sock_diag replies of an all-states TCP dump
 //       filtered (INET_DIAG_REQ_BYTECODE) to sockets with a local or remote port among PORTs:
@@ -143,10 +146,12 @@ int sample(int argc, char** argv) {
       "{\"collector\":\"%s\",\"samples\":%d,\"ports\":%zu,\"force_procfs\":%s,"
       "\"cpu_ms_mean\":%.3f,\"cpu_ms_median\":%.3f,\"cpu_ms_max\":%.3f,"
       "\"wall_ms_mean\":%.3f,\"wall_ms_median\":%.3f,\"wall_ms_max\":%.3f,"
-      "\"time_wait\":%.0f",
+      "\"time_wait\":%.0f,\"ephemeral_max\":%.0f",
       collector.c_str(), samples, cfg.tcp.ports.size(), opt.tcp_force_procfs ? "true" : "false",
       cmean, cmed, cmax, wmean, wmed, wmax,
-      find(last, "loadwatch_tcp_connections", {{"state", "time_wait"}}));
+      find(last, "loadwatch_tcp_connections", {{"state", "time_wait"}}),
+      find(last, "loadwatch_tcp_ephemeral_port_usage_ratio", {}) *
+          find(last, "loadwatch_tcp_ephemeral_ports", {}));
   for (auto p : cfg.tcp.ports) {
     std::printf(
         ",\"tw_port_%u\":%.0f", p,
@@ -252,16 +257,25 @@ int capture(const std::string& dir, const std::vector<std::uint16_t>& ports) {
   return 1;
 }
 
-/// Kernel cost of one dump: `net_bench dump MASK FAMILY K [PORT...]` (MASK in hex, FAMILY 0
-/// for the two-family TCPDIAG_GETSOCK dump, 2 or 10): thread CPU ms per dump, median of K.
+/// Kernel cost of one dump: `net_bench dump MASK FAMILY K [PORT... | --sport LO-HI]` (MASK in
+/// hex, FAMILY 0 for the two-family TCPDIAG_GETSOCK dump, 2 or 10; --sport: the source range
+/// bytecode of the ephemeral TIME_WAIT dump): thread CPU ms per dump, median of K.
 int dump_cost(int argc, char** argv) {
   if (argc < 5) return 2;
   const std::uint32_t mask = static_cast<std::uint32_t>(std::stoul(argv[2], nullptr, 16));
   const int family = std::atoi(argv[3]);
   const int k = std::max(1, std::min(1000, std::atoi(argv[4])));
   std::vector<std::uint16_t> ports;
-  for (int i = 5; i < argc; ++i) ports.push_back(static_cast<std::uint16_t>(std::atoi(argv[i])));
-  const auto bc = build_port_filter(ports);
+  std::vector<std::uint8_t> bc;
+  if (argc == 7 && std::string(argv[5]) == "--sport") {
+    unsigned lo = 0, hi = 0;
+    if (std::sscanf(argv[6], "%u-%u", &lo, &hi) != 2 || hi > 65535) return 2;
+    bc = build_source_range_filter(static_cast<std::uint16_t>(lo), static_cast<std::uint16_t>(hi));
+  } else {
+    for (int i = 5; i < argc; ++i)
+      ports.push_back(static_cast<std::uint16_t>(std::atoi(argv[i])));
+    bc = build_port_filter(ports);
+  }
   int err = 0;
   auto diag = SockDiag::open(err);
   if (!diag) return 1;

@@ -25,7 +25,10 @@ What one run does
   4. node_exporter 1.5 (Debian prometheus-node-exporter) with only --collector.tcpstat on
      127.0.0.1:19131: CPU (utime+stime of its PID) per scrape over `--scrapes` scrapes.
   5. Exactness: the collector's time_wait against sockstat and `ss state time-wait | wc -l`
-     in the same moment.
+     in the same moment, and its ephemeral usage (max per destination, TIME_WAIT included)
+     against ss's.
+  6. The two deferrable dumps alone (`net_bench dump`): the walk (every state but
+     TIME_WAIT) and the ephemeral TIME_WAIT dump (source port range bytecode).
 Prints a table with the ratios, writes JSON with --out. Bounded: --max-seconds (300).
 """
 import argparse
@@ -60,6 +63,21 @@ def ss_timewait():
     return out.count(b"\n")
 
 
+def ss_ephemeral_max(lo, hi):
+    """Max over peer ip:port of sockets (TIME_WAIT included) on an ephemeral local port."""
+    out = subprocess.run(["ss", "-Htan", "exclude", "listening"], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, timeout=60).stdout.decode()
+    per_peer = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) < 5:
+            continue
+        local, peer = f[3], f[4]
+        if lo <= int(local.rsplit(":", 1)[1]) <= hi:
+            per_peer[peer] = per_peer.get(peer, 0) + 1
+    return max(per_peer.values(), default=0)
+
+
 def pdeathsig():
     import ctypes
     libc = ctypes.CDLL(None)
@@ -87,7 +105,7 @@ class Bench:
         self.notes = []
         self.tw_start = None
         with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            self.eph_lo = int(f.read().split()[0])
+            self.eph_lo, self.eph_hi = map(int, f.read().split()[:2])
         assert max(LISTEN_PORTS + QUIET_PORTS) < self.eph_lo
 
     def left(self):
@@ -206,6 +224,13 @@ class Bench:
         out = subprocess.run(cmd, stdout=subprocess.PIPE, timeout=120, check=True).stdout
         return json.loads(out)
 
+    def dump(self, *args):
+        """Kernel + parse cost of one sock_diag dump (two families in one walk), median of 10."""
+        cmd = [os.path.join(self.a.build, "bench", "net_bench"), "dump", args[0], "0", "10"]
+        out = subprocess.run(cmd + list(args[1:]), stdout=subprocess.PIPE, timeout=120,
+                             check=True).stdout
+        return json.loads(out)
+
     def node_exporter(self):
         url = "http://127.0.0.1:19131/metrics"
         p = subprocess.Popen(["prometheus-node-exporter", "--web.listen-address=127.0.0.1:19131",
@@ -265,10 +290,16 @@ class Bench:
         r["ours_busy_ports"] = self.ours("--ports", b)
         r["ours_target"] = self.ours("--target", "app=%d" % self.target_pid)
         r["ours_procfs"] = self.ours("--force-procfs", "--ports", q)
+        # The two deferrable dumps alone: the walk (every state but TIME_WAIT) and the
+        # ephemeral TIME_WAIT dump (source range bytecode).
+        r["dump_walk"] = self.dump("fbe")
+        r["dump_ephemeral_tw"] = self.dump("40", "--sport", "%d-%d" % (self.eph_lo, self.eph_hi))
         # Exactness in one moment: sockstat, the collector, ss.
-        r["exact"] = {"sockstat_before": sockstat_tw(),
-                      "collector": self.ours("--samples", "1")["time_wait"],
-                      "ss": ss_timewait(), "sockstat_after": sockstat_tw()}
+        one = self.ours("--samples", "1", "--walk-budget", "0")
+        r["exact"] = {"sockstat_before": sockstat_tw(), "collector": one["time_wait"],
+                      "ss": ss_timewait(), "sockstat_after": sockstat_tw(),
+                      "ephemeral_collector": one["ephemeral_max"],
+                      "ephemeral_ss": ss_ephemeral_max(self.eph_lo, self.eph_hi)}
         r["node_exporter"] = self.node_exporter()
         r["in_window"] = self.in_window("the measurements")
         r["notes"] = self.notes
@@ -305,6 +336,10 @@ def report(r):
         ("tcp, a target with %d fds, no ports" % r["target_fds"], m("ours_target"), ""),
         ("tcp, /proc fallback, 2 quiet ports", m("ours_procfs"), ""),
         ("netstat+sockstat+sysctl+netdev+conntrack", sum(r["ours_all_network"].values()), ""),
+        ("dump alone: walk (all but TIME_WAIT)", r["dump_walk"]["cpu_ms_median"],
+         "%d sockets" % r["dump_walk"]["sockets"]),
+        ("dump alone: ephemeral TIME_WAIT", r["dump_ephemeral_tw"]["cpu_ms_median"],
+         "%d sockets" % r["dump_ephemeral_tw"]["sockets"]),
         ("node_exporter 1.5 tcpstat, per scrape", r["node_exporter"]["cpu_ms_per_scrape"],
          "%.0f x tcp no ports, %.1f x tcp 2 ports" % (
              r["node_exporter"]["cpu_ms_per_scrape"] / max(m("ours_no_ports"), 1e-6),
@@ -321,6 +356,8 @@ def report(r):
     e = r["exact"]
     print("exactness: sockstat %d / collector %d / ss %d / sockstat %d"
           % (e["sockstat_before"], e["collector"], e["ss"], e["sockstat_after"]))
+    print("ephemeral max per destination: collector %d / ss %d"
+          % (e["ephemeral_collector"], e["ephemeral_ss"]))
     print("node_exporter time_wait: %s" % r["node_exporter"]["time_wait"])
     for n in r["notes"]:
         print("NOTE: " + n)

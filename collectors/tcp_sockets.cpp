@@ -14,6 +14,7 @@
 #include <string>
 #include <tuple>
 
+#include "ephemeral_use.h"
 #include "proc_net_tcp.h"
 #include "sock_diag.h"
 #include "socket_owners.h"
@@ -41,15 +42,24 @@ double thread_cpu_ms() {
 }
 
 /// First pass over the sockets: host-wide counts, and a copy of each socket for the
-/// per-port / per-target pass (which needs the watched ports, known only after it).
+/// per-port / per-target pass (which needs the watched ports, known only after it). With
+/// `timewait`, TIME_WAIT sockets are only counted there (per destination) and their ports
+/// kept in `tw_ports` (for the per-port counts): 4 bytes a socket instead of a record.
 class Recorder final : public TcpSocketVisitor {
  public:
-  Recorder(StateCounts& host, std::uint64_t& fw2_minisocks, std::vector<TcpSocket>& keep)
-      : host_(host), fw2_(fw2_minisocks), keep_(keep) {}
+  using PortPairs = std::vector<std::pair<std::uint16_t, std::uint16_t>>;
+  Recorder(StateCounts& host, std::uint64_t& fw2_minisocks, std::vector<TcpSocket>& keep,
+           EphemeralUse* timewait, PortPairs* tw_ports)
+      : host_(host), fw2_(fw2_minisocks), keep_(keep), timewait_(timewait), tw_ports_(tw_ports) {}
   void on_socket(const TcpSocket& s) override {
     if (s.state == 0 || s.state >= kTcpStateCount) return;
     ++host_[s.state];
     if (s.timewait_minisock && s.state == kTcpFinWait2) ++fw2_;
+    if (timewait_ != nullptr && s.state == kTcpTimeWait) {
+      timewait_->add(s);
+      tw_ports_->emplace_back(s.sport, s.dport);
+      return;
+    }
     keep_.push_back(s);
   }
 
@@ -57,6 +67,8 @@ class Recorder final : public TcpSocketVisitor {
   StateCounts& host_;
   std::uint64_t& fw2_;
   std::vector<TcpSocket>& keep_;
+  EphemeralUse* timewait_;
+  PortPairs* tw_ports_;
 };
 
 /// Second netlink pass: TIME_WAIT sockets of the watched ports, straight into the tally.
@@ -73,6 +85,19 @@ class PortTally final : public TcpSocketVisitor {
   TcpTally& tally_;
 };
 
+/// The ephemeral-range TIME_WAIT dump: per-destination counts only, no records.
+class TimewaitUse final : public TcpSocketVisitor {
+ public:
+  explicit TimewaitUse(EphemeralUse& use) : use_(use) {}
+  void on_socket(const TcpSocket& s) override {
+    // The kernel filtered on state and source port already; add() checks the range again.
+    if (s.state == kTcpTimeWait) use_.add(s);
+  }
+
+ private:
+  EphemeralUse& use_;
+};
+
 class TcpCollector final : public Collector {
  public:
   TcpCollector(const CollectorEnv& env, double walk_budget_ms) : walk_budget_ms_(walk_budget_ms) {
@@ -83,32 +108,44 @@ class TcpCollector final : public Collector {
     config_ports_ = env.config.tcp.ports;
     force_procfs_ = env.options.tcp_force_procfs;
     have_walk_ = false;  // the last walk watched other ports: walk at the next sample
+    // The TIME_WAIT counts may be repeated while younger than kTimewaitMaxAgeMs.
+    const auto interval = std::max<long long>(1, env.options.sample_interval.count());
+    tw_max_skip_ = static_cast<int>(std::max<long long>(0, kTimewaitMaxAgeMs / interval - 1));
+    tw_dumped_ = false;
   }
 
   void collect(SampleContext& ctx, MetricSink& out) override {
     bool netlink = use_netlink(ctx);
-    if (netlink && have_walk_ && walk_skip_ > 0 && config_ports_.empty() && same_targets(ctx)) {
+    const bool deferrable = config_ports_.empty();
+    // The ephemeral TIME_WAIT counts are due for a refresh (see the header).
+    const bool tw_due = walk_budget_ms_ <= 0 || !tw_dumped_ || tw_skip_ <= 0;
+    if (!tw_due) --tw_skip_;
+    bool walk_now = true;
+    if (netlink && have_walk_ && walk_skip_ > 0 && deferrable && !tw_due && same_targets(ctx)) {
       --walk_skip_;
-      if (refresh_between_walks(ctx)) {
-        emit(ctx, out, eph_known_, true);
-        return;
-      }
-      netlink = use_netlink(ctx);  // refused meanwhile: /proc from now on
+      walk_now = !refresh_between_walks(ctx);
+      if (walk_now) netlink = use_netlink(ctx);  // refused meanwhile: /proc from now on
     }
-    const double cpu0 = thread_cpu_ms();
-    walk(ctx, netlink);
-    emit(ctx, out, eph_known_, max_known_);
+    TimewaitCount tw = TimewaitCount::kNo;
+    double walk_cost = 0;
+    if (walk_now) {
+      const double cpu0 = thread_cpu_ms();
+      // Without tcp.ports a due refresh rides on the walk: one dump of every state touches
+      // the established hash once, where a walk and a TIME_WAIT dump touch it twice.
+      tw = walk(ctx, netlink, deferrable && tw_due);
+      walk_cost = thread_cpu_ms() - cpu0;
+      netlink = netlink && !netlink_refused_;
+    }
+    bool eph_known = eph_known_;
+    // !tw_dumped_ here: the walk found another ephemeral range.
+    if (tw == TimewaitCount::kNo && netlink && (tw_due || !tw_dumped_) && eph_known) {
+      eph_known = dump_timewait_use();
+    }
+    tally_.merge_timewait(tw_use_);
+    emit(ctx, out, eph_known, max_known_);
+    if (!walk_now) return;
     if (netlink && !netlink_refused_) {
-      // Deferral (see the header): keep the walk's average cost within the budget.
-      const double cost = thread_cpu_ms() - cpu0;
-      int skip = 0;
-      // 20 % margin: the samples in between cost ~0.1 ms too, and the next walk may cost a
-      // little more than this one.
-      const double budget = 0.8 * walk_budget_ms_;
-      if (config_ports_.empty() && walk_budget_ms_ > 0 && cost > budget) {
-        skip = static_cast<int>(std::ceil(cost / budget)) - 1;
-      }
-      walk_skip_ = std::min(skip, kMaxSkippedSamples);
+      schedule_walks(walk_cost, tw == TimewaitCount::kInWalk);
       have_walk_ = true;
       remember_targets(ctx);
     } else {
@@ -116,47 +153,133 @@ class TcpCollector final : public Collector {
     }
   }
 
-  void walk(SampleContext& ctx, bool netlink) {
+  /// Deferral (see the header): keeps the average cost of the walks and the ephemeral
+  /// TIME_WAIT refreshes within the budget.
+  void schedule_walks(double cost, bool with_timewait) {
+    // 20 % margin: the samples in between cost ~0.1 ms too, and the next walk may cost a
+    // little more than this one. A separate TIME_WAIT dump's average comes off first.
+    const double budget = 0.8 * walk_budget_ms_ - (with_timewait ? 0 : tw_avg_ms_);
+    double skip = 0;
+    if (config_ports_.empty() && walk_budget_ms_ > 0 && cost > budget) {
+      skip = budget <= 0 ? kMaxSkippedSamples : std::ceil(cost / budget) - 1;
+    }
+    walk_skip_ = static_cast<int>(std::min<double>(skip, kMaxSkippedSamples));
+    if (with_timewait) {
+      // The walk refreshed the TIME_WAIT counts: the next refresh is the next walk, at most
+      // kTimewaitMaxAgeMs later.
+      walk_skip_ = std::min(walk_skip_, tw_max_skip_);
+      tw_skip_ = walk_skip_;
+      tw_avg_ms_ = 0;
+    }
+  }
+
+  /// How a walk counted the ephemeral use of the TIME_WAIT sockets.
+  enum class TimewaitCount {
+    kNo,           // TIME_WAIT masked out of the dump
+    kInWalk,       // the dump asked for every state; TIME_WAIT sockets counted, not kept
+    kFromRecords,  // the /proc reader, or a dump without sockstat: the records hold them
+  };
+
+  TimewaitCount walk(SampleContext& ctx, bool netlink, bool with_timewait) {
+    // Ephemeral range: when unreadable, the two ephemeral gauges are left out.
+    eph_lo_ = 1;
+    eph_hi_ = 0;
+    eph_known_ = false;
+    if (ctx.proc.read("sys/net/ipv4/ip_local_port_range", buf_) == 0) {
+      std::tie(eph_lo_, eph_hi_) = parse_port_range(buf_);
+      eph_hi_ = std::min<std::uint32_t>(eph_hi_, 65535);
+      eph_known_ = true;
+    }
+    // Counts from another range are stale.
+    if (tw_use_.lo() != eph_lo_ || tw_use_.hi() != eph_hi_) tw_dumped_ = false;
+
     host_.fill(0);
     fw2_minisocks_ = 0;
     records_.clear();
-    bool tw_in_records = true;  // the first pass saw every TIME_WAIT socket
+    tw_ports_.clear();
+    TimewaitCount tw = TimewaitCount::kFromRecords;  // the first pass saw every socket
     max_known_ = true;
     if (netlink) {
-      tw_in_records = !read_netlink(ctx);
+      tw = read_netlink(ctx, with_timewait);
       if (netlink_refused_) {  // refused during this sample: start over from /proc
         host_.fill(0);
         fw2_minisocks_ = 0;
         records_.clear();
         read_procfs(ctx);
         max_known_ = false;
-        tw_in_records = true;
+        tw = TimewaitCount::kFromRecords;
       }
     } else {
       read_procfs(ctx);
       max_known_ = false;
     }
 
-    // Ephemeral range: when unreadable, the two ephemeral gauges are left out.
-    std::uint32_t eph_lo = 1, eph_hi = 0;
-    eph_known_ = false;
-    if (ctx.proc.read("sys/net/ipv4/ip_local_port_range", buf_) == 0) {
-      std::tie(eph_lo, eph_hi) = parse_port_range(buf_);
-      eph_known_ = true;
-    }
-
     resolve_targets(ctx);
     std::vector<std::uint16_t> ports = config_ports_;
     for (const auto& t : ctx.targets)
       ports.insert(ports.end(), t.listen_ports.begin(), t.listen_ports.end());
-    tally_.begin(ports, eph_lo, eph_hi);
-    for (const auto& s : records_) {
-      // TIME_WAIT counts per port and toward ephemeral usage only on watched ports, as the
-      // netlink reader sees them (see the header); this keeps /proc and netlink equal.
-      if (s.state == kTcpTimeWait && !tally_.watched(s.sport) && !tally_.watched(s.dport)) continue;
-      tally_.add(s);
+    tally_.begin(ports, eph_lo_, eph_hi_);
+    for (const auto& s : records_) tally_.add(s);  // TIME_WAIT: per port only
+    if (tw == TimewaitCount::kFromRecords) {
+      // The same count the ephemeral TIME_WAIT dump makes, so both readers agree.
+      tw_use_.reset(eph_lo_, eph_hi_);
+      for (const auto& s : records_) {
+        if (s.state == kTcpTimeWait) tw_use_.add(s);
+      }
+      tw_dumped_ = false;
+      tw_avg_ms_ = 0;
+    } else if (tw == TimewaitCount::kInWalk) {
+      // Per-port TIME_WAIT counts from the walk's port pairs: no second dump.
+      TcpSocket t;
+      t.state = kTcpTimeWait;
+      for (const auto& [sport, dport] : tw_ports_) {
+        if (!tally_.watched(sport) && !tally_.watched(dport)) continue;
+        t.sport = sport;
+        t.dport = dport;
+        tally_.add(t);
+      }
+    } else if (!tally_.ports().empty()) {
+      dump_port_timewait();
     }
-    if (!tw_in_records && !tally_.ports().empty()) dump_port_timewait();
+    if (tw == TimewaitCount::kInWalk) tw_dumped_ = true;
+    return tw;
+  }
+
+  /// The ephemeral use of the TIME_WAIT sockets, when no walk brings it: a TIME_WAIT-only
+  /// dump with a bytecode on the source port range, counted per destination (see the
+  /// header); between refreshes the last counts stand. False when netlink was refused
+  /// meanwhile (the ephemeral gauges are left out of this sample; /proc takes over).
+  bool dump_timewait_use() {
+    tw_use_.reset(eph_lo_, eph_hi_);
+    tw_dumped_ = false;
+    if (eph_lo_ > eph_hi_) return true;  // an empty range: nothing to count
+    const std::uint16_t lo = static_cast<std::uint16_t>(eph_lo_);
+    const std::uint16_t hi = static_cast<std::uint16_t>(eph_hi_);
+    if (eph_bytecode_.empty() || eph_bytecode_range_ != std::pair{lo, hi}) {
+      eph_bytecode_ = build_source_range_filter(lo, hi);
+      eph_bytecode_range_ = {lo, hi};
+    }
+    const double cpu0 = thread_cpu_ms();
+    TimewaitUse visit(tw_use_);
+    if (int err = dump_all(tcp_state_bit(kTcpTimeWait), eph_bytecode_, visit); err != 0) {
+      tw_use_.reset(eph_lo_, eph_hi_);
+      if (refused(err)) {
+        refuse(err);
+        return false;
+      }
+      throw std::runtime_error(std::string("sock_diag ephemeral time-wait dump: ") +
+                               std::strerror(err));
+    }
+    const double cost = thread_cpu_ms() - cpu0;
+    tw_dumped_ = true;
+    // Skip as many samples as keep this dump's average within the budget (20 % margin, as
+    // for the walk), but never past the age cap; budget 0 dumps every sample.
+    double skip = 0;
+    const double budget = 0.8 * walk_budget_ms_;
+    if (walk_budget_ms_ > 0 && cost > budget) skip = std::ceil(cost / budget) - 1;
+    tw_skip_ = static_cast<int>(std::min<double>(skip, tw_max_skip_));
+    tw_avg_ms_ = cost / (tw_skip_ + 1);
+    return true;
   }
 
   /// A sample between two walks: TIME_WAIT from sockstat and the listeners (a LISTEN-only
@@ -241,30 +364,33 @@ class TcpCollector final : public Collector {
                  std::strerror(err));
   }
 
-  /// Returns true when the TIME_WAIT sockets were left out of the dump (the sockstat count
-  /// stands for them).
-  bool read_netlink(SampleContext& ctx) {
+  /// With sockstat, TIME_WAIT sockets are left out of the dump (the sockstat count stands
+  /// for them) or, `with_timewait`, only counted toward the ephemeral use (tw_use_).
+  TimewaitCount read_netlink(SampleContext& ctx, bool with_timewait) {
     std::optional<SockstatTcp> sockstat;
     if (ctx.proc.read("net/sockstat", buf_) == 0) sockstat = parse_sockstat(buf_);
+    const bool mask = sockstat && !with_timewait;
     const std::uint32_t states =
-        sockstat ? kAllTcpStates & ~tcp_state_bit(kTcpTimeWait) : kAllTcpStates;
-    Recorder rec(host_, fw2_minisocks_, records_);
+        mask ? kAllTcpStates & ~tcp_state_bit(kTcpTimeWait) : kAllTcpStates;
+    const bool count_tw = sockstat && with_timewait;
+    if (count_tw) tw_use_.reset(eph_lo_, eph_hi_);
+    Recorder rec(host_, fw2_minisocks_, records_, count_tw ? &tw_use_ : nullptr, &tw_ports_);
     if (int err = dump_all(states, {}, rec); err != 0) {
       if (refused(err)) {
         refuse(err);
-        return false;
+        return TimewaitCount::kFromRecords;
       }
       throw std::runtime_error(std::string("sock_diag dump: ") + std::strerror(err));
     }
-    if (!sockstat) return false;
+    if (!sockstat) return TimewaitCount::kFromRecords;
     // sockstat "tw" counts every time-wait mini socket; those in substate FIN_WAIT2 were in
     // the dump (the state mask tests the substate) and are counted as FIN_WAIT2 already.
     host_[kTcpTimeWait] = sockstat->tw > fw2_minisocks_ ? sockstat->tw - fw2_minisocks_ : 0;
-    return true;
+    return count_tw ? TimewaitCount::kInWalk : TimewaitCount::kNo;
   }
 
   void read_procfs(SampleContext& ctx) {
-    Recorder rec(host_, fw2_minisocks_, records_);
+    Recorder rec(host_, fw2_minisocks_, records_, nullptr, nullptr);
     if (int err = read_proc_net_tcp(ctx.proc, AF_INET, rec, buf_); err != 0) {
       throw std::runtime_error(ctx.proc.path("net/tcp") + ": " + std::strerror(err));
     }
@@ -382,8 +508,9 @@ class TcpCollector final : public Collector {
                 "Ports in net.ipv4.ip_local_port_range (the ephemeral range).", {},
                 tally_.ephemeral_ports());
       out.gauge("loadwatch_tcp_ephemeral_port_usage_ratio",
-                "Max over remote ip:port of local sockets using an ephemeral port toward it, "
-                "divided by the range size (TIME_WAIT included toward watched ports).",
+                "Max over remote ip:port of local sockets (TIME_WAIT included) using an "
+                "ephemeral port toward it, divided by the range size. The TIME_WAIT part may be "
+                "up to 10 s old.",
                 {}, tally_.ephemeral_ratio());
     }
     for (std::size_t i = 0; i < ctx.targets.size(); ++i) {
@@ -399,6 +526,9 @@ class TcpCollector final : public Collector {
   // A walk at least every 15 samples: at 1 s samples, every scrape at Prometheus' default
   // 15 s interval sees figures from a walk since the previous scrape.
   static constexpr int kMaxSkippedSamples = 14;
+  // TIME_WAIT lasts 60 s (TCP_TIMEWAIT_LEN): counts under 10 s old still show an exhaustion
+  // building up in time for an alert.
+  static constexpr long long kTimewaitMaxAgeMs = 10000;
 
   std::vector<std::uint16_t> config_ports_;
   bool force_procfs_ = false;
@@ -407,7 +537,17 @@ class TcpCollector final : public Collector {
   bool have_walk_ = false;
   int walk_skip_ = 0;
   bool eph_known_ = false;
+  std::uint32_t eph_lo_ = 1, eph_hi_ = 0;  // the last walk's ephemeral range
   bool max_known_ = true;
+  // Ephemeral use of the TIME_WAIT sockets, on its own cadence: the last dump's counts stand
+  // until tw_skip_ is 0.
+  EphemeralUse tw_use_;
+  bool tw_dumped_ = false;  // tw_use_ is from a dump or a walk, not from /proc records
+  int tw_skip_ = 0;
+  int tw_max_skip_ = 9;
+  double tw_avg_ms_ = 0;  // the last dump's cost spread over the samples that reuse it
+  std::vector<std::uint8_t> eph_bytecode_;
+  std::pair<std::uint16_t, std::uint16_t> eph_bytecode_range_{};
   std::vector<std::pair<std::string, std::vector<pid_t>>> walk_targets_;
   std::vector<std::vector<std::uint64_t>> target_inodes_;
   std::vector<TcpSocket> listeners_;
@@ -418,6 +558,7 @@ class TcpCollector final : public Collector {
   StateCounts host_{};
   std::uint64_t fw2_minisocks_ = 0;
   std::vector<TcpSocket> records_;
+  Recorder::PortPairs tw_ports_;  // a walk's TIME_WAIT sockets, when it counted them
   std::vector<std::uint64_t> alive_;
   std::vector<StateCounts> target_counts_;
   TcpTally tally_;

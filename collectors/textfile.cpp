@@ -16,6 +16,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -79,6 +80,8 @@ class TextfileCollector : public Collector {
     for (const auto& f : out.families()) types.emplace(f.name, f.type);
 
     std::map<std::string, CachedFile> next;
+    std::vector<std::pair<prometheus::MetricFamily, std::string>> accepted;  // family, file
+    std::map<std::string, std::string> given_help;                          // family -> HELP
     for (const auto& name : names) {
       CachedFile file = load(name);
       if (file.size < 0) {  // vanished between readdir and stat: a normal race
@@ -102,20 +105,24 @@ class TextfileCollector : public Collector {
         error = true;
       } else {
         for (const auto& f : file.families) {
-          if (f.help.empty()) {
-            // As node_exporter does: `promtool check metrics` wants a HELP on every family.
-            auto copy = f;
-            copy.help = "Metric read from " + dir_ + "/" + name;
-            out.family(std::move(copy));
-          } else {
-            out.family(f);
-          }
+          if (!f.help.empty()) given_help.emplace(f.name, f.help);
+          accepted.emplace_back(f, name);
         }
         double mtime = static_cast<double>(file.mtime.tv_sec) + file.mtime.tv_nsec / 1e9;
         out.gauge("loadwatch_textfile_mtime_seconds", "Unix mtime of each textfile read.",
                   {{"file", name}}, mtime);
       }
       next.emplace(name, std::move(file));
+    }
+    for (auto& [family, file_name] : accepted) {
+      if (family.help.empty()) {
+        // A family merged from several files takes the HELP one of them gives; with none, a
+        // generated one, as node_exporter does (`promtool check metrics` wants a HELP).
+        auto help = given_help.find(family.name);
+        family.help = help != given_help.end() ? help->second
+                                               : "Metric read from " + dir_ + "/" + file_name;
+      }
+      out.family(std::move(family));
     }
     cache_ = std::move(next);
     out.gauge("loadwatch_textfile_scrape_error",

@@ -71,6 +71,20 @@ std::vector<std::uint8_t> build_port_filter(const std::vector<std::uint16_t>& po
   return bc;
 }
 
+std::vector<std::uint8_t> build_source_range_filter(std::uint16_t lo, std::uint16_t hi) {
+  std::vector<std::uint8_t> bc;
+  if (lo > hi) return bc;
+  // t1 = S_GE lo: "yes" (8) lands on t2; "no" (20) lands 4 bytes past the end: reject.
+  // t2 = S_LE hi: "yes" (8) ends the program with len == 0: accept; "no" (12): reject.
+  const std::size_t total = 2 * kPortTest;
+  bc.reserve(total);
+  put_op(bc, INET_DIAG_BC_S_GE, kPortTest, total + kOp);
+  put_op(bc, 0, 0, lo);
+  put_op(bc, INET_DIAG_BC_S_LE, kPortTest, kPortTest + kOp);
+  put_op(bc, 0, 0, hi);
+  return bc;
+}
+
 bool run_port_filter(std::span<const std::uint8_t> bc, std::uint16_t sport, std::uint16_t dport) {
   // Mirrors inet_diag_bc_run() (net/ipv4/inet_diag.c).
   long len = static_cast<long>(bc.size());

@@ -32,8 +32,17 @@ namespace loadwatch {
 inline constexpr std::size_t kMaxFilterPorts = 2700;
 std::vector<std::uint8_t> build_port_filter(const std::vector<std::uint16_t>& ports);
 
+/// Builds inet_diag bytecode accepting a socket whose local port is in [lo, hi] (the
+/// ephemeral range, net.ipv4.ip_local_port_range), as ss(8) compiles "sport >= :lo and
+/// sport <= :hi": an S_GE test whose "no" jumps 4 bytes past the end (reject), then an S_LE
+/// test whose "yes" ends the program (accept). 16 bytes. Empty (no filter) when lo > hi.
+/// Ops and layout: linux/inet_diag.h (INET_DIAG_BC_S_GE / INET_DIAG_BC_S_LE, each followed
+/// by a second inet_diag_bc_op whose `no` holds the port in host byte order).
+std::vector<std::uint8_t> build_source_range_filter(std::uint16_t lo, std::uint16_t hi);
+
 /// Runs bytecode on a socket's ports as the kernel's inet_diag_bc_run() does, for the ops
-/// build_port_filter() emits (NOP, JMP, S_EQ, D_EQ, S_GE/LE, D_GE/LE). For tests.
+/// build_port_filter() and build_source_range_filter() emit (NOP, JMP, S_EQ, D_EQ,
+/// S_GE/LE, D_GE/LE). For tests.
 bool run_port_filter(std::span<const std::uint8_t> bytecode, std::uint16_t sport,
                      std::uint16_t dport);
 

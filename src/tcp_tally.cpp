@@ -1,22 +1,8 @@
 #include "tcp_tally.h"
 
-#include <sys/socket.h>
-
 #include <algorithm>
-#include <cstring>
 
 namespace loadwatch {
-
-std::size_t TcpTally::DestHash::operator()(const Dest& d) const {
-  // FNV-1a over the key bytes; destinations are few, the hash only has to be decent.
-  std::uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](std::uint8_t b) { h = (h ^ b) * 1099511628211ull; };
-  mix(d.family);
-  mix(static_cast<std::uint8_t>(d.port));
-  mix(static_cast<std::uint8_t>(d.port >> 8));
-  for (auto b : d.addr) mix(b);
-  return static_cast<std::size_t>(h);
-}
 
 TcpTally::TcpTally() : slot_(65536, kNoSlot) {}
 
@@ -35,7 +21,7 @@ void TcpTally::begin(const std::vector<std::uint16_t>& ports, std::uint32_t eph_
   }
   eph_lo_ = eph_lo;
   eph_hi_ = eph_hi;
-  dest_.clear();
+  live_.reset(eph_lo, eph_hi);
   eph_max_ = 0;
 }
 
@@ -58,20 +44,9 @@ void TcpTally::add(const TcpSocket& s) {
   if (s.dport != 0) {
     if (std::uint16_t i = slot_[s.dport]; i != kNoSlot) ++ports_[i].remote[s.state];
   }
-  if (s.state != kTcpListen && s.dport != 0 && s.sport >= eph_lo_ && s.sport <= eph_hi_) {
-    Dest d{};
-    d.port = s.dport;
-    d.family = s.family;
-    d.addr = s.daddr;
-    // ::ffff:a.b.c.d (RFC 4291 2.5.5.2) is the IPv4 peer a.b.c.d: same port space.
-    static constexpr std::uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    if (s.family == AF_INET6 && std::memcmp(d.addr.data(), kMapped, 12) == 0) {
-      d.family = AF_INET;
-      std::memmove(d.addr.data(), d.addr.data() + 12, 4);
-      std::memset(d.addr.data() + 4, 0, 12);
-    }
-    const std::uint32_t n = ++dest_[d];
-    eph_max_ = std::max<std::uint64_t>(eph_max_, n);
+  if (s.state != kTcpTimeWait) {
+    live_.add(s);
+    eph_max_ = std::max(eph_max_, live_.max());
   }
 }
 

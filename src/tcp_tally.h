@@ -4,9 +4,9 @@
 
 #include <array>
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
+#include "ephemeral_use.h"
 #include "tcp_socket.h"
 
 namespace loadwatch {
@@ -36,10 +36,15 @@ class TcpTally {
   void begin(const std::vector<std::uint16_t>& ports, std::uint32_t eph_lo, std::uint32_t eph_hi);
 
   /// Adds one socket: per-port states (local and remote side), listener queues, and, when
-  /// its local port is in the ephemeral range and it is not a listener, one use of that
-  /// port toward its remote ip:port. An IPv4-mapped IPv6 peer (::ffff:a.b.c.d) counts with
-  /// the IPv4 one: both draw from the same port space.
+  /// its local port is in the ephemeral range and it is neither a listener nor TIME_WAIT,
+  /// one use of that port toward its remote ip:port (see EphemeralUse::add). TIME_WAIT
+  /// sockets are counted apart, on their own cadence, and come in through merge_timewait().
   void add(const TcpSocket& s);
+
+  /// Adds the ephemeral use of the TIME_WAIT sockets, counted apart: ephemeral_max() becomes
+  /// the largest per-destination sum of the add()ed sockets and `timewait`. Call after the
+  /// sample's last add(); a later call with fresher counts replaces the earlier ones.
+  void merge_timewait(const EphemeralUse& timewait) { eph_max_ = live_.max_with(timewait); }
 
   /// Forgets the listeners (LISTEN counts and queues) of every watched port, keeping the
   /// rest, so that fresh listeners can be add()ed between two full walks.
@@ -49,29 +54,19 @@ class TcpTally {
   const std::vector<TcpPortStats>& ports() const { return ports_; }  // ascending port order
   /// Size of the ephemeral range (hi - lo + 1; 0 when the range is empty).
   std::uint32_t ephemeral_ports() const { return eph_hi_ >= eph_lo_ ? eph_hi_ - eph_lo_ + 1 : 0; }
-  /// The largest number of sockets toward one remote ip:port using an ephemeral local port.
+  /// The largest number of sockets toward one remote ip:port using an ephemeral local port
+  /// (TIME_WAIT included once merge_timewait() was called).
   std::uint64_t ephemeral_max() const { return eph_max_; }
   /// ephemeral_max() / ephemeral_ports(), 0 for an empty range.
   double ephemeral_ratio() const;
 
  private:
   static constexpr std::uint16_t kNoSlot = 0xffff;
-  struct Dest {
-    std::uint8_t family;
-    std::uint16_t port;
-    std::array<std::uint8_t, 16> addr;
-    bool operator==(const Dest& o) const {
-      return family == o.family && port == o.port && addr == o.addr;
-    }
-  };
-  struct DestHash {
-    std::size_t operator()(const Dest& d) const;
-  };
 
   std::vector<std::uint16_t> slot_;  // port -> index in ports_, 65,536 entries
   std::vector<TcpPortStats> ports_;
   std::uint32_t eph_lo_ = 0, eph_hi_ = 0;
-  std::unordered_map<Dest, std::uint32_t, DestHash> dest_;
+  EphemeralUse live_;  // every state but TIME_WAIT
   std::uint64_t eph_max_ = 0;
 };
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +34,7 @@
 #include "collectors/sysctl.h"
 #include "collectors/tcp_sockets.h"
 #include "fs_root.h"
+#include "ephemeral_use.h"
 #include "sock_diag.h"
 #include "tcp_tally.h"
 
@@ -400,6 +402,32 @@ TEST_CASE("port filter bytecode accepts exactly the watched ports and passes the
   CHECK_FALSE(audit_port_filter(broken));
 }
 
+TEST_CASE("source range bytecode: the ephemeral range as ss compiles it, passes the audit",
+          "[net][bytecode]") {
+  CHECK(build_source_range_filter(61000, 32768).empty());
+  const auto bc = build_source_range_filter(32768, 60999);
+  // {code, yes, no (u16, host order)} per inet_diag_bc_op (linux/inet_diag.h); the port of a
+  // comparison sits in the "no" of the op after it. S_GE = 2, S_LE = 3.
+  //   S_GE yes 8 no 20 (4 past the end: reject) | port 32768 = 0x8000
+  //   S_LE yes 8 no 12 (4 past the end: reject) | port 60999 = 0xee47
+  const std::vector<std::uint8_t> le = {2, 8, 20, 0, 0, 0, 0x00, 0x80,
+                                        3, 8, 12, 0, 0, 0, 0x47, 0xee};
+  if constexpr (std::endian::native == std::endian::little) CHECK(bc == le);
+  CHECK(bc.size() == 16);
+  CHECK(audit_port_filter(bc));
+  for (std::uint32_t sp : {0u, 1u, 32767u, 32768u, 40000u, 60999u, 61000u, 65535u}) {
+    for (std::uint32_t dp : {0u, 80u, 32768u}) {
+      CHECK(run_port_filter(bc, static_cast<std::uint16_t>(sp), static_cast<std::uint16_t>(dp)) ==
+            (sp >= 32768 && sp <= 60999));
+    }
+  }
+  // One port wide, and the whole port space.
+  CHECK(audit_port_filter(build_source_range_filter(5, 5)));
+  CHECK(run_port_filter(build_source_range_filter(5, 5), 5, 1));
+  CHECK_FALSE(run_port_filter(build_source_range_filter(5, 5), 6, 5));
+  CHECK(run_port_filter(build_source_range_filter(0, 65535), 65535, 0));
+}
+
 // ---------------------------------------------------------------- tally
 
 TEST_CASE("tally: per-port sides, the fullest listener, ephemeral usage per destination",
@@ -447,6 +475,23 @@ TEST_CASE("tally: per-port sides, the fullest listener, ephemeral usage per dest
     t.add(s);
   }
   CHECK(t.ephemeral_max() == 21);
+
+  // TIME_WAIT sockets count toward the ephemeral usage only through merge_timewait(), added
+  // destination by destination to the other states' counts.
+  for (int i = 0; i < 30; ++i) t.add(sock(kTcpTimeWait, 45000 + i, 80, "10.0.0.3"));
+  CHECK(t.ephemeral_max() == 21);
+  EphemeralUse tw;
+  tw.reset(32768, 60999);
+  for (int i = 0; i < 15; ++i) tw.add(sock(kTcpTimeWait, 50000 + i, 3000));  // + 21 = 36
+  for (int i = 0; i < 30; ++i) tw.add(sock(kTcpTimeWait, 45000 + i, 80, "10.0.0.3"));
+  tw.add(sock(kTcpTimeWait, 1024, 3000));  // not an ephemeral local port
+  CHECK(tw.max() == 30);
+  t.merge_timewait(tw);
+  CHECK(t.ephemeral_max() == 36);
+  tw.reset(32768, 60999);  // fresher counts replace the earlier ones
+  for (int i = 0; i < 40; ++i) tw.add(sock(kTcpTimeWait, 45000 + i, 80, "10.0.0.3"));
+  t.merge_timewait(tw);
+  CHECK(t.ephemeral_max() == 40);
 
   // begin() starts over and forgets the old ports.
   t.begin({80}, 1, 0);
@@ -559,15 +604,16 @@ TEST_CASE("collectors on the fixture tree", "[net][collector]") {
     CHECK(value(f, "loadwatch_tcp_listen_queue_length", {{"port", "23600"}}) == 0);
     CHECK(series(f, "loadwatch_tcp_listen_queue_max") == 0);  // /proc has no such column
     CHECK(value(f, "loadwatch_tcp_ephemeral_ports") == 28232);
-    // Ephemeral: the 5 TIME_WAIT client ends toward 127.0.0.1:23600 (a watched port).
+    // Ephemeral: the 5 TIME_WAIT client ends toward 127.0.0.1:23600.
     CHECK(value(f, "loadwatch_tcp_ephemeral_port_usage_ratio") == Approx(5.0 / 28232));
   }
-  SECTION("tcp: without watched ports, TIME_WAIT is host-wide only") {
+  SECTION("tcp: without watched ports, TIME_WAIT still counts toward ephemeral usage") {
     auto c = make_tcp_collector(env);
     auto f = run(*c, proc);
     CHECK(value(f, "loadwatch_tcp_connections", {{"state", "time_wait"}}) == 13);
     CHECK(series(f, "loadwatch_tcp_port_connections") == 0);
-    CHECK(value(f, "loadwatch_tcp_ephemeral_port_usage_ratio") == 0);
+    // The same 5 client ends toward 127.0.0.1:23600, watched or not.
+    CHECK(value(f, "loadwatch_tcp_ephemeral_port_usage_ratio") == Approx(5.0 / 28232));
   }
   SECTION("sockstat") {
     auto f = run(*make_sockstat_collector(env), proc);

@@ -86,6 +86,9 @@ TEST_CASE("textfile: wrk's summary and another job's file are merged; non-.prom 
   CHECK(r.values["loadwatch_textfile_mtime_seconds{file=nightly.prom}"] > 0);
   CHECK(r.values.count("loadwatch_textfile_mtime_seconds{file=README.txt}") == 0);
   CHECK(r.values["loadwatch_textfile_scrape_error{}"] == 0);
+  // nightly.prom (read first) has no HELP for the family wrk_smoke.prom describes: the
+  // merged family takes wrk's, not a generated one.
+  CHECK(r.help["loadwatch_wrk_requests_total"] == "Requests wrk completed in the run.");
 }
 
 TEST_CASE("textfile: a family without HELP gets one naming its file") {
