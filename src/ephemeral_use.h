@@ -5,6 +5,7 @@
 // destination (the kernel needs a unique 4-tuple), not host-wide. Only counts are kept, no
 // socket records, so 60,000 TIME_WAIT sockets toward one SUT cost one map entry.
 
+#include <array>
 #include <cstdint>
 #include <unordered_map>
 
