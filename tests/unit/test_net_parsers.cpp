@@ -649,8 +649,14 @@ TEST_CASE("collectors on the fixture tree", "[net][collector]") {
     CHECK(value(f, "loadwatch_network_transmit_packets_total", {{"device", "lo"}}) == 146);
     CHECK(series(f, "loadwatch_network_receive_drop_total") == 4);
   }
-  SECTION("conntrack: no files, no data, no error") {
+  SECTION("conntrack: entries and limit from the captured files") {
     auto f = run(*make_conntrack_collector(env), proc);
+    CHECK(value(f, "loadwatch_nf_conntrack_entries") == 0);  // module loaded, no rules
+    CHECK(value(f, "loadwatch_nf_conntrack_entries_limit") == 262144);
+  }
+  SECTION("conntrack: no files (nf_conntrack not loaded), no data, no error") {
+    FsRoot bare("/nonexistent-proc");
+    auto f = run(*make_conntrack_collector(env), bare);
     CHECK(f.empty());
   }
 }
