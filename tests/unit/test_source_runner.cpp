@@ -11,9 +11,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "secret_file.h"
 #include "source_runner.h"
@@ -160,10 +165,24 @@ TEST_CASE("a runner publishes up/down, reasons and last success", "[runner]") {
 }
 
 TEST_CASE("the series cap drops and counts, every scrape", "[runner]") {
+  // The log, captured: the cap is warned once per runner, not once per scrape.
+  std::ostringstream log;
+  auto previous_logger = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  struct Restore {
+    std::shared_ptr<spdlog::logger> logger;
+    ~Restore() { spdlog::set_default_logger(logger); }
+  } restore{previous_logger};
+
   SourceRunner r(config(4), std::make_unique<Scripted>(std::vector<std::function<ScrapeResult()>>{
                                 [] { return ok({counter_family("c", 10)}); }}));
-  REQUIRE(r.wait_for_scrapes(2, 5s));
+  REQUIRE(r.wait_for_scrapes(3, 5s));
   auto s = r.snapshot();
+  const std::string text = log.str();
+  const auto first = text.find("more than 4 series");
+  CHECK(first != std::string::npos);
+  CHECK(text.find("more than 4 series", first + 1) == std::string::npos);
   REQUIRE(s->families.size() == 1);
   CHECK(s->families[0].metric.size() == 4);
   CHECK(s->dropped_series == 6.0 * double(s->scrapes));
