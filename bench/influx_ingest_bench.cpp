@@ -22,18 +22,14 @@
 #include <string>
 #include <vector>
 
+#include "bench/cpu_clock.h"
 #include "influx_line_protocol.h"
 #include "jmeter_model.h"
 
 using namespace loadwatch;
+using loadwatch::bench::thread_cpu_seconds;
 
 namespace {
-
-double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
 
 [[noreturn]] void usage(const char* msg) {
   std::fprintf(stderr, "influx_ingest_bench: %s\n", msg);

@@ -20,17 +20,13 @@
 #include <cstring>
 #include <string>
 
+#include "bench/cpu_clock.h"
 #include "collectors/source_locust.h"
 
 using namespace loadwatch;
+using loadwatch::bench::thread_cpu_seconds;
 
 namespace {
-
-double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
 
 [[noreturn]] void usage(const char* msg) {
   std::fprintf(stderr, "locust_parse_bench: %s\n", msg);

@@ -35,6 +35,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bench/cpu_clock.h"
 #include "collector.h"
 #include "collectors/proc_net_tcp.h"
 #include "collectors/tcp_sockets.h"
@@ -44,11 +45,7 @@ using namespace loadwatch;
 
 namespace {
 
-double thread_cpu_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+double thread_cpu_ms() { return 1e3 * loadwatch::bench::thread_cpu_seconds(); }
 
 double wall_ms() {
   timespec ts{};

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "collector.h"
+#include "bench/cpu_clock.h"
 #include "collectors/targets.h"
 #include "config.h"
 #include "fs_root.h"
@@ -39,14 +40,9 @@
 #include "options.h"
 
 using namespace loadwatch;
+using loadwatch::bench::process_cpu_seconds;
 
 namespace {
-
-double cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
 
 [[noreturn]] void usage(const char* msg) {
   std::fprintf(stderr, "targets_bench: %s\n", msg);
@@ -64,7 +60,7 @@ double libproc2_pass_us(const std::vector<unsigned>& pids, int passes, const std
                             PIDS_VM_RSS, PIDS_VM_SWAP,  PIDS_IO_READ_BYTES, PIDS_IO_WRITE_BYTES};
   struct pids_info* info = nullptr;
   if (procps_pids_new(&info, items, sizeof items / sizeof items[0]) < 0) return -1;
-  const double t0 = cpu_seconds();
+  const double t0 = process_cpu_seconds();
   for (int p = 0; p < passes; ++p) {
     for (std::size_t i = 0; i < pids.size(); i += 255) {
       std::vector<unsigned> chunk(pids.begin() + static_cast<long>(i),
@@ -76,7 +72,7 @@ double libproc2_pass_us(const std::vector<unsigned>& pids, int passes, const std
       ::stat((procfs + "/" + std::to_string(pid) + "/fd").c_str(), &st);
     }
   }
-  const double used = cpu_seconds() - t0;
+  const double used = process_cpu_seconds() - t0;
   procps_pids_unref(&info);
   return used / passes * 1e6;
 }
@@ -136,16 +132,16 @@ int main(int argc, char** argv) {
   };
 
   std::vector<TargetState> states;
-  double t0 = cpu_seconds();
+  double t0 = process_cpu_seconds();
   sample(&states);
-  const double first_us = (cpu_seconds() - t0) * 1e6;
+  const double first_us = (process_cpu_seconds() - t0) * 1e6;
 
   double total = 0;
   for (int s = 0; s < samples; ++s) {
     if (interval_ms) std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
-    t0 = cpu_seconds();
+    t0 = process_cpu_seconds();
     sample(s + 1 == samples ? &states : nullptr);
-    total += cpu_seconds() - t0;
+    total += process_cpu_seconds() - t0;
   }
   const double per_sample_us = total / samples * 1e6;
 

@@ -21,6 +21,8 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <utility>
 #include <string>
 #include <thread>
 #include <vector>
@@ -251,6 +253,18 @@ long ss_ephemeral_max() {
   return best;
 }
 
+/// One sample taken while `ss` reads the same ephemeral max before and after it (up to 10
+/// tries), so both describe one moment: {the sample, ss's max}. Nullopt when it never settled.
+using SampleAndSs = std::pair<std::vector<prometheus::MetricFamily>, long>;
+std::optional<SampleAndSs> sample_beside_ss(Tcp& tcp) {
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const long before = ss_ephemeral_max();
+    auto f = tcp.sample();
+    if (ss_ephemeral_max() == before) return std::make_pair(std::move(f), before);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 TEST_CASE("TIME_WAIT: host-wide and per-port counts equal ss in the same moment", "[tcp][real]") {
@@ -327,19 +341,13 @@ TEST_CASE("one destination with many client connections raises the ephemeral usa
   const auto [lo, hi] = port_range();
   const double range = hi - lo + 1;
   Tcp tcp({}, false);
-  bool compared = false;
-  for (int attempt = 0; attempt < 10 && !compared; ++attempt) {
-    const long before = ss_ephemeral_max();
-    auto f = tcp.sample();
-    const long after = ss_ephemeral_max();
-    if (before != after) continue;
-    compared = true;
-    CHECK(value(f, "loadwatch_tcp_ephemeral_ports") == range);
-    const double ratio = value(f, "loadwatch_tcp_ephemeral_port_usage_ratio");
-    CHECK(ratio * range == Approx(before));
-    CHECK(ratio * range >= m);  // our destination alone holds m ephemeral ports
-  }
+  auto compared = sample_beside_ss(tcp);
   REQUIRE(compared);
+  const auto& [f, ss_max] = *compared;
+  CHECK(value(f, "loadwatch_tcp_ephemeral_ports") == range);
+  const double ratio = value(f, "loadwatch_tcp_ephemeral_port_usage_ratio");
+  CHECK(ratio * range == Approx(ss_max));
+  CHECK(ratio * range >= m);  // our destination alone holds m ephemeral ports
 }
 
 TEST_CASE("TIME_WAIT toward an unwatched port counts toward the ephemeral usage",
@@ -355,20 +363,14 @@ TEST_CASE("TIME_WAIT toward an unwatched port counts toward the ephemeral usage"
   for (bool procfs : {false, true}) {
     INFO("procfs " << procfs);
     Tcp tcp({}, procfs);
-    bool compared = false;
-    for (int attempt = 0; attempt < 10 && !compared; ++attempt) {
-      const long before = ss_ephemeral_max();
-      auto f = tcp.sample();
-      const long after = ss_ephemeral_max();
-      if (before != after) continue;
-      compared = true;
-      const double used = value(f, "loadwatch_tcp_ephemeral_port_usage_ratio") * range;
-      CHECK(value(f, "loadwatch_tcp_ephemeral_ports") == range);
-      CHECK(used == Approx(before));
-      CHECK(used >= n);
-      CHECK(port_state(f, port, "remote", "time_wait") == -1);  // not watched: no series
-    }
+    auto compared = sample_beside_ss(tcp);
     REQUIRE(compared);
+    const auto& [f, ss_max] = *compared;
+    const double used = value(f, "loadwatch_tcp_ephemeral_port_usage_ratio") * range;
+    CHECK(value(f, "loadwatch_tcp_ephemeral_ports") == range);
+    CHECK(used == Approx(ss_max));
+    CHECK(used >= n);
+    CHECK(port_state(f, port, "remote", "time_wait") == -1);  // not watched: no series
   }
 }
 
