@@ -82,6 +82,7 @@ int serve(const Options& options, Config config) {
   HttpServerSettings http_settings;
   http_settings.listen_address = options.listen_address;
   http_settings.max_requests = options.max_requests;
+  http_settings.max_connections = options.max_connections;
   http_settings.web_config_file = options.web_config_file;
   HttpServer http(http_settings);
   std::unique_ptr<Sampler> sampler_ptr;

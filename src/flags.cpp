@@ -27,6 +27,9 @@ ParsedFlags parse_flags(int argc, char** argv) {
                  "exporter-toolkit compatible TLS and basic-auth file");
   app.add_option("--web.max-requests", o.max_requests, "Concurrent HTTP requests before 503")
       ->check(CLI::Range(1, 10000));
+  app.add_option("--web.max-connections", o.max_connections,
+                 "HTTP connections served at once (idle and slow ones included); more wait")
+      ->check(CLI::Range(8, 100000));
   app.add_option("--sample.interval", interval, "How often /proc is sampled (500ms, 1s, 2m)");
   app.add_option("--target", o.targets, "NAME=SELECTOR, repeatable (e.g. mb=port:2525)");
   app.add_option("--source", o.sources, "NAME=KIND,URL, repeatable (e.g. lc=locust,http://...)");

@@ -27,6 +27,7 @@ struct Options {
   std::string textfile_directory;
   std::string graphite_listen_address;
   int max_requests = 40;
+  int max_connections = 1200;
 };
 
 }  // namespace loadwatch

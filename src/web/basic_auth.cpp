@@ -18,6 +18,9 @@ namespace {
 /// More distinct successful logins than any real set of scrapers; the cache is emptied when
 /// full, so wrong-then-right guesses cannot grow it without bound.
 constexpr std::size_t kMaxCached = 1024;
+/// Recent distinct wrong credentials remembered (the oldest is forgotten first): a client that
+/// retries the same wrong password, e.g. after a password change, costs no bcrypt.
+constexpr std::size_t kMaxCachedFailures = 4096;
 
 int base64_value(char c) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
@@ -119,36 +122,83 @@ BasicAuth::Key BasicAuth::cache_key(const std::string& user, const std::string& 
   return key;
 }
 
-bool BasicAuth::check(std::string_view authorization) const {
-  if (users_.empty()) return true;
+bool BasicAuth::enter_bcrypt(const std::string& client) const {
+  std::unique_lock<std::mutex> lock(queue_mutex_);
+  int& mine = waiting_[client];
+  if (waiting_total_ > kMaxWaiting || mine >= kMaxWaitingPerClient) {
+    if (mine == 0) waiting_.erase(client);
+    return false;
+  }
+  ++mine;
+  ++waiting_total_;
+  std::uint64_t ticket = next_ticket_++;
+  queue_cv_.wait(lock, [&] { return ticket == finished_; });
+  return true;
+}
+
+void BasicAuth::leave_bcrypt(const std::string& client) const {
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    ++finished_;
+    --waiting_total_;
+    auto it = waiting_.find(client);
+    if (it != waiting_.end() && --it->second == 0) waiting_.erase(it);
+  }
+  queue_cv_.notify_all();
+}
+
+AuthResult BasicAuth::check(std::string_view authorization, const std::string& client) const {
+  if (users_.empty()) return AuthResult::ok;
   auto credentials = parse_basic_authorization(authorization);
-  if (!credentials) return false;
+  if (!credentials) return AuthResult::denied;
   auto& [user, password] = *credentials;
   Key key = cache_key(user, password);
-  {
+  auto cached_result = [&]() -> std::optional<AuthResult> {
     std::lock_guard<std::mutex> lock(cache_mutex_);
-    if (cache_.count(key)) return true;
+    if (cache_.count(key)) return AuthResult::ok;
+    if (failures_.count(key)) return AuthResult::denied;
+    return std::nullopt;
+  };
+  if (auto r = cached_result()) {
+    OPENSSL_cleanse(password.data(), password.size());
+    return *r;
   }
-  auto it = users_.find(user);
-  bool known = it != users_.end();
-  bool match;
-  {
-    std::lock_guard<std::mutex> lock(bcrypt_mutex_);
-    match = crypt_matches(password, known ? it->second : dummy_hash_);
+  if (!enter_bcrypt(client)) {
+    OPENSSL_cleanse(password.data(), password.size());
+    return AuthResult::busy;
   }
+  // The same credentials may have been checked while this one waited (a scraper's retry).
+  std::optional<AuthResult> result = cached_result();
+  if (!result) {
+    auto it = users_.find(user);
+    bool known = it != users_.end();
+    bool match = crypt_matches(password, known ? it->second : dummy_hash_);
+    result = known && match ? AuthResult::ok : AuthResult::denied;
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    if (*result == AuthResult::ok) {
+      if (cache_.size() >= kMaxCached) cache_.clear();
+      cache_.insert(key);
+    } else if (failures_.insert(key).second) {
+      failure_order_.push_back(key);
+      if (failure_order_.size() > kMaxCachedFailures) {
+        failures_.erase(failure_order_.front());
+        failure_order_.pop_front();
+      }
+    }
+  }
+  leave_bcrypt(client);
   OPENSSL_cleanse(password.data(), password.size());
-  bool ok = known && match;
-  if (ok) {
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    if (cache_.size() >= kMaxCached) cache_.clear();
-    cache_.insert(key);
-  }
-  return ok;
+  return *result;
 }
 
 std::size_t BasicAuth::cached() const {
   std::lock_guard<std::mutex> lock(cache_mutex_);
   return cache_.size();
+}
+
+std::size_t BasicAuth::cached_failures() const {
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  return failures_.size();
 }
 
 }  // namespace loadwatch

@@ -4,18 +4,26 @@
 // directory-redirect path (CVE-2025-55763, a heap overflow in 1.14-1.16) is unreachable, and
 // unknown paths get a plain 404.
 //
-// Idle connections: civetweb 1.15 gives each connection a worker thread from the moment it is
-// accepted until it closes, so clients that connect and send nothing (or half a header) each
-// hold a worker until request_timeout_ms. With a pool as small as the request limit, 300 such
-// connections queue a scrape behind them for ceil(300 / workers) timeouts (measured: 50 s with
-// 48 workers and a 10 s timeout). So the pool holds 300 idle connections with room to spare
-// (kMinWorkers) and the header read timeout is short: the concurrency limit (503) is enforced on
-// requests, not on connections. Each worker costs ~19 KiB RSS (stack pages, connection state,
-// its request buffer): 320 workers are ~6 MiB, a third of the daemon.
+// Slow and idle clients: civetweb 1.15 gives each connection a worker thread from the moment
+// it is accepted until it closes; the master thread queues accepted sockets FIFO (20 deep, then
+// the kernel's listen backlog) until a worker is free. Clients that connect and send nothing,
+// or trickle a header, hold their worker until the header deadline (request_timeout_ms, for the
+// whole head), and a scrape queued behind N of them waits about (N - workers) / workers header
+// deadlines (measured: 14 s with 1,000 such connections, 320 workers and a 5 s deadline). So:
+// - there is a worker per connection the server is meant to hold (max_connections, 1,200 by
+//   default: 1,000 idle or slow clients leave room for scrapes), at ~19 KiB RSS each;
+// - bodies and responses have whole-transfer deadlines (transfer_deadlines.h), since
+//   civetweb's own timeout restarts with every byte;
+// - the request limit (503) counts handlers only, so slow clients cannot fill it; request
+//   bodies are bounded by route and in total (max_body_memory).
+// Credentials are checked before anything else, against a bcrypt queue that turns a flood away
+// (basic_auth.h).
 #include "web/http_server.h"
 
 #include <civetweb.h>
+#include <malloc.h>
 #include <netdb.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,6 +32,7 @@
 #include <cstring>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -37,6 +46,7 @@
 #include "config.h"
 #include "web/basic_auth.h"
 #include "web/tls_context.h"
+#include "web/transfer_deadlines.h"
 #include "web/web_config.h"
 
 // src/tls_compat: referencing them keeps the libraries civetweb's TLS needs linked in.
@@ -88,9 +98,17 @@ std::string civetweb_ports(const std::string& address) {
   return host + ":" + port;
 }
 
-/// Workers beyond the request limit that absorb idle or slow connections (see the top): the 300
-/// held connections the limits are specified for, plus room for the scrapes themselves.
-constexpr int kMinWorkers = 320;
+/// civetweb workers: one per connection served at once, but at most a quarter of the soft
+/// RLIMIT_NOFILE, so connections can never take the descriptors the targets and sources need
+/// (and civetweb's accept loop never spins on EMFILE).
+int worker_count(int max_connections) {
+  rlimit rl{};
+  int cap = max_connections;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    cap = static_cast<int>(std::min<rlim_t>(rl.rlim_cur / 4, cap));
+  }
+  return std::max(cap, 4);
+}
 
 /// civetweb's ssl_protocol_version floor for a min_version (0 = SSLv2+ ... 5 = TLS 1.3 only);
 /// the exact range is set again in the init_ssl callback, this keeps civetweb's own options in
@@ -178,11 +196,57 @@ struct WebState {
   BasicAuth auth;
 };
 
+namespace {
+
+/// Why a request was turned away (counted for HttpServer::stats()).
+enum class Rejection {
+  unauthorized,
+  auth_busy,
+  bad_framing,
+  body_not_allowed,
+  body_too_large,
+  body_incomplete,
+  body_memory,
+  too_many_requests,
+  transfer_timeout,
+  count_
+};
+
+const char* rejection_name(Rejection r) {
+  switch (r) {
+    case Rejection::unauthorized: return "unauthorized";
+    case Rejection::auth_busy: return "auth_busy";
+    case Rejection::bad_framing: return "bad_framing";
+    case Rejection::body_not_allowed: return "body_not_allowed";
+    case Rejection::body_too_large: return "body_too_large";
+    case Rejection::body_incomplete: return "body_incomplete";
+    case Rejection::body_memory: return "body_memory";
+    case Rejection::too_many_requests: return "too_many_requests";
+    case Rejection::transfer_timeout: return "transfer_timeout";
+    case Rejection::count_: break;
+  }
+  return "?";
+}
+
+/// Marks connections counted by init_connection (a failed TLS handshake closes one that was
+/// never counted).
+char counted_connection;
+
+}  // namespace
+
 struct HttpServer::Impl {
   HttpServerSettings settings;
   std::unordered_map<std::string, Route> routes;
   mg_context* ctx = nullptr;
-  std::atomic<int> in_flight{0};
+  int workers = 0;                    // civetweb worker threads (max_connections, fd-capped)
+  std::atomic<int> in_flight{0};      // handlers running
+  std::atomic<int> connections{0};    // open connections (each holds a worker)
+  std::atomic<std::size_t> body_bytes{0};           // request bodies reserved
+  std::atomic<std::size_t> released_since_trim{0};  // body bytes freed since malloc_trim
+  std::array<std::atomic<std::uint64_t>, static_cast<size_t>(Rejection::count_)> rejected{};
+  std::unique_ptr<TransferDeadlines> deadlines = std::make_unique<TransferDeadlines>();
+
+  void count(Rejection why) { ++rejected[static_cast<size_t>(why)]; }
   int bound_port = 0;  // kept across listener restarts (a :0 address keeps its port)
 
   mutable std::mutex web_mutex;
@@ -216,25 +280,43 @@ struct HttpServer::Impl {
     }
   }
 
-  static void send(mg_connection* conn, const HttpResponse& r, const WebState* web) {
+  using Clock = TransferDeadlines::Clock;
+
+  /// How long a transfer of `bytes` may take: the request timeout, plus the bytes at the
+  /// minimum rate.
+  Clock::duration transfer_allowance(std::size_t bytes) const {
+    return std::chrono::milliseconds(settings.request_timeout_ms) +
+           std::chrono::milliseconds(bytes * 1000 / std::max<std::size_t>(1, settings.min_transfer_rate));
+  }
+
+  static TransferDeadlines::Peer peer_of(const mg_request_info* info) {
+    return {info->remote_addr, info->remote_port, info->server_port};
+  }
+
+  void send(mg_connection* conn, const HttpResponse& r, const WebState* web) {
+    const std::string& body = r.shared_body ? *r.shared_body : r.body;
     mg_response_header_start(conn, r.status);
     mg_response_header_add(conn, "Content-Type", r.content_type.c_str(), -1);
-    mg_response_header_add(conn, "Content-Length", std::to_string(r.body.size()).c_str(), -1);
+    mg_response_header_add(conn, "Content-Length", std::to_string(body.size()).c_str(), -1);
     for (const auto& [k, v] : r.headers) mg_response_header_add(conn, k.c_str(), v.c_str(), -1);
     if (web) {
       for (const auto& [k, v] : web->config.headers) {
         mg_response_header_add(conn, k.c_str(), v.c_str(), -1);
       }
     }
-    mg_response_header_send(conn);
     const auto* info = mg_get_request_info(conn);
+    auto watch = deadlines->watch(peer_of(info), Clock::now() + transfer_allowance(body.size()));
+    mg_response_header_send(conn);
     if (info->request_method && std::string_view(info->request_method) == "HEAD") return;
+    // In pieces: civetweb returns from a write only when all of it went out.
+    constexpr size_t kPiece = 64 * 1024;
     size_t off = 0;
-    while (off < r.body.size()) {
-      int n = mg_write(conn, r.body.data() + off, r.body.size() - off);
+    while (off < body.size() && !watch.expired()) {
+      int n = mg_write(conn, body.data() + off, std::min(kPiece, body.size() - off));
       if (n <= 0) break;
       off += static_cast<size_t>(n);
     }
+    if (watch.expired()) count(Rejection::transfer_timeout);
   }
 
   static HttpResponse plain(int status, std::string body) {
@@ -244,30 +326,164 @@ struct HttpServer::Impl {
     return r;
   }
 
-  int handle(mg_connection* conn) {
-    struct Guard {
-      std::atomic<int>& n;
-      ~Guard() { --n; }
-    } guard{in_flight};
-    std::shared_ptr<const WebState> web = web_state();
-    if (++in_flight > settings.max_requests) {
-      send(conn, plain(503, "too many concurrent requests\n"), web.get());
-      return 503;
+  /// Answers a request before (or instead of) reading its body; civetweb closes the
+  /// connection afterwards when a body is left unread.
+  int reject(mg_connection* conn, Rejection why, HttpResponse r, const WebState* web) {
+    count(why);
+    if (r.status == 429 || r.status == 503) r.headers.emplace_back("Retry-After", "1");
+    send(conn, r, web);
+    return r.status;
+  }
+
+  /// Reserves `bytes` of the request body budget; false when it would exceed it.
+  bool reserve_body(std::size_t bytes) {
+    std::size_t used = body_bytes.load();
+    do {
+      if (used + bytes > settings.max_body_memory) return false;
+    } while (!body_bytes.compare_exchange_weak(used, used + bytes));
+    return true;
+  }
+
+  void release_body(std::size_t bytes) {
+    if (bytes == 0) return;
+    std::size_t left = body_bytes.fetch_sub(bytes) - bytes;
+    // Large bodies leave glibc's arenas holding the pages (its mmap threshold grows with each
+    // large free): give them back once the bodies in flight are gone, or every 64 MiB.
+    std::size_t released = released_since_trim.fetch_add(bytes) + bytes;
+    if (released >= (1u << 20) && (left == 0 || released >= settings.max_body_memory) &&
+        released_since_trim.exchange(0) >= (1u << 20)) {
+      malloc_trim(0);
     }
+  }
+
+  /// Reads the request body into req.body within the route's cap, the body budget and the
+  /// transfer deadline. Returns 0 on success, else the status already sent.
+  int read_body(mg_connection* conn, const mg_request_info* info, HttpRequest& req,
+                std::size_t limit, bool chunked, std::size_t& reserved, const WebState* web) {
+    auto too_large = [&] {
+      return reject(conn, Rejection::body_too_large,
+                    plain(413, "request body larger than " + std::to_string(limit) + " bytes\n"),
+                    web);
+    };
+    auto no_memory = [&] {
+      return reject(conn, Rejection::body_memory,
+                    plain(503, "request bodies in progress hold more than " +
+                                   std::to_string(settings.max_body_memory) +
+                                   " bytes; retry later\n"),
+                    web);
+    };
+    std::size_t expected = chunked ? 0 : static_cast<std::size_t>(info->content_length);
+    if (expected > limit) return too_large();
+    // A chunked body of unknown length grows its reservation as it arrives.
+    std::size_t want = chunked ? std::min<std::size_t>(limit + 1, 64 * 1024) : expected;
+    if (!reserve_body(want)) return no_memory();
+    reserved = want;
+    req.body.reserve(want);
+    auto started = Clock::now();
+    auto watch = deadlines->watch(peer_of(info), started + transfer_allowance(chunked ? 0 : expected));
+    bool failed = false;
+    for (;;) {
+      std::size_t size = req.body.size();
+      std::size_t room = chunked ? 16 * 1024 : std::min<std::size_t>(expected - size, 64 * 1024);
+      if (!chunked && room == 0) break;
+      if (size + room > reserved) {  // chunked only
+        if (size >= limit + 1) {
+          req.body.clear();
+          return too_large();
+        }
+        std::size_t grow = std::min(reserved, limit + 1 - reserved);
+        if (!reserve_body(grow)) return no_memory();
+        reserved += grow;
+        req.body.reserve(reserved);
+        room = std::min(room, reserved - size);
+      }
+      req.body.resize(size + room);
+      int n = mg_read(conn, req.body.data() + size, room);
+      req.body.resize(size + static_cast<std::size_t>(std::max(n, 0)));
+      if (n < 0 || watch.expired()) {
+        failed = true;
+        break;
+      }
+      if (n == 0) break;  // chunked: the last chunk; fixed length: the peer stopped sending
+      if (chunked) watch.set_deadline(started + transfer_allowance(req.body.size()));
+    }
+    if (watch.expired()) {
+      count(Rejection::transfer_timeout);
+      return 408;  // the socket is already shut down: nothing can be sent
+    }
+    if (chunked && failed) {
+      return reject(conn, Rejection::bad_framing, plain(400, "malformed chunked request body\n"),
+                    web);
+    }
+    if (!chunked && req.body.size() != expected) {
+      return reject(conn, Rejection::body_incomplete,
+                    plain(400, "request body ended after " + std::to_string(req.body.size()) +
+                                   " of its " + std::to_string(expected) +
+                                   " bytes (Content-Length)\n"),
+                    web);
+    }
+    if (chunked && req.body.size() > limit) return too_large();
+    return 0;
+  }
+
+  /// Rejects ambiguous framing (request smuggling material): Content-Length together with
+  /// Transfer-Encoding, several differing Content-Lengths, or one that is not a plain number.
+  static std::string framing_error(const mg_request_info* info, bool& chunked) {
+    std::string length;
+    bool has_length = false;
+    int encodings = 0;
+    chunked = false;
+    for (int i = 0; i < info->num_headers; ++i) {
+      std::string name = lower(info->http_headers[i].name);
+      std::string value = info->http_headers[i].value ? info->http_headers[i].value : "";
+      if (name == "transfer-encoding") {
+        // civetweb answered 400 already when the first one is not chunked or identity, and
+        // reads the body as the first one says.
+        if (++encodings > 1) return "several Transfer-Encoding headers";
+        if (lower(value) != "identity") chunked = true;
+      } else if (name == "content-length") {
+        if (value.empty() || value.size() > 18 ||
+            !std::all_of(value.begin(), value.end(), ::isdigit)) {
+          return "Content-Length \"" + value.substr(0, 40) + "\" is not a number";
+        }
+        if (has_length && value != length) return "differing Content-Length headers";
+        has_length = true;
+        length = value;
+      }
+    }
+    if (chunked && has_length) return "both Transfer-Encoding and Content-Length";
+    return "";
+  }
+
+  int handle(mg_connection* conn) {
+    std::shared_ptr<const WebState> web = web_state();
     const mg_request_info* info = mg_get_request_info(conn);
     HttpRequest req;
     req.method = info->request_method ? info->request_method : "";
     req.path = info->local_uri ? info->local_uri : "";
     req.query = info->query_string ? info->query_string : "";
+    req.client = info->remote_addr;
     for (int i = 0; i < info->num_headers; ++i) {
       req.headers[lower(info->http_headers[i].name)] = info->http_headers[i].value;
     }
-    // Every path needs credentials, as with exporter-toolkit (a 404 would tell which exist).
-    if (web->auth.enabled() && !web->auth.check(req.header("authorization"))) {
-      HttpResponse r = plain(401, "Unauthorized\n");
-      r.headers.emplace_back("WWW-Authenticate", "Basic");
-      send(conn, r, web.get());
-      return 401;
+    bool chunked = false;
+    if (std::string why = framing_error(info, chunked); !why.empty()) {
+      return reject(conn, Rejection::bad_framing, plain(400, why + "\n"), web.get());
+    }
+    // Credentials first, before anything is read or reserved for the request: every path
+    // needs them, as with exporter-toolkit (a 404 would tell which exist).
+    switch (web->auth.check(req.header("authorization"), req.client)) {
+      case AuthResult::ok:
+        break;
+      case AuthResult::denied: {
+        HttpResponse r = plain(401, "Unauthorized\n");
+        r.headers.emplace_back("WWW-Authenticate", "Basic");
+        return reject(conn, Rejection::unauthorized, r, web.get());
+      }
+      case AuthResult::busy:
+        return reject(conn, Rejection::auth_busy,
+                      plain(429, "too many password checks in progress; retry later\n"),
+                      web.get());
     }
     auto it = routes.find(req.path);
     if (it == routes.end()) {
@@ -275,31 +491,42 @@ struct HttpServer::Impl {
       return 404;
     }
     const Route& route = it->second;
-    std::size_t limit = route.max_body ? route.max_body : settings.max_body_bytes;
-    if (info->content_length > 0 && static_cast<std::size_t>(info->content_length) > limit) {
-      mg_disable_connection_keep_alive(conn);  // the unread body makes the stream unusable
-      send(conn, plain(413, "request body larger than " + std::to_string(limit) + " bytes\n"),
-           web.get());
-      return 413;
+    bool has_body = chunked || info->content_length > 0;
+    if (has_body && route.max_body == 0) {
+      return reject(conn, Rejection::body_not_allowed,
+                    plain(413, req.path + " takes no request body\n"), web.get());
     }
-    char buf[16384];
-    for (;;) {
-      int n = mg_read(conn, buf, sizeof buf);
-      if (n <= 0) break;
-      req.body.append(buf, static_cast<size_t>(n));
-      if (req.body.size() > limit) {
-        mg_disable_connection_keep_alive(conn);
-        send(conn, plain(413, "request body larger than " + std::to_string(limit) + " bytes\n"),
-             web.get());
-        return 413;
+    std::size_t reserved = 0;
+    struct Release {
+      Impl& self;
+      std::size_t& bytes;
+      std::string& body;
+      ~Release() {
+        std::string().swap(body);  // free it before the trim in release_body
+        self.release_body(bytes);
       }
+    } release{*this, reserved, req.body};
+    if (has_body) {
+      if (int status = read_body(conn, info, req, route.max_body, chunked, reserved, web.get())) {
+        return status;
+      }
+    }
+    // The concurrency limit covers the handlers only: reading requests and writing responses
+    // are bounded per connection (deadlines) and by max_connections.
+    if (++in_flight > settings.max_requests) {
+      --in_flight;
+      return reject(conn, Rejection::too_many_requests,
+                    plain(503, "too many concurrent requests\n"), web.get());
     }
     HttpResponse resp;
     try {
       resp = route.handler(req);
     } catch (const std::exception& e) {
       resp = plain(500, std::string("internal error: ") + e.what() + "\n");
+    } catch (...) {
+      resp = plain(500, "internal error\n");
     }
+    --in_flight;  // before the response is written: a slow reader holds no request slot
     send(conn, resp, web.get());
     return resp.status;
   }
@@ -339,7 +566,13 @@ void HttpServer::Impl::start_listener(const TlsServerConfig& tls) {
   if (tls.enabled() && !(loadwatch_ssl_compat() && loadwatch_crypto_compat())) {
     throw std::runtime_error("TLS support libraries missing");
   }
-  std::string threads = std::to_string(std::max(kMinWorkers, settings.max_requests + 64));
+  workers = worker_count(settings.max_connections);
+  if (workers < settings.max_connections) {
+    spdlog::warn("serving at most {} HTTP connections at once instead of {}: the soft "
+                 "RLIMIT_NOFILE is {} (raise LimitNOFILE= or ulimit -n)",
+                 workers, settings.max_connections, workers * 4);
+  }
+  std::string threads = std::to_string(workers);
   std::string request_timeout = std::to_string(settings.request_timeout_ms);
   std::string keep_alive_timeout = std::to_string(settings.keep_alive_timeout_ms);
   std::string max_request = std::to_string(settings.max_header_bytes);
@@ -370,6 +603,16 @@ void HttpServer::Impl::start_listener(const TlsServerConfig& tls) {
   };
   callbacks.init_ssl = &Impl::init_ssl;
   callbacks.begin_request = &Impl::dispatch;
+  callbacks.init_connection = [](const mg_connection* conn, void** conn_data) {
+    ++static_cast<Impl*>(mg_get_user_data(mg_get_context(conn)))->connections;
+    *conn_data = &counted_connection;
+    return 0;
+  };
+  callbacks.connection_close = [](const mg_connection* conn) {
+    if (mg_get_user_connection_data(conn) == &counted_connection) {
+      --static_cast<Impl*>(mg_get_user_data(mg_get_context(conn)))->connections;
+    }
+  };
   mg_init_data init{};
   init.callbacks = &callbacks;
   init.user_data = this;
@@ -478,6 +721,18 @@ void HttpServer::Impl::stop_listener() {
   }
   stopper.join();
   ctx = nullptr;
+}
+
+HttpServerStats HttpServer::stats() const {
+  HttpServerStats out;
+  out.connections = impl_->connections.load();
+  out.max_connections = impl_->workers;
+  out.body_bytes = impl_->body_bytes.load();
+  out.max_body_memory = impl_->settings.max_body_memory;
+  for (size_t i = 0; i < impl_->rejected.size(); ++i) {
+    out.rejected.emplace_back(rejection_name(static_cast<Rejection>(i)), impl_->rejected[i].load());
+  }
+  return out;
 }
 
 int HttpServer::port() const {

@@ -50,11 +50,12 @@ HttpResponse metrics(const Sampler& sampler, const HttpRequest& req) {
     r.body = "no sample taken yet\n";
     return r;
   }
+  // The page is shared with the snapshot (aliasing shared_ptr), not copied per scrape.
   if (accepts_gzip(req.header("accept-encoding"))) {
-    r.body = snap->gzipped();
+    r.shared_body = std::shared_ptr<const std::string>(snap, &snap->gzipped());
     r.headers.push_back({"Content-Encoding", "gzip"});
   } else {
-    r.body = snap->text();
+    r.shared_body = std::shared_ptr<const std::string>(snap, &snap->text());
   }
   r.headers.push_back({"Vary", "Accept-Encoding"});
   return r;

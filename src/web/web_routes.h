@@ -6,8 +6,9 @@
 
 namespace loadwatch {
 
-/// Adds the routes to `server`. They read only the sampler's latest published snapshot, never
-/// /proc, so concurrent scrapes are cheap. `sampler` must outlive the server.
+/// Adds the routes to `server`; none takes a request body (413). They read only the sampler's
+/// latest published snapshot, never /proc, so concurrent scrapes are cheap. `sampler` must
+/// outlive the server.
 void add_web_routes(HttpServer& server, const Sampler& sampler);
 
 }  // namespace loadwatch

@@ -2,7 +2,10 @@
 #include <crypt.h>
 
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <chrono>
+#include <thread>
+#include <vector>
 
 #include "web/basic_auth.h"
 
@@ -80,39 +83,119 @@ TEST_CASE("crypt_matches checks bcrypt hashes in every flavour htpasswd and Go w
 }
 
 TEST_CASE("BasicAuth: users, wrong passwords, unknown users, the success cache") {
+  constexpr auto ok = AuthResult::ok;
+  constexpr auto denied = AuthResult::denied;
   BasicAuth none({});
   CHECK_FALSE(none.enabled());
-  CHECK(none.check(""));
+  CHECK(none.check("") == ok);
 
   BasicAuth auth({{"alice", bcrypt("s3cret", 5)}, {"bob", bcrypt("hunter2", 4)}});
   CHECK(auth.enabled());
-  CHECK_FALSE(auth.check(""));
-  CHECK_FALSE(auth.check("Basic"));
-  CHECK_FALSE(auth.check(basic("alice:wrong")));
-  CHECK_FALSE(auth.check(basic("mallory:s3cret")));
-  CHECK(auth.cached() == 0);  // failures are not cached
-  CHECK(auth.check(basic("alice:s3cret")));
-  CHECK(auth.check(basic("bob:hunter2")));
+  CHECK(auth.check("") == denied);
+  CHECK(auth.check("Basic") == denied);
+  CHECK(auth.check(basic("alice:wrong")) == denied);
+  CHECK(auth.check(basic("mallory:s3cret")) == denied);
+  CHECK(auth.cached() == 0);  // failures are not cached as successes
+  CHECK(auth.cached_failures() == 2);
+  CHECK(auth.check(basic("alice:s3cret")) == ok);
+  CHECK(auth.check(basic("bob:hunter2")) == ok);
   CHECK(auth.cached() == 2);
-  CHECK(auth.check(basic("alice:s3cret")));  // from the cache
+  CHECK(auth.check(basic("alice:s3cret")) == ok);  // from the cache
   CHECK(auth.cached() == 2);
-  CHECK_FALSE(auth.check(basic("bob:s3cret")));  // the cache is per user and password
-  CHECK_FALSE(auth.check(basic("alice:s3cret ")));
+  CHECK(auth.check(basic("bob:s3cret")) == denied);  // the cache is per user and password
+  CHECK(auth.check(basic("alice:s3cret ")) == denied);
+  CHECK(auth.check(basic("alice:wrong")) == denied);  // from the failure cache
+  CHECK(auth.cached_failures() == 4);
 }
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
 
 TEST_CASE("an unknown user costs a bcrypt check at the users' cost, like a wrong password") {
   // Cost 8: one check takes milliseconds, so skipping bcrypt for unknown users would show.
   BasicAuth auth({{"alice", bcrypt("s3cret", 8)}});
-  auto time = [&](const std::string& header) {
+  int n = 0;  // distinct passwords: a repeated one would come from the failure cache
+  auto time = [&](const std::string& user) {
     auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 3; ++i) CHECK_FALSE(auth.check(header));
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 3;
+    for (int i = 0; i < 3; ++i) {
+      CHECK(auth.check(basic(user + ":wrong" + std::to_string(++n))) == AuthResult::denied);
+    }
+    return seconds_since(t0) / 3;
   };
-  double wrong = time(basic("alice:wrong"));
-  double unknown = time(basic("nobody:wrong"));
-  double malformed = time("Basic ****");
-  CAPTURE(wrong, unknown, malformed);
+  double wrong = time("alice");
+  double unknown = time("nobody");
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3; ++i) CHECK(auth.check("Basic ****") == AuthResult::denied);
+  double malformed = seconds_since(t0) / 3;
+  t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3; ++i) CHECK(auth.check(basic("alice:wrong1")) == AuthResult::denied);
+  double repeated = seconds_since(t0) / 3;
+  CAPTURE(wrong, unknown, malformed, repeated);
   CHECK(unknown > wrong * 0.5);
   CHECK(unknown < wrong * 2.0);
   CHECK(malformed < wrong * 0.1);  // no credentials to check: no bcrypt
+  CHECK(repeated < wrong * 0.1);   // a remembered failure: no bcrypt
+}
+
+TEST_CASE("a flood of wrong passwords: cached logins pass at once, the bcrypt queue is bounded") {
+  // Cost 10: ~50 ms a check, so the flood below keeps bcrypt busy for seconds.
+  BasicAuth auth({{"alice", bcrypt("s3cret", 10)}});
+  REQUIRE(auth.check(basic("alice:s3cret"), "10.0.0.1") == AuthResult::ok);
+  std::atomic<bool> stop{false};
+  std::atomic<int> denied{0}, busy{0};
+  std::vector<std::thread> flood;
+  for (int t = 0; t < 16; ++t) {
+    flood.emplace_back([&, t] {
+      for (int i = 0; !stop && i < 1000; ++i) {
+        // Two flooding addresses, every password distinct (no failure cache).
+        auto r = auth.check(basic("alice:guess-" + std::to_string(t) + "-" + std::to_string(i)),
+                            t % 2 ? "10.6.6.6" : "10.6.6.7");
+        (r == AuthResult::busy ? busy : denied)++;
+        if (r == AuthResult::busy) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // A cached login is a hash lookup, whatever bcrypt is doing.
+  double worst_cached = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    CHECK(auth.check(basic("alice:s3cret"), "10.0.0.1") == AuthResult::ok);
+    worst_cached = std::max(worst_cached, seconds_since(t0));
+  }
+  // A new client's first login waits behind at most the two checks each flooding address may
+  // have queued (plus the one running), not behind the whole flood.
+  auto t0 = std::chrono::steady_clock::now();
+  AuthResult fresh = auth.check(basic("alice:other-client-wrong"), "10.0.0.2");
+  double fresh_wait = seconds_since(t0);
+  stop = true;
+  for (auto& t : flood) t.join();
+  CAPTURE(worst_cached, fresh_wait, denied.load(), busy.load());
+  CHECK(fresh == AuthResult::denied);  // it was checked, not turned away
+  CHECK(worst_cached < 0.05);
+  CHECK(busy > denied);  // most of the flood was turned away without bcrypt
+  // 5 checks of ~50 ms each; generous for a loaded 2-core machine.
+  CHECK(fresh_wait < 2.0);
+}
+
+TEST_CASE("one client address gets at most two checks queued; others still get theirs") {
+  BasicAuth auth({{"alice", bcrypt("s3cret", 10)}});
+  std::vector<std::thread> threads;
+  std::atomic<int> busy{0}, checked{0};
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      auto r = auth.check(basic("alice:x" + std::to_string(t)), "10.6.6.6");
+      (r == AuthResult::busy ? busy : checked)++;
+    });
+  }
+  for (auto& t : threads) t.join();
+  CAPTURE(busy.load(), checked.load());
+  // Six at once from one address: two are checked (one running, one waiting), the rest are
+  // turned away. Thread start-up can spread them out enough for a third to find a free place.
+  CHECK(checked >= 2);
+  CHECK(busy >= 1);
+  CHECK(auth.check(basic("alice:s3cret"), "10.0.0.1") == AuthResult::ok);
 }
