@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -65,7 +66,7 @@ int bind_listener(const std::string& address, int& port_out) {
     if (ai->ai_family == AF_INET6 && host.empty()) {
       setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
     }
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 64) == 0) break;
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 256) == 0) break;
     last_error = std::strerror(errno);
     close(fd);
     fd = -1;
@@ -82,11 +83,30 @@ int bind_listener(const std::string& address, int& port_out) {
   return fd;
 }
 
+using Clock = std::chrono::steady_clock;
+
 struct Connection {
   int fd;
+  std::string address;      // the peer's address bytes (port left out)
+  Clock::time_point active; // accepted, or last complete line
   std::string pending;      // bytes of an incomplete line
   bool discarding = false;  // inside an over-long line: drop bytes up to the next '\n'
 };
+
+/// The peer address without its port: the unit of the per-address cap.
+std::string address_key(const sockaddr_storage& ss) {
+  if (ss.ss_family == AF_INET) {
+    const auto& a = reinterpret_cast<const sockaddr_in&>(ss).sin_addr;
+    return std::string(reinterpret_cast<const char*>(&a), sizeof a);
+  }
+  if (ss.ss_family == AF_INET6) {
+    const auto& a = reinterpret_cast<const sockaddr_in6&>(ss).sin6_addr;
+    // A v4-mapped address (dual-stack listener) is the IPv4 address.
+    if (IN6_IS_ADDR_V4MAPPED(&a)) return std::string(reinterpret_cast<const char*>(&a) + 12, 4);
+    return std::string(reinterpret_cast<const char*>(&a), sizeof a);
+  }
+  return {};
+}
 
 class GraphiteCollector : public Collector {
  public:
@@ -97,6 +117,13 @@ class GraphiteCollector : public Collector {
     model_->collect(out);
     out.gauge("loadwatch_push_connections", "Open connections of a push listener.",
               {{"protocol", "graphite"}}, listener_->connections());
+    GraphiteListener::Closed c = listener_->closed();
+    for (auto [reason, n] : {std::pair{"idle_timeout", c.idle_timeout}, {"evicted", c.evicted},
+                             {"per_address_limit", c.per_address_limit}, {"full", c.full}}) {
+      out.counter("loadwatch_push_closed_connections_total",
+                  "Connections a push listener closed to keep room for senders, by reason.",
+                  {{"protocol", "graphite"}, {"reason", reason}}, static_cast<double>(n));
+    }
   }
 
  private:
@@ -148,7 +175,17 @@ void GraphiteListener::run() {
     fds.push_back({wake_fd_, POLLIN, 0});
     fds.push_back({listen_fd_, POLLIN, 0});
     for (const auto& c : conns) fds.push_back({c.fd, POLLIN, 0});
-    if (poll(fds.data(), fds.size(), -1) < 0) {
+    // Wake for the next idle timeout.
+    int timeout_ms = -1;
+    if (!conns.empty()) {
+      auto oldest = std::min_element(conns.begin(), conns.end(), [](const auto& a, const auto& b) {
+                      return a.active < b.active;
+                    })->active;
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          oldest + settings_.idle_timeout - Clock::now());
+      timeout_ms = static_cast<int>(std::clamp<std::int64_t>(left.count() + 1, 0, 60000));
+    }
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0) {
       if (errno == EINTR) continue;
       spdlog::error("graphite listener: poll: {}", std::strerror(errno));
       break;
@@ -157,9 +194,16 @@ void GraphiteListener::run() {
     // Walk the connections polled this round (new ones are appended after).
     size_t polled = conns.size();
     std::vector<size_t> closed;
+    auto now = Clock::now();
     for (size_t i = 0; i < polled; ++i) {
-      if (!fds[i + 2].revents) continue;
       Connection& c = conns[i];
+      // Trickling part of a line is not activity: only complete lines move `active`.
+      if (now - c.active >= settings_.idle_timeout) {
+        ++closed_idle_;
+        closed.push_back(i);
+        continue;
+      }
+      if (!fds[i + 2].revents) continue;
       // Bounded: at most 16 reads per connection per wake-up, so one busy sender cannot
       // starve the others or the stop signal.
       for (int round = 0; round < 16; ++round) {
@@ -185,10 +229,12 @@ void GraphiteListener::run() {
             c.pending.append(piece);
           } else if (c.pending.empty()) {
             handle_line(piece);
+            c.active = now;
           } else {
             c.pending.append(piece);
             handle_line(c.pending);
             c.pending.clear();
+            c.active = now;
           }
           if (nl == std::string_view::npos) break;
           data.remove_prefix(nl + 1);
@@ -201,21 +247,48 @@ void GraphiteListener::run() {
       conns.erase(conns.begin() + static_cast<std::ptrdiff_t>(*it));
     }
     if (fds[1].revents & POLLIN) {
-      // Accept everything waiting (bounded by the backlog); refuse beyond the cap.
+      // Accept everything waiting (bounded per wake-up), within the caps (see the header).
       for (int k = 0; k < 64; ++k) {
-        int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        sockaddr_storage peer{};
+        socklen_t len = sizeof peer;
+        int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) break;
-        if (conns.size() >= settings_.max_connections) {
+        std::string address = address_key(peer);
+        now = Clock::now();
+        size_t same = std::count_if(conns.begin(), conns.end(),
+                                    [&](const auto& c) { return c.address == address; });
+        if (same >= settings_.max_per_address) {
+          ++closed_per_address_;
           close(fd);
           continue;
         }
-        conns.push_back({fd, {}, false});
+        if (conns.size() >= settings_.max_connections) {
+          auto idlest = std::min_element(conns.begin(), conns.end(), [](const auto& a,
+                                                                        const auto& b) {
+            return a.active < b.active;
+          });
+          if (idlest == conns.end() || now - idlest->active < settings_.evictable_after) {
+            ++closed_full_;
+            close(fd);
+            continue;
+          }
+          ++closed_evicted_;
+          close(idlest->fd);
+          conns.erase(idlest);
+        }
+        conns.push_back({fd, std::move(address), now, {}, false});
       }
     }
     connections_.store(static_cast<int>(conns.size()));
   }
   for (auto& c : conns) close(c.fd);
   connections_.store(0);
+}
+
+GraphiteListener::Closed GraphiteListener::closed() const {
+  return {closed_idle_.load(), closed_evicted_.load(), closed_per_address_.load(),
+          closed_full_.load()};
 }
 
 std::unique_ptr<Collector> make_graphite_collector(const CollectorEnv& env) {

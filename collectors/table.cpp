@@ -3,6 +3,7 @@
 #include "collectors/conntrack.h"
 #include "collectors/filefd.h"
 #include "collectors/graphite.h"
+#include "collectors/http.h"
 #include "collectors/influx.h"
 #include "collectors/loadavg.h"
 #include "collectors/meminfo.h"
@@ -45,6 +46,8 @@ const std::vector<CollectorSpec>& collector_table() {
        make_textfile_collector},
       {"sources", "Pull sources: Mountebank, Locust, Prometheus endpoints (own threads)", true,
        make_sources_collector},
+      {"http", "The web server's limits: connections, request body memory, requests turned away",
+       true, make_http_collector},
   };
   return table;
 }

@@ -751,7 +751,8 @@ void HttpServer::Impl::stop_listener() {
 HttpServerStats HttpServer::stats() const {
   HttpServerStats out;
   out.connections = impl_->connections.load();
-  out.max_connections = impl_->workers;
+  // Before start(): what start() would run with.
+  out.max_connections = impl_->workers ? impl_->workers : worker_count(impl_->settings.max_connections);
   out.body_bytes = impl_->body_bytes.load();
   out.max_body_memory = impl_->settings.max_body_memory;
   for (size_t i = 0; i < impl_->rejected.size(); ++i) {

@@ -1,5 +1,6 @@
 // The Graphite listener over real TCP sockets on loopback.
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -19,9 +20,15 @@ using namespace std::chrono_literals;
 
 namespace {
 
-int connect_to(int port, bool v6 = false) {
+int connect_to(int port, bool v6 = false, const char* from = nullptr) {
   int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
   REQUIRE(fd >= 0);
+  if (from) {  // a distinct loopback client address (127.0.0.0/8 is all loopback)
+    sockaddr_in src{};
+    src.sin_family = AF_INET;
+    REQUIRE(inet_pton(AF_INET, from, &src.sin_addr) == 1);
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) == 0);
+  }
   int rc;
   if (v6) {
     sockaddr_in6 a{};
@@ -46,6 +53,16 @@ void send_all(int fd, std::string_view data) {
     REQUIRE(n > 0);
     data.remove_prefix(static_cast<size_t>(n));
   }
+}
+
+/// True when the server closed `fd` (EOF or reset) within `within`.
+bool closed_by_server(int fd, std::chrono::milliseconds within) {
+  timeval tv{static_cast<time_t>(within.count() / 1000),
+             static_cast<suseconds_t>(within.count() % 1000 * 1000)};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char buf[8];
+  ssize_t n = recv(fd, buf, sizeof buf, 0);
+  return n == 0 || (n < 0 && errno == ECONNRESET);
 }
 
 std::map<std::string, double> flatten(const JMeterModel& m) {
@@ -162,4 +179,85 @@ TEST_CASE("graphite listener: stops promptly with connections open") {
   listener.reset();
   CHECK(std::chrono::steady_clock::now() - t0 < 1s);
   close(fd);
+}
+
+TEST_CASE("graphite listener: a connection without a complete line for idle_timeout is closed") {
+  auto model = std::make_shared<JMeterModel>("graphite");
+  GraphiteListener::Settings settings{"127.0.0.1:0"};
+  settings.idle_timeout = 400ms;
+  GraphiteListener listener(settings, model);
+  int silent = connect_to(listener.port());
+  int trickle = connect_to(listener.port());
+  int active = connect_to(listener.port());
+  auto t0 = std::chrono::steady_clock::now();
+  // Half a line every 100 ms is not activity; a complete line every 100 ms is.
+  while (std::chrono::steady_clock::now() - t0 < 1s) {
+    send_all(active, "jmeter.all.a.count 1 1\n");
+    send(trickle, "j", 1, MSG_NOSIGNAL);
+    std::this_thread::sleep_for(100ms);
+  }
+  CHECK(closed_by_server(silent, 100ms));
+  CHECK(closed_by_server(trickle, 100ms));
+  send_all(active, "jmeter.all.a.count 1 1\n");
+  CHECK_FALSE(closed_by_server(active, 200ms));
+  CHECK(listener.connections() == 1);
+  CHECK(listener.closed().idle_timeout == 2);
+  for (int fd : {silent, trickle, active}) close(fd);
+}
+
+TEST_CASE("graphite listener: one address cannot take every connection") {
+  auto model = std::make_shared<JMeterModel>("graphite");
+  GraphiteListener::Settings settings{"127.0.0.1:0"};
+  settings.max_connections = 8;
+  settings.max_per_address = 3;
+  GraphiteListener listener(settings, model);
+  std::vector<int> flood;
+  for (int i = 0; i < 8; ++i) flood.push_back(connect_to(listener.port(), false, "127.0.0.2"));
+  // The flooding address keeps three; the others are closed at once.
+  int refused = 0;
+  for (int fd : flood) refused += closed_by_server(fd, 300ms);
+  CHECK(refused == 5);
+  // Another sender (JMeter) still gets in and is heard.
+  int jmeter = connect_to(listener.port(), false, "127.0.0.3");
+  send_all(jmeter, "jmeter.all.a.count 4 1\n");
+  CHECK(wait_value(*model, "loadwatch_generator_requests_total{source=jmeter}", 4));
+  CHECK(listener.closed().per_address_limit == 5);
+  for (int fd : flood) close(fd);
+  close(jmeter);
+}
+
+TEST_CASE("graphite listener: when full, a new sender replaces the longest idle connection") {
+  auto model = std::make_shared<JMeterModel>("graphite");
+  GraphiteListener::Settings settings{"127.0.0.1:0"};
+  settings.max_connections = 4;
+  settings.evictable_after = 300ms;
+  GraphiteListener listener(settings, model);
+  int active = connect_to(listener.port(), false, "127.0.0.2");
+  std::vector<int> idle;
+  for (const char* from : {"127.0.0.3", "127.0.0.4", "127.0.0.5"}) {
+    idle.push_back(connect_to(listener.port(), false, from));
+    std::this_thread::sleep_for(20ms);  // accepted in this order: idle[0] is the oldest
+  }
+  // Full, and every connection fresh: a newcomer is turned away.
+  int early = connect_to(listener.port(), false, "127.0.0.6");
+  CHECK(closed_by_server(early, 300ms));
+  CHECK(listener.closed().full == 1);
+  auto t0 = std::chrono::steady_clock::now();
+  int sent = 0;
+  while (std::chrono::steady_clock::now() - t0 < 500ms) {
+    send_all(active, "jmeter.all.a.count 1 1\n");
+    ++sent;
+    std::this_thread::sleep_for(50ms);
+  }
+  // Now the idle ones are evictable: the oldest goes, the active sender stays.
+  int jmeter = connect_to(listener.port(), false, "127.0.0.7");
+  CHECK(closed_by_server(idle[0], 500ms));
+  CHECK_FALSE(closed_by_server(active, 100ms));
+  send_all(jmeter, "jmeter.all.a.count 100 1\n");
+  send_all(active, "jmeter.all.a.count 1 1\n");
+  CHECK(wait_value(*model, "loadwatch_generator_requests_total{source=jmeter}", sent + 101));
+  CHECK(listener.closed().evicted == 1);
+  CHECK(listener.connections() == 4);
+  for (int fd : idle) close(fd);
+  for (int fd : {early, active, jmeter}) close(fd);
 }
