@@ -32,6 +32,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include <algorithm>
 #include <array>
@@ -306,10 +307,11 @@ struct HttpServer::Impl {
 
   using Clock = TransferDeadlines::Clock;
 
-  /// How long a transfer of `bytes` may take: the request timeout, plus the bytes at the
+  /// How long a transfer of `bytes` may take: twice the request timeout (so a client that
+  /// merely stops meets civetweb's own timeout, and its answer, first), plus the bytes at the
   /// minimum rate.
   Clock::duration transfer_allowance(std::size_t bytes) const {
-    return std::chrono::milliseconds(settings.request_timeout_ms) +
+    return std::chrono::milliseconds(2 * settings.request_timeout_ms) +
            std::chrono::milliseconds(bytes * 1000 / std::max<std::size_t>(1, settings.min_transfer_rate));
   }
 
@@ -329,7 +331,8 @@ struct HttpServer::Impl {
       }
     }
     const auto* info = mg_get_request_info(conn);
-    auto watch = deadlines->watch(peer_of(info), Clock::now() + transfer_allowance(body.size()));
+    auto watch = deadlines->watch(peer_of(info), Clock::now() + transfer_allowance(body.size()),
+                                  TransferDeadlines::Direction::send);
     mg_response_header_send(conn);
     if (info->request_method && std::string_view(info->request_method) == "HEAD") return;
     // In pieces: civetweb returns from a write only when all of it went out.
@@ -404,7 +407,8 @@ struct HttpServer::Impl {
     reserved = want;
     req.body.reserve(want);
     auto started = Clock::now();
-    auto watch = deadlines->watch(peer_of(info), started + transfer_allowance(chunked ? 0 : expected));
+    auto watch = deadlines->watch(peer_of(info), started + transfer_allowance(chunked ? 0 : expected),
+                                  TransferDeadlines::Direction::receive);
     bool failed = false;
     for (;;) {
       std::size_t size = req.body.size();
@@ -429,11 +433,16 @@ struct HttpServer::Impl {
         break;
       }
       if (n == 0) break;  // chunked: the last chunk; fixed length: the peer stopped sending
+      // Fixed length: civetweb returns less than asked only once the peer closed or was silent
+      // for request_timeout_ms, so the body is incomplete.
+      if (!chunked && static_cast<std::size_t>(n) < room) break;
       if (chunked) watch.set_deadline(started + transfer_allowance(req.body.size()));
     }
     if (watch.expired()) {
-      count(Rejection::transfer_timeout);
-      return 408;  // the socket is already shut down: nothing can be sent
+      return reject(conn, Rejection::transfer_timeout,
+                    plain(408, "request body arrived slower than " +
+                                   std::to_string(settings.min_transfer_rate) + " bytes/s\n"),
+                    web);
     }
     if (chunked && failed) {
       return reject(conn, Rejection::bad_framing, plain(400, "malformed chunked request body\n"),
@@ -551,6 +560,8 @@ struct HttpServer::Impl {
       resp = plain(500, "internal error\n");
     }
     --in_flight;  // before the response is written: a slow reader holds no request slot
+    std::string().swap(req.body);
+    release_body(std::exchange(reserved, 0));
     send(conn, resp, web.get());
     return resp.status;
   }

@@ -49,7 +49,7 @@ bool parse_address(const std::string& text, in6_addr& out) {
 
 }  // namespace
 
-bool shutdown_socket_of(const TransferDeadlines::Peer& peer) {
+bool shutdown_socket_of(const TransferDeadlines::Peer& peer, int how) {
   in6_addr want{};
   if (!parse_address(peer.address, want)) return false;
   DIR* dir = opendir("/proc/self/fd");
@@ -74,7 +74,7 @@ bool shutdown_socket_of(const TransferDeadlines::Peer& peer) {
         std::memcmp(&raddr, &want, sizeof want) != 0) {
       continue;
     }
-    found = ::shutdown(static_cast<int>(fd), SHUT_RDWR) == 0;
+    found = ::shutdown(static_cast<int>(fd), how) == 0;
     break;
   }
   closedir(dir);
@@ -113,12 +113,13 @@ TransferDeadlines::~TransferDeadlines() {
   thread_.join();
 }
 
-TransferDeadlines::Watch TransferDeadlines::watch(Peer peer, Clock::time_point deadline) {
+TransferDeadlines::Watch TransferDeadlines::watch(Peer peer, Clock::time_point deadline,
+                                                  Direction direction) {
   std::uint64_t id;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     id = next_id_++;
-    entries_.emplace(id, Entry{std::move(peer), deadline, false});
+    entries_.emplace(id, Entry{std::move(peer), deadline, direction, false});
   }
   cv_.notify_all();
   return Watch(*this, id);
@@ -140,7 +141,8 @@ void TransferDeadlines::run() {
         // Under the lock: the transfer's Watch (and so its connection) outlives the lookup.
         e.expired = true;
         ++expired_total_;
-        bool cut = shutdown_socket_of(e.peer);
+        bool cut = shutdown_socket_of(
+            e.peer, e.direction == Direction::receive ? SHUT_RD : SHUT_RDWR);
         spdlog::debug("http: transfer with {}:{} passed its deadline; socket {}", e.peer.address,
                       e.peer.port, cut ? "shut down" : "not found");
       } else {

@@ -15,7 +15,8 @@ namespace loadwatch {
 /// read or write of N bytes returns only when all N have moved: a client that sends a body or
 /// reads a response one byte every few seconds would hold its worker thread for hours. This
 /// watcher shuts down the socket of a transfer that outlives its deadline, so the blocked
-/// mg_read/mg_write returns at once. civetweb does not expose a connection's socket, so the
+/// mg_read/mg_write returns at once: only its reading side for a request body (the server can
+/// still answer), both sides for a response. civetweb does not expose a connection's socket, so the
 /// watcher finds it by its address pair in /proc/self/fd, only when a deadline passes.
 ///
 /// Thread-safe. A transfer's socket is looked up and shut down only while its Watch lives, and
@@ -56,7 +57,8 @@ class TransferDeadlines {
   TransferDeadlines(const TransferDeadlines&) = delete;
   TransferDeadlines& operator=(const TransferDeadlines&) = delete;
 
-  Watch watch(Peer peer, Clock::time_point deadline);
+  enum class Direction { receive, send };
+  Watch watch(Peer peer, Clock::time_point deadline, Direction direction);
   /// Transfers cut off so far.
   std::uint64_t expired_total() const;
 
@@ -64,6 +66,7 @@ class TransferDeadlines {
   struct Entry {
     Peer peer;
     Clock::time_point deadline;
+    Direction direction;
     bool expired = false;
   };
   void run();
@@ -77,8 +80,8 @@ class TransferDeadlines {
   std::thread thread_;
 };
 
-/// Shuts down (both directions) the TCP socket of this process whose local port and remote
-/// address and port are `peer`'s; false when there is none. Exposed for tests.
-bool shutdown_socket_of(const TransferDeadlines::Peer& peer);
+/// shutdown(2)s (`how`: SHUT_RD, SHUT_RDWR) the TCP socket of this process whose local port and
+/// remote address and port are `peer`'s; false when there is none.
+bool shutdown_socket_of(const TransferDeadlines::Peer& peer, int how);
 
 }  // namespace loadwatch
