@@ -9,7 +9,8 @@
 # scratch corpus in the build dir).
 #
 # Env: LOADWATCH_SOURCE_DIR, LOADWATCH_BUILD_DIR (set by ctest), FUZZ_SECONDS (default 10),
-# FUZZ_ONLY (a harness name, to run one), CXX_FUZZ (default clang++).
+# FUZZ_ONLY (a harness name, to run one), CXX_FUZZ (default clang++), FUZZ_REPLAY=1 (run each
+# seed input once instead of fuzzing: the sanitizer pass, test_sanitizers.sh).
 set -euo pipefail
 
 src=${LOADWATCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -22,6 +23,9 @@ if ! command -v "$cxx" >/dev/null 2>&1; then
   exit 1
 fi
 mkdir -p "$build"
+# test_fuzz and test_sanitizers may run at once (ctest -j): one builds, the other waits.
+exec 9>"$build/.lock"
+flock 9
 
 harnesses=("$src"/tests/fuzz/fuzz_*.cpp)
 if [ ! -e "${harnesses[0]}" ]; then
@@ -66,6 +70,26 @@ for harness in "${harnesses[@]}"; do
   fi
 
   seeds="$src/tests/fuzz/corpus/$name"
+  if [ "${FUZZ_REPLAY:-}" = 1 ]; then
+    # Each committed seed once (libFuzzer runs the files it is given and exits).
+    inputs=()
+    if [ -d "$seeds" ]; then mapfile -t inputs < <(find "$seeds" -type f | sort); fi
+    if [ ${#inputs[@]} = 0 ]; then
+      echo "test_fuzz: $name has no seed corpus to replay" >&2
+      failed=1
+      continue
+    fi
+    if ! timeout 300 "$bin" -timeout=10 -rss_limit_mb=2048 "${inputs[@]}" \
+        >"$build/$name.replay.log" 2>&1; then
+      echo "test_fuzz: $name FAILED on its seed corpus:" >&2
+      tail -40 "$build/$name.replay.log" >&2
+      failed=1
+      continue
+    fi
+    echo "test_fuzz: $name: replayed ${#inputs[@]} seed inputs"
+    ran=$((ran + 1))
+    continue
+  fi
   scratch="$build/$name.corpus"
   mkdir -p "$scratch" "$build/$name.artifacts"
   corpora=("$scratch")

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The sanitizer pass: builds the unit and integration tests (and the daemon they drive) with
+# AddressSanitizer and UndefinedBehaviorSanitizer in their own build tree, runs them, then
+# replays every fuzzer's seed corpus (test_fuzz.sh builds the fuzzers with the same sanitizers).
+# Non-zero on a build failure, a failing test or any sanitizer report.
+#
+# Env: LOADWATCH_SOURCE_DIR, LOADWATCH_BUILD_DIR (set by ctest; the tree goes to
+# $LOADWATCH_BUILD_DIR/sanitize), CXX_SANITIZE (default: the C++ compiler CMake finds),
+# SANITIZE_JOBS (default 2). ccache is used when installed.
+set -euo pipefail
+
+src=${LOADWATCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+parent=${LOADWATCH_BUILD_DIR:-$src/build}
+build=$parent/sanitize
+jobs=${SANITIZE_JOBS:-2}
+started=$(date +%s)
+
+flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
+compiler=()
+if [ -n "${CXX_SANITIZE:-}" ]; then compiler=(-DCMAKE_CXX_COMPILER="$CXX_SANITIZE"); fi
+
+# -O1: sanitized code at -O0 makes the timing-sensitive tests several times slower.
+if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+    -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
+    "${launcher[@]}" "${compiler[@]}" >"$build.configure.log" 2>&1; then
+  echo "test_sanitizers: configure failed:" >&2
+  tail -30 "$build.configure.log" >&2
+  exit 1
+fi
+
+# The C++ test executables (tests/CMakeLists.txt names them after their files); no benches.
+targets=()
+for f in "$src"/tests/unit/*/test_*.cpp "$src"/tests/integration/test_*.cpp; do
+  targets+=("$(basename "$f" .cpp)")
+done
+if ! cmake --build "$build" -j"$jobs" --target loadwatch "${targets[@]}" \
+    >"$build.build.log" 2>&1; then
+  echo "test_sanitizers: build failed:" >&2
+  grep -E "error|Error" "$build.build.log" | head -30 >&2
+  exit 1
+fi
+built=$(date +%s)
+echo "test_sanitizers: built ${#targets[@]} test executables in $((built - started)) s"
+
+# Any report fails the run: ASan aborts by default, UBSan through -fno-sanitize-recover.
+# Leaks are reported at exit of each test executable (and of the daemon the tests start).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+regex="^($(IFS='|'; echo "${targets[*]}"))\$"
+failed=0
+if ! ctest --test-dir "$build" -R "$regex" -j"$jobs" --timeout 600 --output-on-failure \
+    >"$build.ctest.log" 2>&1; then
+  echo "test_sanitizers: sanitized tests FAILED:" >&2
+  grep -E "Failed|\*\*\*|ERROR: AddressSanitizer|runtime error|LeakSanitizer" \
+    "$build.ctest.log" | head -40 >&2
+  echo "(whole log: $build.ctest.log)" >&2
+  failed=1
+fi
+tail -3 "$build.ctest.log" | sed 's/^/test_sanitizers: /'
+tested=$(date +%s)
+
+# Every fuzzer over its seed corpus (each input once), built by test_fuzz.sh.
+if ! FUZZ_REPLAY=1 bash "$src/tests/scripts/test_fuzz.sh"; then
+  failed=1
+fi
+echo "test_sanitizers: build $((built - started)) s, tests $((tested - built)) s," \
+     "corpora $(($(date +%s) - tested)) s"
+exit $failed
