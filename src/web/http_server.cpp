@@ -16,8 +16,8 @@
 //   civetweb's own timeout restarts with every byte;
 // - the request limit (503) counts handlers only, so slow clients cannot fill it; request
 //   bodies are bounded by route and in total (max_body_memory).
-// Credentials are checked before anything else, against a bcrypt queue that turns a flood away
-// (basic_auth.h).
+// Credentials are checked before the route, the body and the request limit, against a bcrypt
+// queue that turns a flood away (basic_auth.h).
 #include "web/http_server.h"
 
 #include <civetweb.h>
@@ -237,6 +237,8 @@ const char* rejection_name(Rejection r) {
 /// max_connections workers cost ~19 KiB each, not up to their whole stack.
 void trim_stack() {
   static const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  // Worker threads only: the main thread's stack is sized by RLIMIT_STACK, not mapped whole.
+  if (gettid() == getpid()) return;
   thread_local std::uintptr_t low = 0;
   if (low == 0) {
     pthread_attr_t attr;

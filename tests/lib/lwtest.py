@@ -5,6 +5,8 @@
         samples = lw.metrics()          # {(name, frozenset(labels)): value}
         lw.value("loadwatch_target_up", target="self")
 """
+import base64
+import ctypes
 import os
 import re
 import signal
@@ -145,3 +147,18 @@ def promtool_check(text):
     p = subprocess.run(["promtool", "check", "metrics"], input=text.encode(),
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     return p.returncode == 0, p.stdout.decode()
+
+
+def bcrypt(password, cost):
+    """A $2b$ hash through libxcrypt (what htpasswd -B and Go's bcrypt make, give or take $2y$)."""
+    crypt = ctypes.CDLL("libcrypt.so.1")
+    crypt.crypt_gensalt.restype = ctypes.c_char_p
+    crypt.crypt_gensalt.argtypes = [ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int]
+    crypt.crypt.restype = ctypes.c_char_p
+    crypt.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    return crypt.crypt(password.encode(), crypt.crypt_gensalt(b"$2b$", cost, None, 0)).decode()
+
+
+def basic(user, password):
+    """An Authorization header value for HTTP basic auth."""
+    return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()

@@ -4,8 +4,6 @@ lock JMeter out; short or malformed request bodies are 400 and store nothing; a 
 read-only route is 413; request bodies in flight are capped (503) and memory returns after a
 burst. Every loop is bounded in count and time; clients use 127.0.0.2-250 as distinct
 addresses."""
-import base64
-import ctypes
 import http.client
 import os
 import resource
@@ -19,22 +17,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from lwtest import Loadwatch, free_port, http_get, parse_metrics  # noqa: E402
-
-_libcrypt = ctypes.CDLL("libcrypt.so.1")
-_libcrypt.crypt_gensalt.restype = ctypes.c_char_p
-_libcrypt.crypt_gensalt.argtypes = [ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int]
-_libcrypt.crypt.restype = ctypes.c_char_p
-_libcrypt.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-
-
-def bcrypt(password, cost):
-    return _libcrypt.crypt(password.encode(), _libcrypt.crypt_gensalt(b"$2b$", cost, None, 0)).decode()
-
-
-def basic(user, password):
-    return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
-
+from lwtest import Loadwatch, basic, bcrypt, free_port, http_get, parse_metrics  # noqa: E402
 
 def status_of(port, request, source="127.0.0.1", shut_wr=False, timeout=10):
     """Sends raw bytes, reads one response; -> (status code or 0, response bytes)."""

@@ -1,7 +1,5 @@
 """--web.config.file end to end: TLS, basic auth, mTLS, headers, reload without restart, against
 curl and the real Prometheus. Certificates are made at test time with openssl; loopback only."""
-import base64
-import ctypes
 import http.client
 import json
 import os
@@ -18,19 +16,7 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from lwtest import BINARY, SOURCE_DIR, free_port  # noqa: E402
-
-_libcrypt = ctypes.CDLL("libcrypt.so.1")
-_libcrypt.crypt_gensalt.restype = ctypes.c_char_p
-_libcrypt.crypt_gensalt.argtypes = [ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int]
-_libcrypt.crypt.restype = ctypes.c_char_p
-_libcrypt.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-
-
-def bcrypt(password, cost):
-    """A $2b$ hash through libxcrypt (what htpasswd -B and Go's bcrypt make, give or take $2y$)."""
-    salt = _libcrypt.crypt_gensalt(b"$2b$", cost, None, 0)
-    return _libcrypt.crypt(password.encode(), salt).decode()
+from lwtest import BINARY, SOURCE_DIR, basic, bcrypt, free_port  # noqa: E402
 
 
 def openssl(cwd, *args):
@@ -75,10 +61,6 @@ def curl(url, *opts):
         k, _, v = line.partition(":")
         headers[k.strip().lower()] = v.strip()
     return p.returncode, int(code or 0), headers, body
-
-
-def basic(user, password):
-    return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
 
 
 class Server:
