@@ -239,7 +239,7 @@ void trim_stack() {
   static const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
   // Worker threads only: the main thread's stack is sized by RLIMIT_STACK, not mapped whole.
   if (gettid() == getpid()) return;
-  thread_local std::uintptr_t low = 0;
+  thread_local std::uintptr_t low = 0, high = 0;
   if (low == 0) {
     pthread_attr_t attr;
     if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
@@ -248,10 +248,13 @@ void trim_stack() {
     pthread_attr_getstack(&attr, &addr, &size);
     pthread_attr_destroy(&attr);
     low = (reinterpret_cast<std::uintptr_t>(addr) + page - 1) & ~(page - 1);
+    high = reinterpret_cast<std::uintptr_t>(addr) + size;
   }
-  char here;
-  // Everything below this frame is dead; one page of margin covers the red zone.
-  std::uintptr_t top = (reinterpret_cast<std::uintptr_t>(&here) - page) & ~(page - 1);
+  // The machine frame (a local's address is not: ASan may keep locals on a heap "fake stack").
+  // Everything below it is dead; one page of margin covers the red zone.
+  auto frame = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+  if (frame <= low || frame >= high) return;
+  std::uintptr_t top = (frame - page) & ~(page - 1);
   if (top > low + page) madvise(reinterpret_cast<void*>(low), top - low, MADV_DONTNEED);
 }
 
