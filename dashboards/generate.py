@@ -1,23 +1,33 @@
 #!/usr/bin/env python3
-"""Generates the loadwatch Grafana dashboards (grafana/*.json). Python stdlib only.
+"""Generates the loadwatch mixin: the Grafana dashboards (grafana/*.json) and the Prometheus
+rules (rules/loadwatch.{rules,alerts}.yml from config.yml, rules/<profile>/ for each
+profiles/<profile>.yml merged over it).
 
-    python3 dashboards/generate.py           # (re)write dashboards/grafana/*.json
+    python3 dashboards/generate.py           # (re)write grafana/*.json and rules/
     python3 dashboards/generate.py --check   # exit 1 if a committed file differs
+    python3 dashboards/generate.py --profile my-soak.yml --out DIR   # your own profile's rules
 
-The JSON files are committed; edit this file, regenerate, commit both
-(tests/scripts/test_mixin_lint.sh runs --check). Panel ids, uids and the layout are derived from
-the order below, so the output is stable from run to run.
+The JSON and YAML files are committed; edit this file, config.yml, profiles/ or rulegen.py,
+regenerate, commit both (tests/scripts/test_mixin_lint.sh runs --check). Panel ids, uids and the
+layout are derived from the order below, so the output is stable from run to run.
 
 Queries read the recording rules of rules/loadwatch.rules.yml where a rate or trend is needed:
 load that file into Prometheus together with the alerts.
 """
 
+import argparse
 import json
 import pathlib
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import mixin_config  # noqa: E402
+import rulegen  # noqa: E402
+
 OUT = HERE / "grafana"
+RULES = HERE / "rules"
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
 # Selectors: every query is scoped by the dashboard's variables. HOST for host-wide metrics,
@@ -479,21 +489,50 @@ def render(spec_fn):
     return json.dumps(build(spec_fn()), indent=2, ensure_ascii=False) + "\n"
 
 
+def outputs():
+    """{path: text} of every generated file."""
+    out = {OUT / name: render(fn) for name, fn in DASHBOARDS.items()}
+    for name, text in rulegen.render(mixin_config.load()).items():
+        out[RULES / name] = text
+    for profile in mixin_config.profiles():
+        for name, text in rulegen.render(mixin_config.load(profile)).items():
+            out[RULES / profile / name] = text
+    return out
+
+
 def main(argv):
-    check = "--check" in argv
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if a committed file differs")
+    ap.add_argument("--profile", type=pathlib.Path,
+                    help="write only the rules of this profile (merged over config.yml)")
+    ap.add_argument("--out", type=pathlib.Path, help="directory for --profile's rules")
+    args = ap.parse_args(argv)
+    try:
+        if args.profile:
+            if not args.out:
+                ap.error("--profile needs --out")
+            files = {args.out / name: text for name, text
+                     in rulegen.render(mixin_config.load(args.profile)).items()}
+        else:
+            files = outputs()
+    except mixin_config.ConfigError as e:
+        print(f"generate.py: {e}", file=sys.stderr)
+        return 1
     stale = []
-    for name, fn in DASHBOARDS.items():
-        text = render(fn)
-        path = OUT / name
-        if check:
+    for path, text in files.items():
+        if args.check:
             if not path.exists() or path.read_text() != text:
                 stale.append(str(path))
         else:
-            OUT.mkdir(exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
+    if args.check and not args.profile:
+        # A profile removed from profiles/ must not leave its rules behind.
+        known = set(files)
+        stale += [str(p) for p in RULES.glob("*/*.yml") if p not in known]
     if stale:
         print("generate.py: out of date, run python3 dashboards/generate.py:\n  "
-              + "\n  ".join(stale), file=sys.stderr)
+              + "\n  ".join(sorted(stale)), file=sys.stderr)
         return 1
     return 0
 
