@@ -251,18 +251,30 @@ def test_run():
                     [q(f"loadwatch_sockstat_tcp_time_wait{{{HOST}}}", "TIME_WAIT ({{instance}})"),
                      q(f'loadwatch_sysctl{{{HOST}, name="net.ipv4.tcp_max_tw_buckets"}}',
                        "tcp_max_tw_buckets ({{instance}})")],
-                    minimum=0, w=8, overrides=[override("/^tcp_max_tw_buckets /", dashed=True)]),
-                ephemeral_panel(w=8),
+                    minimum=0, w=6, overrides=[override("/^tcp_max_tw_buckets /", dashed=True)]),
+                ephemeral_panel(w=6),
                 timeseries(
                     "Listen overflows and drops per second",
                     "Incoming connections dropped because an accept queue was full "
                     "(ListenOverflows) and all SYN/accept drops (ListenDrops). Non-zero: raise "
-                    "net.core.somaxconn and the listen backlog, or accept faster.",
+                    "net.core.somaxconn and the listen backlog, or accept faster. The panel "
+                    "beside it names the listeners.",
                     [q(f"instance:loadwatch_tcp_listen_overflows:rate1m{{{HOST}}}",
                        "overflows ({{instance}})"),
                      q(f"instance:loadwatch_tcp_listen_drops:rate1m{{{HOST}}}",
                        "drops ({{instance}})")],
-                    minimum=0, w=8)),
+                    minimum=0, w=6),
+                timeseries(
+                    "Fullest listeners (host-wide)",
+                    "Accept queue length over the backlog limit of the host's fullest "
+                    "listeners, any port, watched or not, with the command of the process that "
+                    "owns it (loadwatch exports the 5 fullest non-empty queues). At 100% new "
+                    "connections overflow; a bar appears only while a queue holds connections "
+                    "nobody accepted yet.",
+                    [q(f"loadwatch_tcp_listen_top_queue_length{{{HOST}}}"
+                       f" / loadwatch_tcp_listen_top_queue_max{{{HOST}}}",
+                       ":{{port}} {{owner}} ({{instance}})")],
+                    unit="percentunit", threshold_line=1, minimum=0, bars=True, w=6)),
             row("Mock server",
                 timeseries(
                     "Mock requests per imposter",

@@ -11,6 +11,8 @@ import textwrap
 
 import yaml
 
+import mixin_config
+
 WIDTH = 96  # wrap descriptions and comments at this column
 
 
@@ -540,6 +542,10 @@ def expected_alerts(c):
 
 def render(c):
     """{file name: text}; each text is parsed back and compared with what was meant."""
+    names = {a["alert"] for _, alerts in alert_groups(c) for a in alerts}
+    unknown = sorted(set(c.for_) - names)
+    if unknown:
+        raise mixin_config.ConfigError(f"for: of alerts that do not exist: {', '.join(unknown)}")
     files = {"loadwatch.rules.yml": render_records(c), "loadwatch.alerts.yml": render_alerts(c)}
     alerts = [r for g in yaml.safe_load(files["loadwatch.alerts.yml"])["groups"]
               for r in g["rules"]]
