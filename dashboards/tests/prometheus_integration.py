@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The mixin against a real Prometheus and a real loadwatch (run by
-tests/scripts/test_mixin_prometheus.sh). Python stdlib only; loopback only; bounded in time.
+tests/scripts/test_mixin_prometheus.sh). Python stdlib and python3-yaml (the mixin generator);
+loopback only; bounded in time.
 
     prometheus_integration.py --binary BUILD/loadwatch [--source-dir REPO]
 
