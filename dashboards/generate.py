@@ -305,7 +305,9 @@ def soak():
                 timeseries(
                     "RSS growth per hour",
                     "Least-squares slope of RSS over the last 30 minutes, per hour. Steadily "
-                    "above zero for hours under constant load: a leak.",
+                    "above zero for hours under constant load: a leak. Empty until the "
+                    "target's current processes have run for the whole 30 minutes (a restart "
+                    "starts over), so a restart never reads as growth or shrinkage.",
                     [q(f"instance_target:loadwatch_process_resident_memory_bytes:deriv30m"
                        f"{{{TARGET}}} * 3600", "{{target}} ({{instance}})")],
                     unit="bytes", w=8),
@@ -322,7 +324,8 @@ def soak():
                 timeseries(
                     "Open fd growth per hour",
                     "Least-squares slope of the open fds over the last 30 minutes, per hour. "
-                    "Growth that does not follow the connection count: fds not closed.",
+                    "Growth that does not follow the connection count: fds not closed. Empty "
+                    "until the target's current processes have run for 30 minutes.",
                     [q(f"instance_target:loadwatch_process_open_fds:deriv30m{{{TARGET}}} * 3600",
                        "{{target}} ({{instance}})")],
                     w=8),
@@ -330,7 +333,8 @@ def soak():
                     "Time until the fd limit",
                     "Remaining fd headroom (1 - usage ratio of the process closest to its "
                     "limit) divided by how fast the ratio grew over the last 30 minutes. Empty "
-                    "while it does not grow.",
+                    "while it does not grow, and until the target's current processes have "
+                    "run for 30 minutes.",
                     [q(f"(1 - loadwatch_process_fd_usage_ratio{{{TARGET}}})"
                        f" / (instance_target:loadwatch_process_fd_usage_ratio:deriv30m{{{TARGET}}}"
                        f" > 0)", "{{target}} ({{instance}})")],
