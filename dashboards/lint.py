@@ -14,8 +14,8 @@ Checks, printing one "path: problem" line each and exiting 1 if there is any:
               every name in metrics.txt appears in README.md's "Metric reference" section once
               README.md has one.
   rules       in rules/ and every profile's rules/<profile>/: level:metric:operations record
-              names; alerts with a severity label (warning or
-              critical), a summary and a description; every threshold written as
+              names; alerts with a severity label (warning or critical), a summary and a
+              description; every threshold written as
               scalar(max(loadwatch:threshold:NAME) or vector(DEFAULT)), listed with the same
               default in rules/thresholds.example.yml, overridden in
               tests/thresholds.override.yml and documented in dashboards/README.md.
@@ -385,11 +385,12 @@ class Lint:
 
     def run(self):
         self.load_metrics()
-        alerts_by_dir = {}
+        alerts_by_dir, default_records = {}, {}
         for rules_dir in self.rule_dirs():
             self.load_records(rules_dir)
             alerts_by_dir[rules_dir.resolve()] = self.check_alerts(rules_dir)
-        self.load_records(self.mixin / "rules")  # the dashboards read the default records
+            default_records = default_records or self.records
+        self.records = default_records  # the dashboards read the default records
         self.check_thresholds()
         self.check_tests(alerts_by_dir)
         uids = set()
