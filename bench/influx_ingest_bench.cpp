@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "bench/cpu_clock.h"
-#include "influx_line_protocol.h"
-#include "jmeter_model.h"
+#include "push/influx_line_protocol.h"
+#include "push/jmeter_model.h"
 
 using namespace loadwatch;
 using loadwatch::bench::thread_cpu_seconds;

@@ -21,7 +21,7 @@
 #include <string>
 
 #include "bench/cpu_clock.h"
-#include "collectors/source_locust.h"
+#include "sources/locust.h"
 
 using namespace loadwatch;
 using loadwatch::bench::thread_cpu_seconds;

@@ -37,9 +37,9 @@
 
 #include "bench/cpu_clock.h"
 #include "collector.h"
-#include "collectors/proc_net_tcp.h"
-#include "collectors/tcp_sockets.h"
-#include "sock_diag.h"
+#include "collectors/tcp.h"
+#include "procfs/proc_net_tcp.h"
+#include "procfs/sock_diag.h"
 
 using namespace loadwatch;
 

@@ -31,13 +31,13 @@
 #include <thread>
 #include <vector>
 
-#include "collector.h"
 #include "bench/cpu_clock.h"
+#include "collector.h"
 #include "collectors/targets.h"
 #include "config.h"
-#include "fs_root.h"
 #include "metric_sink.h"
 #include "options.h"
+#include "procfs/fs_root.h"
 
 using namespace loadwatch;
 using loadwatch::bench::process_cpu_seconds;

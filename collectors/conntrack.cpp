@@ -1,8 +1,8 @@
-#include "conntrack.h"
+#include "collectors/conntrack.h"
 
 #include <string>
 
-#include "sysctl.h"
+#include "collectors/sysctl.h"
 
 namespace loadwatch {
 

@@ -1,6 +1,6 @@
-#include "loadavg.h"
+#include "collectors/loadavg.h"
 
-#include "host_parse.h"
+#include "procfs/tokenizer.h"
 
 namespace loadwatch {
 

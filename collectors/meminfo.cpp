@@ -1,10 +1,10 @@
-#include "meminfo.h"
+#include "collectors/meminfo.h"
 
 #include <limits>
 #include <stdexcept>
 #include <string>
 
-#include "host_parse.h"
+#include "procfs/tokenizer.h"
 
 namespace loadwatch {
 

@@ -1,6 +1,6 @@
-#include "netdev.h"
+#include "collectors/netdev.h"
 
-#include "host_parse.h"
+#include "procfs/tokenizer.h"
 
 namespace loadwatch {
 

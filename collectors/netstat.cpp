@@ -1,8 +1,8 @@
-#include "netstat.h"
+#include "collectors/netstat.h"
 
 #include <charconv>
 
-#include "host_parse.h"
+#include "procfs/tokenizer.h"
 
 namespace loadwatch {
 

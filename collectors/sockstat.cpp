@@ -1,10 +1,10 @@
-#include "sockstat.h"
+#include "collectors/sockstat.h"
 
 #include <unistd.h>
 
 #include <string>
 
-#include "host_parse.h"
+#include "procfs/tokenizer.h"
 
 namespace loadwatch {
 

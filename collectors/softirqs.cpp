@@ -1,8 +1,8 @@
-#include "softirqs.h"
+#include "collectors/softirqs.h"
 
 #include <stdexcept>
 
-#include "host_parse.h"
+#include "procfs/tokenizer.h"
 
 namespace loadwatch {
 

@@ -1,4 +1,4 @@
-#include "sources.h"
+#include "collectors/sources.h"
 
 #include <spdlog/spdlog.h>
 
@@ -6,9 +6,9 @@
 #include <set>
 #include <unordered_map>
 
-#include "source_locust.h"
-#include "source_mountebank.h"
-#include "source_prometheus.h"
+#include "sources/locust.h"
+#include "sources/mountebank.h"
+#include "sources/prometheus.h"
 
 namespace loadwatch {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "collector.h"
-#include "source_runner.h"
+#include "sources/source_runner.h"
 
 namespace loadwatch {
 

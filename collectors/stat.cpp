@@ -1,4 +1,4 @@
-#include "stat.h"
+#include "collectors/stat.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "host_parse.h"
+#include "procfs/tokenizer.h"
 
 namespace loadwatch {
 

@@ -1,8 +1,8 @@
-#include "sysctl.h"
+#include "collectors/sysctl.h"
 
 #include <string>
 
-#include "host_parse.h"
+#include "procfs/tokenizer.h"
 
 namespace loadwatch {
 

@@ -1,6 +1,6 @@
 // The targets collector: resolve each target's processes, read them once per sample
 // (process_registry.h: kept fds, pread), account each group (target_group.h), export.
-#include "targets.h"
+#include "collectors/targets.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "collectors/process_registry.h"
-#include "collectors/process_tree.h"
-#include "collectors/target_group.h"
-#include "collectors/target_resolver.h"
+#include "process/process_registry.h"
+#include "process/process_tree.h"
+#include "process/target_group.h"
+#include "process/target_resolver.h"
 
 namespace loadwatch {
 

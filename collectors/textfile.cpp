@@ -20,8 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "fs_root.h"
-#include "prom_text_parser.h"
+#include "procfs/fs_root.h"
+#include "sources/prom_text_parser.h"
 
 namespace loadwatch {
 

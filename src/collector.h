@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "config.h"
-#include "fs_root.h"
 #include "metric_sink.h"
 #include "options.h"
+#include "procfs/fs_root.h"
 
 namespace loadwatch {
 

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "collector.h"
-#include "fs_root.h"
+#include "procfs/fs_root.h"
 #include "yaml_reader.h"
 
 namespace loadwatch {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tls_client_config.h"
+#include "sources/tls_client_config.h"
 
 namespace loadwatch {
 

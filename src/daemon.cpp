@@ -12,12 +12,12 @@
 #include <spdlog/spdlog.h>
 
 #include "flags.h"
-#include "http_server.h"
 #include "logging.h"
 #include "sampler.h"
 #include "version.h"
-#include "web_config.h"
-#include "web_routes.h"
+#include "web/http_server.h"
+#include "web/web_config.h"
+#include "web/web_routes.h"
 
 namespace loadwatch {
 

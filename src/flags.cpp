@@ -5,6 +5,7 @@
 #include <set>
 
 #include "collector.h"
+#include "subcommands.h"
 
 namespace loadwatch {
 
@@ -13,6 +14,11 @@ ParsedFlags parse_flags(int argc, char** argv) {
   Options& o = parsed.options;
   CLI::App app{"loadwatch: a Prometheus exporter for load, stress and soak test runs", "loadwatch"};
   app.option_defaults()->always_capture_default();
+  std::string footer = "Subcommands (loadwatch NAME --help for each):";
+  for (const Subcommand& cmd : subcommands()) {
+    footer += std::string("\n  ") + cmd.name + "  " + cmd.summary;
+  }
+  if (!subcommands().empty()) app.footer(footer);
   std::string interval = "1s";
   app.add_option("--config.file", o.config_file, "YAML config file");
   app.add_flag("--config.check", o.config_check, "Validate the config and flags, then exit 0/1");

@@ -1,3 +1,11 @@
 #include "daemon.h"
+#include "subcommands.h"
 
-int main(int argc, char** argv) { return loadwatch::run_daemon(argc, argv); }
+int main(int argc, char** argv) {
+  if (argc > 1) {
+    if (const loadwatch::Subcommand* cmd = loadwatch::find_subcommand(argv[1])) {
+      return cmd->run(argc - 1, argv + 1);
+    }
+  }
+  return loadwatch::run_daemon(argc, argv);
+}

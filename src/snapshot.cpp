@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "gzip.h"
+#include "web/gzip.h"
 
 namespace loadwatch {
 

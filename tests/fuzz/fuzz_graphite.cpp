@@ -1,15 +1,15 @@
 // libFuzzer harness: Graphite plaintext streams, line by line through the parser, JMeter's
 // path split and the model, as the listener does.
 // clang-format off
-// FUZZ_SOURCES: src/graphite_parser.cpp src/influx_line_protocol.cpp src/jmeter_model.cpp src/metric_sink.cpp
+// FUZZ_SOURCES: src/push/graphite_parser.cpp src/push/influx_line_protocol.cpp src/push/jmeter_model.cpp src/metric_sink.cpp
 // clang-format on
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
-#include "graphite_parser.h"
-#include "jmeter_model.h"
+#include "push/graphite_parser.h"
+#include "push/jmeter_model.h"
 
 namespace {
 void check(bool ok) {

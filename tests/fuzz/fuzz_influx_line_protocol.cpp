@@ -1,14 +1,14 @@
 // libFuzzer harness: InfluxDB line protocol bodies, through the parser and the JMeter model.
 // clang-format off
-// FUZZ_SOURCES: src/influx_line_protocol.cpp src/graphite_parser.cpp src/jmeter_model.cpp src/metric_sink.cpp
+// FUZZ_SOURCES: src/push/influx_line_protocol.cpp src/push/graphite_parser.cpp src/push/jmeter_model.cpp src/metric_sink.cpp
 // clang-format on
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
-#include "influx_line_protocol.h"
-#include "jmeter_model.h"
+#include "push/influx_line_protocol.h"
+#include "push/jmeter_model.h"
 
 namespace {
 void check(bool ok) {

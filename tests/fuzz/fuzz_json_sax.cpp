@@ -1,7 +1,7 @@
-// libFuzzer harness: the JSON event reader (src/json_sax.cpp), differentially against
+// libFuzzer harness: the JSON event reader (src/sources/json_sax.cpp), differentially against
 // nlohmann::json's strict SAX parser: both must accept or reject the same input, and on
 // accepted input emit the same events (numbers as doubles, strings unescaped).
-// FUZZ_SOURCES: src/json_sax.cpp
+// FUZZ_SOURCES: src/sources/json_sax.cpp
 // FUZZ_LIBS:
 #include <cmath>
 #include <cstddef>
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "json_sax.h"
+#include "sources/json_sax.h"
 #include "tests/lib/json_event_trace.h"
 
 namespace {

@@ -1,5 +1,5 @@
-// libFuzzer harness: the Prometheus text format parser (src/prom_text_parser.cpp).
-// FUZZ_SOURCES: src/prom_text_parser.cpp
+// libFuzzer harness: the Prometheus text format parser (src/sources/prom_text_parser.cpp).
+// FUZZ_SOURCES: src/sources/prom_text_parser.cpp
 // FUZZ_LIBS: -lprometheus-cpp-core
 //
 // Besides "no crash, no UB, no leak", it checks the parser's contract: an error names its
@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "prom_text_parser.h"
+#include "sources/prom_text_parser.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

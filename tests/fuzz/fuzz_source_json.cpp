@@ -1,7 +1,7 @@
 // libFuzzer harness: the pull-source JSON parsers and mappers (Locust /stats/requests,
 // Mountebank /imposters). The first byte picks the parser: even = Locust, odd = Mountebank.
 // clang-format off
-// FUZZ_SOURCES: collectors/source_locust.cpp collectors/source_mountebank.cpp collectors/source_prometheus.cpp src/counter_carry.cpp src/metric_sink.cpp src/prom_text_parser.cpp src/json_sax.cpp
+// FUZZ_SOURCES: src/sources/locust.cpp src/sources/mountebank.cpp src/sources/prometheus.cpp src/sources/counter_carry.cpp src/metric_sink.cpp src/sources/prom_text_parser.cpp src/sources/json_sax.cpp
 // FUZZ_LIBS:
 // clang-format on
 //
@@ -15,8 +15,8 @@
 #include <string>
 #include <string_view>
 
-#include "collectors/source_locust.h"
-#include "collectors/source_mountebank.h"
+#include "sources/locust.h"
+#include "sources/mountebank.h"
 
 namespace {
 

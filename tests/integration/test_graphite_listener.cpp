@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "collectors/jmeter_graphite.h"
+#include "collectors/graphite.h"
 #include "tests/lib/sample_values.h"
 
 using namespace loadwatch;

@@ -7,10 +7,10 @@
 #include <map>
 #include <string>
 
-#include "collectors/jmeter_influx.h"
-#include "gzip.h"
-#include "http_server.h"
+#include "collectors/influx.h"
 #include "tests/lib/sample_values.h"
+#include "web/gzip.h"
+#include "web/http_server.h"
 
 using namespace loadwatch;
 

@@ -33,11 +33,11 @@
 #include "collector.h"
 #include "collectors/sources.h"
 #include "config.h"
-#include "fs_root.h"
-#include "http_fetch.h"
 #include "metric_sink.h"
 #include "options.h"
-#include "source_runner.h"
+#include "procfs/fs_root.h"
+#include "sources/http_fetch.h"
+#include "sources/source_runner.h"
 
 using namespace loadwatch;
 using namespace std::chrono_literals;

@@ -28,9 +28,9 @@
 #include "collector.h"
 #include "collectors/targets.h"
 #include "config.h"
-#include "fs_root.h"
 #include "metric_sink.h"
 #include "options.h"
+#include "procfs/fs_root.h"
 
 using namespace loadwatch;
 namespace fs = std::filesystem;

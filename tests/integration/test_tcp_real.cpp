@@ -29,9 +29,9 @@
 
 #include "collector.h"
 #include "collectors/netstat.h"
-#include "collectors/tcp_sockets.h"
-#include "fs_root.h"
-#include "socket_owners.h"
+#include "collectors/tcp.h"
+#include "process/socket_owners.h"
+#include "procfs/fs_root.h"
 
 using namespace loadwatch;
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "json_sax.h"
+#include "sources/json_sax.h"
 
 namespace loadwatch::test {
 

@@ -1,0 +1,39 @@
+#include "collectors/filefd.h"
+
+#include "procfs/tokenizer.h"
+
+namespace loadwatch {
+
+using namespace host_parse;
+
+FileNr parse_file_nr(std::string_view text) {
+  std::string_view line = next_line(text);
+  FileNr f;
+  f.allocated = to_u64(next_field(line), "allocated");
+  f.unused = to_u64(next_field(line), "unused");
+  f.maximum = to_u64(next_field(line), "maximum");
+  return f;
+}
+
+namespace {
+
+class FilefdCollector final : public Collector {
+ public:
+  void collect(SampleContext& ctx, MetricSink& out) override {
+    const FileNr f = read_and_parse(ctx.proc, "sys/fs/file-nr", parse_file_nr);
+    out.gauge("loadwatch_filefd_allocated",
+              "File handles allocated system-wide (procfs sys/fs/file-nr, first field).", {},
+              static_cast<double>(f.allocated));
+    out.gauge("loadwatch_filefd_maximum",
+              "Maximum number of file handles, fs.file-max (procfs sys/fs/file-nr, third field).",
+              {}, static_cast<double>(f.maximum));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> make_filefd_collector(const CollectorEnv&) {
+  return std::make_unique<FilefdCollector>();
+}
+
+}  // namespace loadwatch

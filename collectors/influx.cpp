@@ -1,0 +1,123 @@
+// JMeter's InfluxdbBackendListenerClient (3.2+) POSTs line protocol to the URL it is given
+// (default http://host:8086/write?db=jmeter; 5.2+ also /api/v2/write?org=..&bucket=.. with a
+// Token header) every 5 s and once at teardown. loadwatch answers like InfluxDB would: 204 on
+// success, 400 with {"error": ...} on a malformed line. Telegraf, the influxdb-client libraries
+// and the influx CLI gzip their bodies (Content-Encoding: gzip), which InfluxDB accepts too.
+#include "collectors/influx.h"
+
+#include <chrono>
+#include <string>
+
+#include "web/gzip.h"
+
+namespace loadwatch {
+
+namespace {
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string json_escape(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      static const char hex[] = "0123456789abcdef";
+      out += "\\u00";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+/// The Content-Encoding value trimmed and lower-cased (codings are case-insensitive, RFC 9110
+/// 8.4.1).
+std::string content_coding(std::string_view value) {
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  std::string out(value);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+HttpResponse json_error(int status, const std::string& message) {
+  HttpResponse r;
+  r.status = status;
+  r.content_type = "application/json";
+  r.body = "{\"error\":\"" + json_escape(message) + "\"}\n";
+  return r;
+}
+
+class InfluxCollector : public Collector {
+ public:
+  explicit InfluxCollector(std::shared_ptr<JMeterModel> model) : model_(std::move(model)) {}
+  void collect(SampleContext&, MetricSink& out) override { model_->collect(out); }
+
+ private:
+  std::shared_ptr<JMeterModel> model_;
+};
+
+}  // namespace
+
+HttpHandler make_influx_write_handler(std::shared_ptr<JMeterModel> model, bool v2) {
+  return [model = std::move(model), v2](const HttpRequest& req) -> HttpResponse {
+    if (req.method != "POST") {
+      auto r = json_error(405, "method not allowed: use POST");
+      r.headers.emplace_back("Allow", "POST");
+      return r;
+    }
+    const char* param = v2 ? "bucket" : "db";
+    std::string source = req.query_param(param);
+    if (source.empty()) return json_error(400, std::string(param) + " is required");
+    if (source.size() > 256) return json_error(400, std::string(param) + " is too long");
+    auto ns = influx_precision_ns(req.query_param("precision"));
+    if (!ns) return json_error(400, "invalid precision \"" + req.query_param("precision") + "\"");
+    std::string_view body = req.body;
+    GunzipResult inflated;
+    std::string encoding = content_coding(req.header("content-encoding"));
+    if (encoding == "gzip" || encoding == "x-gzip") {
+      // The same cap as the raw body: what the route would not take plain, it does not take
+      // gzipped either (InfluxDB also answers 413).
+      inflated = gzip_decompress(req.body, kInfluxMaxBody);
+      if (inflated.error == GunzipError::too_large) return json_error(413, inflated.message);
+      if (inflated.error != GunzipError::none) return json_error(400, inflated.message);
+      body = inflated.data;
+    } else if (!encoding.empty() && encoding != "identity") {
+      return json_error(415, "Content-Encoding \"" + req.header("content-encoding") +
+                                 "\" is not supported: use gzip or identity");
+    }
+    auto outcome = model->ingest_influx(source, body, unix_now(), *ns);
+    if (outcome.malformed == 0) {
+      HttpResponse r;
+      r.status = 204;
+      return r;
+    }
+    std::string msg = "partial write: " + std::to_string(outcome.malformed) +
+                      " malformed line(s), " + std::to_string(outcome.points) +
+                      " valid point(s) taken";
+    for (const auto& e : outcome.errors) {
+      msg += "; unable to parse line " + std::to_string(e.line) + ": " + e.message + ": '" +
+             std::string(e.text) + "'";
+    }
+    return json_error(400, msg);
+  };
+}
+
+std::unique_ptr<Collector> make_influx_collector(const CollectorEnv& env) {
+  auto model = std::make_shared<JMeterModel>("influx");
+  if (env.http) {
+    env.http->route("/write", make_influx_write_handler(model, false), kInfluxMaxBody);
+    env.http->route("/api/v2/write", make_influx_write_handler(model, true), kInfluxMaxBody);
+  }
+  return std::make_unique<InfluxCollector>(std::move(model));
+}
+
+}  // namespace loadwatch

@@ -1,0 +1,293 @@
+#include "process/process_registry.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/resource.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <stdexcept>
+
+#include "procfs/proc_boot_time.h"
+
+namespace loadwatch {
+
+namespace {
+
+bool parse_pid(const char* name, pid_t& pid) {
+  const char* end = name + std::strlen(name);
+  auto [p, ec] = std::from_chars(name, end, pid);
+  return ec == std::errc() && p == end && pid > 0;
+}
+
+}  // namespace
+
+ProcessRegistry::ProcessRegistry(const FsRoot& proc) : proc_(proc) {
+  root_fd_ = ::open(proc_.root().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd_ < 0) {
+    throw std::runtime_error(proc_.root() + ": " + std::strerror(errno));
+  }
+  struct statfs sfs {};
+  procfs_ = ::fstatfs(root_fd_, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC;
+
+  // Kept fds: half of what the soft RLIMIT_NOFILE leaves after a reserve for the rest of
+  // the daemon (HTTP connections, sources), capped. Beyond it, reads open/close each time.
+  struct rlimit rl {};
+  long soft = 1024;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    soft = static_cast<long>(std::min<rlim_t>(rl.rlim_cur, 1 << 20));
+  }
+  budget_.limit = std::clamp((soft - 256) / 2, 0L, 1L << 16);
+
+  if (long t = ::sysconf(_SC_CLK_TCK); t > 0) clk_tck_ = t;
+  if (long p = ::sysconf(_SC_PAGESIZE); p > 0) page_size_ = p;
+  std::string text;
+  if (proc_.read("stat", text) == 0) boot_time_ = parse_boot_time(text);
+}
+
+ProcessRegistry::~ProcessRegistry() {
+  records_.clear();  // closes the handles before the root fd they are relative to
+  if (root_fd_ >= 0) ::close(root_fd_);
+}
+
+void ProcessRegistry::begin_sample() {
+  ++gen_;
+  if (gen_ == 0) gen_ = 1;  // 0 means "never"
+  listing_.clear();
+}
+
+void ProcessRegistry::end_sample() {
+  for (auto it = records_.begin(); it != records_.end();) {
+    if (it->second->used_gen != gen_) {
+      it = records_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  listing_.clear();
+}
+
+ProcessRecord* ProcessRegistry::record(pid_t pid) {
+  auto& slot = records_[pid];
+  if (!slot) slot = std::make_unique<ProcessRecord>(root_fd_, pid, &budget_);
+  return slot.get();
+}
+
+bool ProcessRegistry::read_stat(ProcessRecord& rec) {
+  if (rec.stat_gen == gen_) return true;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    ReadResult r = rec.handle.read(ProcessHandle::kStat, buf_);
+    if (r == ReadResult::Gone && attempt == 0 && rec.stat_gen != 0) {
+      // The kept fd belongs to a process that exited; the PID may name a new one now.
+      rec.handle.close_all();
+      continue;
+    }
+    if (r != ReadResult::Ok) return false;
+    auto parsed = parse_pid_stat(buf_);
+    if (!parsed) return false;
+    if (rec.stat_gen != 0 && parsed->starttime != rec.stat.starttime) {
+      // Another process under the same PID (fds were not kept, or just re-opened): forget
+      // everything read about the old one.
+      rec.member_gen = 0;
+      rec.fd_limit.reset();
+      rec.fd_limit_gen = 0;
+      rec.partial_logged = false;
+    }
+    rec.stat = std::move(*parsed);
+    rec.stat_gen = gen_;
+    return true;
+  }
+  return false;
+}
+
+void ProcessRegistry::refresh_listing(bool full) {
+  if (listed_gen_ == gen_ && (listed_full_ || !full)) return;
+  listing_.clear();
+  int dfd = ::openat(root_fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return;
+  DIR* dir = ::fdopendir(dfd);
+  if (!dir) {
+    ::close(dfd);
+    return;
+  }
+  while (struct dirent* e = ::readdir(dir)) {
+    pid_t pid = 0;
+    if (!parse_pid(e->d_name, pid)) continue;
+    ProcessRecord* rec = record(pid);
+    // d_ino of a /proc/PID entry stays the same while its dentry lives; a PID reused by a
+    // new process gets a new inode. A cheap hint to re-read a known PID without `full`.
+    const bool changed = rec->dir_ino != e->d_ino;
+    rec->dir_ino = e->d_ino;
+    if (full || changed || rec->stat_gen == 0) {
+      if (!read_stat(*rec)) continue;
+    }
+    rec->used_gen = gen_;
+    listing_.push_back(rec);
+  }
+  ::closedir(dir);
+  listed_gen_ = gen_;
+  listed_full_ = full;
+
+  if (!full) {
+    // A process whose parent exited was re-parented (to init or a subreaper): its cached
+    // ppid is stale. Re-read the stat of those only.
+    for (ProcessRecord* rec : listing_) {
+      if (rec->stat_gen == gen_ || rec->stat.ppid <= 0) continue;
+      auto it = records_.find(rec->stat.ppid);
+      if (it == records_.end() || it->second->used_gen != gen_) read_stat(*rec);
+    }
+  }
+}
+
+ProcessRecord* ProcessRegistry::stat(pid_t pid) {
+  if (pid <= 0) return nullptr;
+  ProcessRecord* rec = record(pid);
+  if (!read_stat(*rec)) return nullptr;
+  rec->used_gen = gen_;
+  return rec;
+}
+
+ProcessRecord* ProcessRegistry::member(pid_t pid) {
+  ProcessRecord* rec = stat(pid);
+  if (!rec) return nullptr;
+  if (rec->member_gen != gen_) read_member_fields(*rec);
+  return rec;
+}
+
+void ProcessRegistry::read_member_fields(ProcessRecord& rec) {
+  rec.member_gen = gen_;
+  rec.partial = false;
+  auto note = [&rec](ReadResult r) {
+    if (r == ReadResult::Denied) rec.partial = true;
+    return r == ReadResult::Ok;
+  };
+
+  if (note(rec.handle.read(ProcessHandle::kStatus, buf_))) {
+    rec.status = parse_pid_status(buf_);
+  } else {
+    rec.status = PidStatus{};
+  }
+  // /proc/PID/io needs ptrace access (PTRACE_MODE_READ_FSCREDS, fs/proc/base.c
+  // do_io_accounting): EACCES for another user's process without CAP_SYS_PTRACE.
+  if (note(rec.handle.read(ProcessHandle::kIo, buf_))) {
+    rec.io = parse_pid_io(buf_);
+  } else {
+    rec.io.reset();
+  }
+  std::uint64_t fds = 0;
+  rec.open_fds = note(rec.handle.open_fd_count(procfs_, fds)) ? fds : 0;
+
+  if (rec.fd_limit_gen == 0 || gen_ - rec.fd_limit_gen >= kLimitRefreshSamples) {
+    rec.fd_limit_gen = gen_;
+    if (note(rec.handle.read_other("limits", buf_))) {
+      rec.fd_limit = parse_max_open_files(buf_);
+    } else {
+      rec.fd_limit.reset();
+    }
+  }
+}
+
+void ProcessRegistry::children_by_listing(pid_t pid, std::vector<pid_t>& out) {
+  if (by_parent_gen_ != gen_ || listed_gen_ != gen_) {
+    by_parent_.clear();
+    by_parent_.reserve(listing_.size());
+    for (const ProcessRecord* rec : listing_) by_parent_.emplace_back(rec->stat.ppid, rec->pid());
+    std::sort(by_parent_.begin(), by_parent_.end());
+    by_parent_gen_ = gen_;
+  }
+  auto lo = std::lower_bound(by_parent_.begin(), by_parent_.end(), std::pair<pid_t, pid_t>(pid, 0));
+  for (auto it = lo; it != by_parent_.end() && it->first == pid; ++it) out.push_back(it->second);
+}
+
+bool ProcessRegistry::children_by_files(ProcessRecord& rec, std::vector<pid_t>& out) {
+  if (children_files_ == false) return false;
+  const pid_t pid = rec.pid();
+  auto read_one = [&](const std::string& tid) -> ReadResult {
+    std::string rel = "task/" + tid + "/children";
+    ReadResult r = rec.handle.read_other(rel.c_str(), buf_);
+    if (r != ReadResult::Ok) return r;
+    // proc(5): "a space-separated list of child tasks of this task".
+    std::string_view rest = buf_;
+    while (!rest.empty()) {
+      size_t b = rest.find_first_not_of(" \n");
+      if (b == std::string_view::npos) break;
+      size_t e = rest.find_first_of(" \n", b);
+      std::string_view f = rest.substr(b, e == std::string_view::npos ? rest.npos : e - b);
+      pid_t child = 0;
+      auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), child);
+      if (ec == std::errc() && p == f.data() + f.size() && child > 0) out.push_back(child);
+      rest = e == std::string_view::npos ? std::string_view{} : rest.substr(e);
+    }
+    return r;
+  };
+  // Children hang off the thread that forked them: a single-threaded process needs one
+  // read, others one per thread (task/ listed).
+  if (rec.stat.num_threads <= 1) {
+    ReadResult r = read_one(std::to_string(pid));
+    if (r == ReadResult::Gone && !children_files_) {
+      // The process exists (its stat was just read), so a missing file means the kernel
+      // was built without CONFIG_PROC_CHILDREN.
+      if (rec.handle.read(ProcessHandle::kStat, buf_) == ReadResult::Ok) {
+        children_files_ = false;
+        return false;
+      }
+    }
+    if (r == ReadResult::Ok) children_files_ = true;
+    return true;
+  }
+  if (ReadResult r = rec.handle.list_tasks(task_buf_); r != ReadResult::Ok) {
+    // No task/ in a live process: not a real procfs (a fixture tree without the files).
+    if (r == ReadResult::Gone && !children_files_ &&
+        rec.handle.read(ProcessHandle::kStat, buf_) == ReadResult::Ok) {
+      children_files_ = false;
+      return false;
+    }
+    return true;
+  }
+  std::string_view rest = task_buf_;
+  while (!rest.empty()) {
+    auto sp = rest.find(' ');
+    std::string tid(rest.substr(0, sp));
+    rest = sp == std::string_view::npos ? std::string_view{} : rest.substr(sp + 1);
+    if (tid.empty()) continue;
+    ReadResult r = read_one(tid);
+    if (r == ReadResult::Ok) {
+      children_files_ = true;
+    } else if (r == ReadResult::Gone && !children_files_ && tid == std::to_string(pid)) {
+      children_files_ = false;
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<std::uint64_t> ProcessRegistry::last_pid() {
+  if (last_pid_gen_ == gen_) return last_pid_;
+  last_pid_gen_ = gen_;
+  last_pid_.reset();
+  // "0.20 0.18 0.12 1/80 11206": the last field is the most recently allocated PID
+  // (proc(5) loadavg; kernel/pid.c idr_get_cursor of the reader's PID namespace).
+  if (proc_.read("loadavg", buf_) != 0) return last_pid_;
+  std::string_view text = buf_;
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  const auto sp = text.rfind(' ');
+  if (sp == std::string_view::npos) return last_pid_;
+  const std::string_view field = text.substr(sp + 1);
+  std::uint64_t v = 0;
+  auto [p, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
+  if (ec == std::errc() && p == field.data() + field.size()) last_pid_ = v;
+  return last_pid_;
+}
+
+std::optional<double> ProcessRegistry::start_time_seconds(std::uint64_t starttime_ticks) const {
+  if (!boot_time_) return std::nullopt;
+  return static_cast<double>(*boot_time_) +
+         static_cast<double>(starttime_ticks) / static_cast<double>(clk_tck_);
+}
+
+}  // namespace loadwatch

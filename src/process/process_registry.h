@@ -1,0 +1,139 @@
+#pragma once
+// The processes the targets collector knows about this sample: one record per live PID,
+// with its kept handles and its parsed /proc files, shared by all targets.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "process/process_handle.h"
+#include "procfs/fs_root.h"
+#include "procfs/proc_pid_io.h"
+#include "procfs/proc_pid_limits.h"
+#include "procfs/proc_pid_stat.h"
+#include "procfs/proc_pid_status.h"
+
+namespace loadwatch {
+
+/// One process as last read. `stat` is fresh when stat_gen equals the registry's current
+/// sample; the member fields when member_gen does.
+struct ProcessRecord {
+  explicit ProcessRecord(int root_fd, pid_t pid, FdBudget* budget) : handle(root_fd, pid, budget) {}
+
+  ProcessHandle handle;
+  std::uint32_t used_gen = 0;    // last sample it was listed or asked for
+  std::uint64_t dir_ino = 0;     // d_ino of PID in the last listing (see refresh_listing)
+  std::uint32_t stat_gen = 0;    // sample `stat` was read in
+  std::uint32_t member_gen = 0;  // sample the member fields were read in
+  PidStat stat;
+
+  // Member fields: read only for processes that belong to a target.
+  PidStatus status;
+  std::optional<PidIo> io;
+  std::uint64_t open_fds = 0;
+  std::optional<OpenFilesLimit> fd_limit;
+  std::uint32_t fd_limit_gen = 0;  // sample the limit was read in
+  bool partial = false;            // an EACCES in this sample's member read
+  bool partial_logged = false;     // the debug line about it was written (once per process)
+
+  pid_t pid() const { return handle.pid(); }
+};
+
+/// Owns every ProcessRecord and the procfs root fd. Used only from the sampler thread.
+///
+/// A sample goes: begin_sample(); optionally refresh_listing(); any number of stat()/member()
+/// calls; end_sample(), which drops the records of processes that were neither listed nor
+/// asked for (their fds are closed).
+class ProcessRegistry {
+ public:
+  /// Opens the procfs root. Throws std::runtime_error when it cannot be opened.
+  explicit ProcessRegistry(const FsRoot& proc);
+  ~ProcessRegistry();
+  ProcessRegistry(const ProcessRegistry&) = delete;
+  ProcessRegistry& operator=(const ProcessRegistry&) = delete;
+
+  const FsRoot& proc() const { return proc_; }
+  int root_fd() const { return root_fd_; }
+  std::uint32_t generation() const { return gen_; }
+
+  void begin_sample();
+  void end_sample();
+
+  /// Lists the numeric entries of the root once per sample. New PIDs get their stat read;
+  /// with `full`, every listed PID's stat is re-read (comm/exe/cmdline selectors need
+  /// fresh comm, and exec detection); without it, a known PID's stat is re-read only when
+  /// its parent vanished (it was re-parented). Records of PIDs not listed are dropped.
+  void refresh_listing(bool full);
+  bool listed() const { return listed_gen_ == gen_; }
+  /// Whether the last listing re-read every stat (see refresh_listing).
+  bool listed_full() const { return listed() && listed_full_; }
+
+  /// Every process of this sample's listing whose stat is readable. Valid until the next
+  /// refresh_listing()/end_sample().
+  const std::vector<ProcessRecord*>& processes() const { return listing_; }
+
+  /// The record of `pid` with this sample's stat, or nullptr when the process does not
+  /// exist (or its stat is unreadable). Re-opens the handle when the PID now names another
+  /// process than the kept fds do.
+  ProcessRecord* stat(pid_t pid);
+
+  /// Like stat(), plus the member fields (status, io, open fds, fd limit) of this sample.
+  /// Returns nullptr when the process is gone.
+  ProcessRecord* member(pid_t pid);
+
+  /// Children of `pid` by the ppid of listed processes; call after refresh_listing().
+  void children_by_listing(pid_t pid, std::vector<pid_t>& out);
+
+  /// Whether PID/task/TID/children exists (CONFIG_PROC_CHILDREN): unknown until tried.
+  std::optional<bool> children_files() const { return children_files_; }
+  /// Reads PID/task/TID/children of every thread of `pid`, appending child PIDs. Returns
+  /// false when the kernel lacks the file (then children_files() is false).
+  bool children_by_files(ProcessRecord& rec, std::vector<pid_t>& out);
+
+  /// The last PID the kernel allocated (5th field of loadavg), read once per sample: when
+  /// it did not change, no process or thread was created since. nullopt if unreadable.
+  std::optional<std::uint64_t> last_pid();
+
+  /// Seconds since the epoch of a start time in clock ticks after boot (btime-based).
+  std::optional<double> start_time_seconds(std::uint64_t starttime_ticks) const;
+
+  long clock_ticks() const { return clk_tck_; }
+  long page_size() const { return page_size_; }
+  std::size_t fds_kept() const { return static_cast<std::size_t>(budget_.used); }
+
+  /// How often (in samples) the fd limit of a member is re-read: limits change rarely
+  /// (prlimit) and /proc/PID/limits costs as much as /proc/PID/stat.
+  static constexpr std::uint32_t kLimitRefreshSamples = 15;
+
+ private:
+  ProcessRecord* record(pid_t pid);
+  bool read_stat(ProcessRecord& rec);
+  void read_member_fields(ProcessRecord& rec);
+
+  FsRoot proc_;
+  int root_fd_ = -1;
+  bool procfs_ = false;  // the root is a real procfs (st_size of fd dirs is trusted)
+  FdBudget budget_;
+  std::uint32_t gen_ = 0;
+  std::uint32_t listed_gen_ = 0;
+  bool listed_full_ = false;
+  std::unordered_map<pid_t, std::unique_ptr<ProcessRecord>> records_;
+  std::vector<ProcessRecord*> listing_;
+  std::vector<std::pair<pid_t, pid_t>> by_parent_;  // (ppid, pid), sorted; built lazily
+  std::uint32_t by_parent_gen_ = 0;
+  std::optional<bool> children_files_;
+  std::optional<std::uint64_t> boot_time_;
+  std::optional<std::uint64_t> last_pid_;
+  std::uint32_t last_pid_gen_ = 0;
+  long clk_tck_ = 100;
+  long page_size_ = 4096;
+  std::string buf_;
+  std::string task_buf_;
+};
+
+}  // namespace loadwatch

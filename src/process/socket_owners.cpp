@@ -1,0 +1,248 @@
+#include "process/socket_owners.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace loadwatch {
+
+namespace {
+
+bool contains(const std::vector<std::uint64_t>& sorted, std::uint64_t v) {
+  return std::binary_search(sorted.begin(), sorted.end(), v);
+}
+
+std::string fd_dir(const FsRoot& proc, pid_t pid) { return proc.path(std::to_string(pid) + "/fd"); }
+
+bool vanished(int err) { return err == ENOENT || err == ESRCH; }
+
+}  // namespace
+
+SocketOwners::~SocketOwners() {
+  for (auto& [pid, p] : procs_) {
+    if (p.dirfd >= 0) ::close(p.dirfd);
+  }
+}
+
+bool SocketOwners::is_alive(std::uint64_t inode) const { return contains(alive_, inode); }
+
+int SocketOwners::read_link(const FsRoot& proc, pid_t pid, const Proc& p, int fd, FdEntry& e) {
+  char name[16];
+  auto [end, ec] = std::to_chars(name, name + sizeof name - 1, fd);
+  *end = '\0';
+  char buf[128];
+  ssize_t n;
+  ++stats_.readlinks;
+  if (p.dirfd >= 0) {
+    n = ::readlinkat(p.dirfd, name, buf, sizeof buf);
+  } else {
+    n = ::readlink((fd_dir(proc, pid) + "/" + name).c_str(), buf, sizeof buf);
+  }
+  if (n < 0) return errno;
+  // A socket's link reads "socket:[INODE]" (sockfs_dname(), net/socket.c).
+  std::string_view link(buf, static_cast<std::size_t>(n));
+  e.fd = fd;
+  e.kind = Kind::File;
+  e.inode = 0;
+  constexpr std::string_view kPrefix = "socket:[";
+  if (link.size() > kPrefix.size() + 1 && link.substr(0, kPrefix.size()) == kPrefix &&
+      link.back() == ']') {
+    std::uint64_t ino = 0;
+    const char* b = link.data() + kPrefix.size();
+    const char* last = link.data() + link.size() - 1;
+    auto [q, ec2] = std::from_chars(b, last, ino);
+    if (ec2 == std::errc() && q == last) {
+      e.inode = ino;
+      e.kind = is_alive(ino) ? Kind::Tcp : Kind::OtherSocket;
+    }
+  }
+  return 0;
+}
+
+bool SocketOwners::list_fds(const FsRoot& proc, pid_t pid, Proc& p, std::vector<int>& out) {
+  out.clear();
+  int dfd = p.dirfd;
+  bool own = false;
+  if (dfd < 0) {
+    dfd = ::open(fd_dir(proc, pid).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return false;
+    own = true;
+  } else if (::lseek(dfd, 0, SEEK_SET) < 0) {
+    return false;
+  }
+  ++stats_.listings;
+  alignas(8) char buf[32768];
+  bool ok = true;
+  // Bounded: a process has at most RLIMIT_NOFILE (<= fs.nr_open, 2^30) fds; every pass of a
+  // non-empty directory returns at least one entry.
+  for (int pass = 0; pass < (1 << 22); ++pass) {
+    long n = ::syscall(SYS_getdents64, dfd, buf, sizeof buf);
+    if (n < 0) {
+      ok = false;
+      break;
+    }
+    if (n == 0) break;
+    for (long off = 0; off < n;) {
+      const auto* d = reinterpret_cast<const struct dirent64*>(buf + off);
+      off += d->d_reclen;
+      int fd = 0;
+      const char* name = d->d_name;
+      const char* e = name + std::strlen(name);
+      auto [q, ec] = std::from_chars(name, e, fd);
+      if (ec == std::errc() && q == e) out.push_back(fd);  // skips "." and ".."
+    }
+  }
+  if (own) ::close(dfd);
+  std::sort(out.begin(), out.end());
+  return ok;
+}
+
+bool SocketOwners::refresh(const FsRoot& proc, pid_t pid, Proc& p, bool new_sockets) {
+  // 1. fd count, O(1).
+  struct stat st {};
+  int rc = p.dirfd >= 0 ? ::fstat(p.dirfd, &st) : ::stat(fd_dir(proc, pid).c_str(), &st);
+  if (rc != 0) return false;  // vanished (ENOENT/ESRCH) or not ours to read (EACCES)
+  // st_size is the open-fd count since Linux 6.2 (proc_fd_getattr()); 0 before: unknown.
+  const long long count = st.st_size > 0 ? static_cast<long long>(st.st_size) : -1;
+
+  // 2. Promote sockets that appeared in the dump (socket() then, connect()/listen() now).
+  for (auto& e : p.fds) {
+    if (e.kind == Kind::OtherSocket && is_alive(e.inode)) e.kind = Kind::Tcp;
+  }
+
+  // 3. Re-read suspect fds only: sockets gone from the dump (closed: the number is usually
+  //    reused at once, as the kernel hands out the lowest free fd), this sample's rolling
+  //    verification slice, and, when a new socket nobody claims exists, plain files.
+  std::size_t suspects = 0;  // reads for a reason other than the rolling check
+  const unsigned slice = sample_ % kVerifySlices;
+  std::size_t w = 0;
+  for (std::size_t i = 0; i < p.fds.size(); ++i) {
+    FdEntry e = p.fds[i];
+    const bool suspect =
+        (e.kind == Kind::Tcp && !is_alive(e.inode)) || (new_sockets && e.kind == Kind::File);
+    suspects += suspect;
+    if (suspect || i % kVerifySlices == slice) {
+      int err = read_link(proc, pid, p, e.fd, e);
+      if (err != 0) {
+        if (vanished(err) && p.dirfd >= 0 && ::fstat(p.dirfd, &st) != 0) return false;
+        continue;  // that fd was closed: drop it
+      }
+    }
+    p.fds[w++] = e;
+  }
+  p.fds.resize(w);
+
+  // 4. New fd numbers: list the directory only when the count says the cache misses some
+  //    (or the kernel cannot tell the count).
+  bool listed_dir = false;
+  if (count < 0 || static_cast<long long>(p.fds.size()) != count) {
+    std::vector<int> listed;
+    if (!list_fds(proc, pid, p, listed)) return false;
+    listed_dir = true;
+    std::vector<FdEntry> merged;
+    merged.reserve(listed.size());
+    std::size_t j = 0;
+    for (int fd : listed) {
+      while (j < p.fds.size() && p.fds[j].fd < fd) ++j;  // cached but not listed: closed
+      if (j < p.fds.size() && p.fds[j].fd == fd) {
+        merged.push_back(p.fds[j]);
+        continue;
+      }
+      FdEntry e{};
+      if (read_link(proc, pid, p, fd, e) == 0) merged.push_back(e);
+    }
+    p.fds.swap(merged);
+  }
+  if (!listed_dir && suspects == 0) ++stats_.skipped;
+  p.count = count;
+  return true;
+}
+
+void SocketOwners::update(const FsRoot& proc, const std::vector<pid_t>& pids,
+                          const std::vector<std::uint64_t>& alive) {
+  ++sample_;
+  prev_alive_.swap(alive_);
+  alive_ = alive;
+  for (auto& [pid, p] : procs_) p.seen = false;
+
+  // Sockets new since the last sample that no cached fd explains: some process opened them
+  // without changing its fd count visibly (or it is not one of ours). First sample: all new.
+  std::vector<std::uint64_t> fresh;
+  std::set_difference(alive_.begin(), alive_.end(), prev_alive_.begin(), prev_alive_.end(),
+                      std::back_inserter(fresh));
+  std::vector<bool> claimed(fresh.size(), false);
+  auto claim_all = [&](const Proc& p) {
+    if (fresh.empty()) return;
+    for (const auto& e : p.fds) {
+      if (e.kind == Kind::File) continue;
+      auto it = std::lower_bound(fresh.begin(), fresh.end(), e.inode);
+      if (it != fresh.end() && *it == e.inode) claimed[it - fresh.begin()] = true;
+    }
+  };
+
+  std::vector<pid_t> order(pids);
+  std::sort(order.begin(), order.end());
+  order.erase(std::unique(order.begin(), order.end()), order.end());
+  std::vector<pid_t> kept_pids;
+  for (pid_t pid : order) {
+    auto [it, inserted] = procs_.try_emplace(pid);
+    Proc& p = it->second;
+    if (inserted && open_dirfds_ < kMaxDirFds) {
+      p.dirfd = ::open(fd_dir(proc, pid).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (p.dirfd >= 0) ++open_dirfds_;
+    }
+    if (!refresh(proc, pid, p, false)) {
+      if (p.dirfd >= 0) {
+        ::close(p.dirfd);
+        --open_dirfds_;
+      }
+      procs_.erase(it);
+      continue;
+    }
+    p.seen = true;
+    claim_all(p);
+    kept_pids.push_back(pid);
+  }
+  // Second pass, only when some new socket is still unclaimed: re-read the plain-file fds of
+  // processes with few of them (a file closed and a socket opened at the same number keeps
+  // the count). Processes with many files are left to the rolling check.
+  if (std::find(claimed.begin(), claimed.end(), false) != claimed.end()) {
+    for (pid_t pid : kept_pids) {
+      Proc& p = procs_[pid];
+      std::size_t files = 0;
+      for (const auto& e : p.fds) files += e.kind == Kind::File;
+      if (files == 0 || files > 256) continue;
+      if (!refresh(proc, pid, p, true)) p.fds.clear();
+    }
+  }
+  for (auto it = procs_.begin(); it != procs_.end();) {
+    if (!it->second.seen) {
+      if (it->second.dirfd >= 0) {
+        ::close(it->second.dirfd);
+        --open_dirfds_;
+      }
+      it = procs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void SocketOwners::tcp_inodes(pid_t pid, std::vector<std::uint64_t>& out) const {
+  auto it = procs_.find(pid);
+  if (it == procs_.end()) return;
+  for (const auto& e : it->second.fds) {
+    if (e.kind == Kind::Tcp) out.push_back(e.inode);
+  }
+}
+
+}  // namespace loadwatch

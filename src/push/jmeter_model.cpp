@@ -1,0 +1,476 @@
+// JMeter Backend Listener wire formats, read from JMeter's sources:
+// - GraphiteBackendListenerClient (2.13+): `<prefix><ctx>.<ok|ko|a>.<count|min|max|pctN>` and
+//   `<prefix>test.<minAT|maxAT|meanAT|startedT|endedT>`; ctx "all" is the aggregate. Counts are
+//   per send interval (SamplerMetric.resetForTimeInterval), so they are added up here; 3.x+
+//   adds `h.count` (hits) and `<ok|ko|a>.avg`. Percentile suffixes are DecimalFormat("0.##")
+//   output sanitised with '.' → '_' ("pct99_9").
+// - InfluxdbBackendListenerClient (3.2+): measurement (default "jmeter") with tags
+//   application, transaction ("all" aggregate, "internal" threads), statut ("all|ok|ko", French
+//   and kept for compatibility) and fields count, countError (aggregate), avg, min, max, hit,
+//   sb, rb, pct<float> ("pct90.0"); extra points tagged responseCode/responseMessage break
+//   errors down (ignored: they repeat the ko counts). Measurement "events" carries the run
+//   annotations: text="<title> started" / "<title> ended".
+// Times are milliseconds; they are exported in seconds.
+#include "push/jmeter_model.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+
+namespace loadwatch {
+
+namespace {
+
+constexpr double kMs = 1e-3;
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+}  // namespace
+
+bool split_jmeter_graphite_path(std::string_view path, JMeterGraphitePath& out) {
+  auto last_dot = path.rfind('.');
+  if (last_dot == std::string_view::npos || last_dot == 0) return false;
+  auto last = path.substr(last_dot + 1);
+  auto head = path.substr(0, last_dot);
+  auto split_context = [&](std::string_view before, std::string_view metric) {
+    auto dot = before.rfind('.');
+    out.context = dot == std::string_view::npos ? before : before.substr(dot + 1);
+    out.prefix = dot == std::string_view::npos ? std::string_view() : before.substr(0, dot);
+    out.metric = metric;
+    return !out.context.empty() && !last.empty();
+  };
+  if (last == "minAT" || last == "maxAT" || last == "meanAT" || last == "startedT" ||
+      last == "endedT") {
+    return split_context(head, last) && out.context == "test";
+  }
+  auto kind_dot = head.rfind('.');
+  if (kind_dot == std::string_view::npos) return false;
+  auto kind = head.substr(kind_dot + 1);
+  if (kind != "ok" && kind != "ko" && kind != "a" && kind != "h") return false;
+  return split_context(head.substr(0, kind_dot), path.substr(kind_dot + 1));
+}
+
+std::string percentile_to_quantile(std::string_view pct) {
+  // Digits with at most one decimal separator: '.', '_' (JMeter's sanitised '.') or ','
+  // (DecimalFormat in a comma locale).
+  auto sep = pct.find_first_of("._,");
+  auto int_part = pct.substr(0, sep);
+  auto frac_part = sep == std::string_view::npos ? std::string_view() : pct.substr(sep + 1);
+  auto all_digits = [](std::string_view s) {
+    for (char c : s) {
+      if (c < '0' || c > '9') return false;
+    }
+    return true;
+  };
+  if ((int_part.empty() && frac_part.empty()) || !all_digits(int_part) || !all_digits(frac_part)) {
+    return "";
+  }
+  while (!int_part.empty() && int_part.front() == '0') int_part.remove_prefix(1);
+  while (!frac_part.empty() && frac_part.back() == '0') frac_part.remove_suffix(1);
+  if (int_part.size() > 3) return "";
+  if (int_part.size() == 3) {
+    return int_part == "100" && frac_part.empty() ? std::string("1") : std::string();
+  }
+  // N / 100: move the decimal point two places left.
+  std::string digits(2 - int_part.size(), '0');
+  digits.append(int_part);
+  digits.append(frac_part);
+  while (!digits.empty() && digits.back() == '0') digits.pop_back();
+  if (digits.empty()) return std::string("0");
+  return "0." + digits;
+}
+
+void JMeterModel::Stats::set_quantile(std::string_view key, double seconds) {
+  for (auto& q : quantiles) {
+    if (q.key == key) {
+      q.seconds = seconds;
+      return;
+    }
+  }
+  std::string label = percentile_to_quantile(key);
+  double quantile = 0;
+  if (label.empty() ||
+      std::from_chars(label.data(), label.data() + label.size(), quantile).ec != std::errc()) {
+    return;
+  }
+  for (auto& q : quantiles) {
+    if (q.quantile == quantile) {  // same quantile spelled differently ("90" and "90.0")
+      q.key = std::string(key);
+      q.seconds = seconds;
+      return;
+    }
+  }
+  quantiles.push_back({std::string(key), quantile, seconds});
+}
+
+void JMeterModel::Stats::add_interval(double count, double avg_ms) {
+  if (!(avg_ms >= 0) || avg_ms > 1e12) {
+    sum_broken = true;
+    return;
+  }
+  sum_seconds += count * avg_ms * kMs;
+  sum_seen = true;
+}
+
+JMeterModel::JMeterModel(std::string protocol) : JMeterModel(std::move(protocol), Limits{}) {}
+
+JMeterModel::JMeterModel(std::string protocol, Limits limits)
+    : protocol_(std::move(protocol)), limits_(limits) {}
+
+JMeterModel::Source* JMeterModel::source_locked(std::string_view name, double now) {
+  if (auto it = sources_.find(name); it != sources_.end()) return &it->second;
+  if (sources_.size() >= limits_.max_sources) {
+    // Full: make room by forgetting the source that pushed least recently, if it has been
+    // quiet for a while (CI runs that each push to a new database); else drop the newcomer.
+    auto oldest = sources_.begin();
+    for (auto it = sources_.begin(); it != sources_.end(); ++it) {
+      if (it->second.last_push < oldest->second.last_push) oldest = it;
+    }
+    if (oldest == sources_.end() || oldest->second.last_push > now - limits_.evict_after_s) {
+      return nullptr;
+    }
+    sources_.erase(oldest);
+  }
+  return &sources_.emplace(std::string(name), Source{}).first->second;
+}
+
+JMeterModel::Stats* JMeterModel::endpoint_locked(Source& s, std::string_view name) {
+  if (auto it = s.endpoints.find(name); it != s.endpoints.end()) return &it->second;
+  if (s.endpoints.size() >= limits_.max_transactions) return nullptr;
+  return &s.endpoints.emplace(std::string(name), Stats{}).first->second;
+}
+
+void JMeterModel::reject_locked(const char* reason, std::uint64_t n) {
+  auto it = rejected_.find(std::string_view(reason));
+  if (it == rejected_.end()) it = rejected_.emplace(reason, 0).first;
+  it->second += n;
+}
+
+void JMeterModel::count_rejected(const char* reason, std::uint64_t n) {
+  std::lock_guard lock(mutex_);
+  lines_ += n;
+  reject_locked(reason, n);
+}
+
+JMeterModel::Result JMeterModel::ingest_graphite(const GraphiteLine& line, double now) {
+  std::lock_guard lock(mutex_);
+  ++lines_;
+  JMeterGraphitePath p;
+  if (!split_jmeter_graphite_path(line.path, p)) {
+    reject_locked("unknown", 1);
+    return Result::Unknown;
+  }
+  std::string_view kind, stat;
+  if (p.context != "test") {
+    auto dot = p.metric.find('.');
+    kind = p.metric.substr(0, dot);
+    stat = p.metric.substr(dot + 1);
+    bool known = stat == "count" || stat == "min" || stat == "max" || stat == "avg" ||
+                 stat.substr(0, 3) == "pct";
+    if (!known) {
+      reject_locked("unknown", 1);
+      return Result::Unknown;
+    }
+  }
+  // An empty rootMetricsPrefix leaves no name: call the source "jmeter" (JMeter's default).
+  Source* s = source_locked(p.prefix.empty() ? std::string_view("jmeter") : p.prefix, now);
+  if (!s) {
+    reject_locked("limit", 1);
+    return Result::Dropped;
+  }
+  double v = line.value;
+  if (p.context == "test") {
+    if (p.metric == "startedT") s->started_threads = v;
+    if (p.metric == "endedT") s->ended_threads = v;
+    if (p.metric == "meanAT") s->mean_threads = v;
+    s->last_push = now;
+    return Result::Taken;
+  }
+  Stats* st = p.context == "all" ? &s->all : endpoint_locked(*s, p.context);
+  if (!st) {
+    reject_locked("limit", 1);
+    return Result::Dropped;
+  }
+  s->last_push = now;
+  if (stat == "count") {
+    // Per-interval counts: negative or non-finite values would break the counter.
+    if (!(v >= 0) || v > 1e15) return Result::Taken;
+    if (kind == "ko") st->failures += v;
+    if (kind != "a") return Result::Taken;
+    st->requests += v;
+    // The previous interval's count never met its mean: the sum can no longer be known.
+    if (!st->g_count_paired) st->sum_broken = true;
+    st->g_count = v;
+    st->g_count_ts = line.timestamp;
+    st->g_count_paired = false;
+    if (st->g_avg_ts == line.timestamp) {
+      st->add_interval(v, st->g_avg_ms);
+      st->g_count_paired = true;
+    }
+    return Result::Taken;
+  }
+  if (kind != "a") return Result::Taken;  // ok/ko latency splits are not exported
+  if (stat == "min") st->min = v * kMs;
+  if (stat == "max") st->max = v * kMs;
+  if (stat == "avg") {
+    st->avg = v * kMs;
+    st->g_avg_ms = v;
+    st->g_avg_ts = line.timestamp;
+    if (!st->g_count_paired && st->g_count_ts == line.timestamp) {
+      st->add_interval(st->g_count, v);
+      st->g_count_paired = true;
+    }
+  }
+  if (stat.substr(0, 3) == "pct") st->set_quantile(stat.substr(3), v * kMs);
+  return Result::Taken;
+}
+
+void JMeterModel::apply_influx_locked(Source& s, const InfluxPoint& p, double now,
+                                      std::int64_t ns_per_unit, bool& taken, bool& dropped) {
+  if (p.measurement == "events") {
+    const InfluxField* text = p.field("text");
+    if (!text || text->type != InfluxField::Type::String) return;
+    double ts = p.timestamp
+                    ? static_cast<double>(*p.timestamp) * static_cast<double>(ns_per_unit) / 1e9
+                    : now;
+    if (ends_with(text->text, " started") || text->text == "started") {
+      s.run_start = ts;
+      s.run_end = -1;  // a new run has not ended yet
+    } else if (ends_with(text->text, " ended") || text->text == "ended") {
+      s.run_end = ts;
+    } else {
+      return;
+    }
+    taken = true;
+    return;
+  }
+  auto transaction = p.tag("transaction");
+  if (!transaction) return;
+  if (*transaction == "internal") {
+    for (const auto& f : p.fields) {
+      if (f.type == InfluxField::Type::String) continue;
+      if (f.key == "startedT") s.started_threads = f.number;
+      if (f.key == "endedT") s.ended_threads = f.number;
+      if (f.key == "meanAT") s.mean_threads = f.number;
+    }
+    taken = true;
+    return;
+  }
+  // Error breakdown points (responseCode/responseMessage tags) repeat the ko counts.
+  if (p.tag("responseCode")) {
+    taken = true;
+    return;
+  }
+  auto statut = p.tag("statut").value_or("all");
+  if (statut == "ok") {
+    taken = true;
+    return;
+  }
+  bool aggregate = *transaction == "all";
+  Stats* st = aggregate ? &s.all : endpoint_locked(s, *transaction);
+  if (!st) {
+    dropped = true;
+    return;
+  }
+  taken = true;
+  if (statut == "all") {
+    // count and avg come in the same point. The aggregate's avg is JMeter's mean of the OK
+    // samples only (InfluxdbBackendListenerClient.addCumulatedMetrics), so it describes all
+    // requests only when none failed; collect() prefers the endpoints' sums when they cover
+    // every request.
+    const InfluxField* count = p.field("count");
+    const InfluxField* avg = p.field("avg");
+    const InfluxField* errors = aggregate ? p.field("countError") : nullptr;
+    if (count && count->type != InfluxField::Type::String && count->number > 0) {
+      if (!avg || avg->type == InfluxField::Type::String ||
+          (errors && errors->type != InfluxField::Type::String && errors->number > 0)) {
+        st->sum_broken = true;
+      } else {
+        st->add_interval(count->number, avg->number);
+      }
+    }
+  }
+  for (const auto& f : p.fields) {
+    if (f.type == InfluxField::Type::String || f.type == InfluxField::Type::Boolean) continue;
+    double v = f.number;
+    bool count_ok = v >= 0 && v <= 1e15;
+    if (statut == "ko") {
+      if (f.key == "count" && count_ok && !aggregate) st->failures += v;
+      continue;
+    }
+    if (statut != "all") continue;
+    if (f.key == "count") {
+      if (count_ok) st->requests += v;
+    } else if (f.key == "countError") {
+      if (count_ok) st->failures += v;
+    } else if (f.key == "avg") {
+      st->avg = v * kMs;
+    } else if (f.key == "min") {
+      st->min = v * kMs;
+    } else if (f.key == "max") {
+      st->max = v * kMs;
+    } else if (f.key.substr(0, 3) == "pct") {
+      st->set_quantile(f.key.substr(3), v * kMs);
+    } else if (aggregate && (f.key == "sb" || f.key == "rb") && count_ok) {
+      (f.key == "sb" ? s.sent_bytes : s.received_bytes) += v;
+      s.seen_bytes = true;
+    }
+  }
+}
+
+JMeterModel::InfluxOutcome JMeterModel::ingest_influx(std::string_view source,
+                                                      std::string_view body, double now,
+                                                      std::int64_t ns_per_unit) {
+  InfluxOutcome out;
+  std::lock_guard lock(mutex_);
+  bool existed = sources_.find(source) != sources_.end();
+  Source* s = source_locked(source, now);
+  std::uint64_t unknown = 0, dropped_n = 0;
+  parse_influx_lines(
+      body,
+      [&](const InfluxPoint& p) {
+        ++out.points;
+        if (!s) {
+          ++dropped_n;
+          return;
+        }
+        bool taken = false, dropped = false;
+        apply_influx_locked(*s, p, now, ns_per_unit, taken, dropped);
+        if (taken) {
+          ++out.taken;
+        } else if (dropped) {
+          ++dropped_n;
+        } else {
+          ++unknown;
+        }
+      },
+      [&](const InfluxParseError& e) {
+        ++out.malformed;
+        if (out.errors.size() < kMaxReportedErrors) out.errors.push_back(e);
+      });
+  lines_ += out.points + out.malformed;
+  if (out.malformed) reject_locked("parse", out.malformed);
+  if (unknown) reject_locked("unknown", unknown);
+  if (dropped_n) reject_locked("limit", dropped_n);
+  if (s && out.taken) s->last_push = now;
+  // A body with nothing JMeter-shaped in it does not create a source.
+  if (s && !existed && !out.taken) sources_.erase(sources_.find(source));
+  return out;
+}
+
+void JMeterModel::collect(MetricSink& out) const {
+  auto summary = [&out](const char* name, const char* help, const Labels& labels, const Stats& st,
+                        double sum) {
+    auto& m = out.add(name, help, prometheus::MetricType::Summary, labels);
+    m.summary.sample_count =
+        st.requests >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(st.requests);
+    m.summary.sample_sum = sum;
+    for (const auto& q : st.quantiles) m.summary.quantile.push_back({q.quantile, q.seconds});
+  };
+  std::lock_guard lock(mutex_);
+  for (const auto& [name, s] : sources_) {
+    const Labels src{{"source", name}};
+    out.counter("loadwatch_generator_requests_total",
+                "Requests the load generator made in the whole test.", src, s.all.requests);
+    out.counter("loadwatch_generator_failures_total",
+                "Requests of the load generator that failed, whole test.", src, s.all.failures);
+    // Prefer the endpoints' sums when they cover every request: exact even where JMeter's
+    // aggregate mean is the OK-only one.
+    double all_sum = s.all.sum_known() ? s.all.sum_seconds : std::nan("");
+    if (!s.endpoints.empty()) {
+      double n = 0, sum = 0;
+      bool known = true;
+      for (const auto& [_, e] : s.endpoints) {
+        n += e.requests;
+        sum += e.sum_seconds;
+        known = known && (e.sum_known() || e.requests == 0);
+      }
+      if (known && n == s.all.requests) all_sum = sum;
+    }
+    summary("loadwatch_generator_latency_seconds",
+            "Response time of all requests: quantiles as the load generator reports them "
+            "(Locust: over the whole test; JMeter: over its last send interval); _count and "
+            "_sum over the whole test.",
+            src, s.all, all_sum);
+    if (s.all.min >= 0) {
+      out.gauge("loadwatch_generator_latency_min_seconds",
+                "Fastest response time of the last reporting interval, as reported.", src,
+                s.all.min);
+    }
+    if (s.all.max >= 0) {
+      out.gauge("loadwatch_generator_latency_max_seconds",
+                "Slowest response time of the last reporting interval, as reported.", src,
+                s.all.max);
+    }
+    if (s.all.avg >= 0) {
+      out.gauge("loadwatch_generator_latency_avg_seconds",
+                "Mean response time of the last reporting interval, as reported.", src, s.all.avg);
+    }
+    // JMeter's startedT/endedT are totals since the run began, so their difference is the
+    // number of threads running now; meanAT (mean over the interval) is the fallback.
+    double users = s.started_threads >= 0 && s.ended_threads >= 0
+                       ? s.started_threads - s.ended_threads
+                       : s.mean_threads;
+    if (users >= 0) {
+      out.gauge("loadwatch_generator_users", "Simulated users the load generator runs.", src,
+                users);
+    }
+    if (s.seen_bytes) {
+      out.counter("loadwatch_generator_sent_bytes_total", "Bytes the load generator sent.", src,
+                  s.sent_bytes);
+      out.counter("loadwatch_generator_received_bytes_total", "Bytes the load generator received.",
+                  src, s.received_bytes);
+    }
+    if (s.run_start >= 0) {
+      out.gauge("loadwatch_generator_run_start_timestamp_seconds",
+                "Unix time the last test run started (JMeter's start annotation).", src,
+                s.run_start);
+    }
+    if (s.run_end >= 0) {
+      out.gauge("loadwatch_generator_run_end_timestamp_seconds",
+                "Unix time the last test run ended (JMeter's end annotation).", src, s.run_end);
+    }
+    for (const auto& [endpoint, e] : s.endpoints) {
+      const Labels ep{{"source", name}, {"name", endpoint}, {"method", ""}};
+      out.counter("loadwatch_generator_endpoint_requests_total",
+                  "Requests the load generator made, per request name and method.", ep, e.requests);
+      out.counter("loadwatch_generator_endpoint_failures_total",
+                  "Failed requests of the load generator, per request name and method.", ep,
+                  e.failures);
+      summary("loadwatch_generator_endpoint_latency_seconds",
+              "Response time per request name and method: quantiles as reported (Locust: over "
+              "the whole test; JMeter: over its last send interval); _count and _sum over the "
+              "whole test.",
+              ep, e, e.sum_known() ? e.sum_seconds : std::nan(""));
+      if (e.min >= 0) {
+        out.gauge("loadwatch_generator_endpoint_latency_min_seconds",
+                  "Fastest response time per request name in the last reporting interval.", ep,
+                  e.min);
+      }
+      if (e.max >= 0) {
+        out.gauge("loadwatch_generator_endpoint_latency_max_seconds",
+                  "Slowest response time per request name in the last reporting interval.", ep,
+                  e.max);
+      }
+      if (e.avg >= 0) {
+        out.gauge("loadwatch_generator_endpoint_latency_avg_seconds",
+                  "Mean response time per request name in the last reporting interval.", ep, e.avg);
+      }
+    }
+    out.gauge("loadwatch_push_last_timestamp_seconds",
+              "Unix time this push source last delivered data loadwatch could use.",
+              {{"protocol", protocol_}, {"source", name}}, s.last_push);
+  }
+  out.counter("loadwatch_push_lines_total", "Lines received from push sources.",
+              {{"protocol", protocol_}}, static_cast<double>(lines_));
+  for (const auto& [reason, n] : rejected_) {
+    out.counter("loadwatch_push_rejected_lines_total",
+                "Lines not used: parse (malformed), too_long, unknown (not JMeter-shaped), "
+                "limit (source/series cap).",
+                {{"protocol", protocol_}, {"reason", reason}}, static_cast<double>(n));
+  }
+}
+
+}  // namespace loadwatch

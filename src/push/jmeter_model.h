@@ -1,0 +1,134 @@
+#pragma once
+// What JMeter's Backend Listeners push (Graphite plaintext, InfluxDB line protocol), kept as
+// loadwatch_generator_* counters and gauges per source.
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "metric_sink.h"
+#include "push/graphite_parser.h"
+#include "push/influx_line_protocol.h"
+
+namespace loadwatch {
+
+/// Where a Graphite path from JMeter's GraphiteBackendListenerClient splits:
+/// `<rootMetricsPrefix><context>.<metric>`, e.g. "jmeter.home.a.pct99_9" → prefix "jmeter",
+/// context "home", metric "a.pct99_9"; "jmeter.test.meanAT" → context "test", metric "meanAT".
+struct JMeterGraphitePath {
+  std::string_view prefix;   // without the trailing dot; may be empty
+  std::string_view context;  // "all" (aggregate), "test" (threads) or a sampler label
+  std::string_view metric;
+};
+
+/// Splits a path; false when it is not shaped like a JMeter metric. JMeter sanitises sampler
+/// labels (' ' and '\\' → '-', '.' → '_'), so the context never holds a dot and the split is
+/// unambiguous from the right; the prefix may hold dots ("myapp.jmeter.").
+bool split_jmeter_graphite_path(std::string_view path, JMeterGraphitePath& out);
+
+/// "99_9" / "99.9" / "90.0" / "90" (JMeter's percentile suffixes) → Prometheus quantile label
+/// "0.999" / "0.999" / "0.9" / "0.9", by shifting the decimal point (no float rounding).
+/// Empty when the text is not a percentile in [0, 100].
+std::string percentile_to_quantile(std::string_view pct);
+
+/// Aggregated JMeter numbers for every source that pushed to one listener.
+///
+/// Counters are the sum of the per-interval counts JMeter sends; gauges keep the latest value
+/// of each sender. A source is the Influx database/bucket name, or the Graphite root prefix
+/// without its trailing dot ("jmeter" when the prefix is empty). Latency is exported as
+/// summaries (like the Locust source): quantiles as reported, _count = requests, _sum from the
+/// interval means (NaN when JMeter sends none). JMeter does not report the HTTP
+/// method, so endpoint series carry method="" (absent in Prometheus). Users = startedT - endedT
+/// (threads running now) when both are reported, else meanAT. Latencies are JMeter's "a" (all
+/// samples) figures; its separate ok/ko latencies and hit counts are not exported.
+///
+/// Thread-safe: ingest_* run on listener / HTTP threads, collect() on the sampler thread; one
+/// mutex guards all state, taken once per Graphite line and once per Influx body.
+class JMeterModel {
+ public:
+  struct Limits {
+    /// Sources kept; a new one replaces the least recently pushed source if that has been
+    /// quiet for evict_after_s, else it is dropped and counted.
+    std::size_t max_sources = 64;
+    std::size_t max_transactions = 1000;  // per source; more are dropped and counted
+    double evict_after_s = 600;
+  };
+
+  /// `protocol` labels this model's loadwatch_push_* metrics ("graphite" or "influx").
+  explicit JMeterModel(std::string protocol);
+  JMeterModel(std::string protocol, Limits limits);
+
+  enum class Result { Taken, Unknown, Dropped };
+
+  /// One Graphite line from a JMeter Graphite Backend Listener. `now` is unix seconds.
+  Result ingest_graphite(const GraphiteLine& line, double now);
+
+  struct InfluxOutcome {
+    std::size_t points = 0;     // valid points (taken, unknown or dropped)
+    std::size_t taken = 0;      // points that updated a source
+    std::size_t malformed = 0;  // lines that failed to parse
+    /// The first few parse errors (at most kMaxReportedErrors); texts point into the body.
+    std::vector<InfluxParseError> errors;
+  };
+  static constexpr std::size_t kMaxReportedErrors = 5;
+  /// One line-protocol body pushed for database/bucket `source` by a JMeter InfluxDB Backend
+  /// Listener. `ns_per_unit` scales timestamps (see influx_precision_ns).
+  InfluxOutcome ingest_influx(std::string_view source, std::string_view body, double now,
+                              std::int64_t ns_per_unit = 1);
+
+  /// Counts a line rejected before it reached the model (e.g. "too_long", "parse").
+  void count_rejected(const char* reason, std::uint64_t n = 1);
+
+  /// Adds loadwatch_generator_* families for every source, and loadwatch_push_* families.
+  void collect(MetricSink& out) const;
+
+ private:
+  struct Stats {
+    double requests = 0, failures = 0;
+    double min = -1, max = -1, avg = -1;  // seconds; < 0 = not reported
+    struct Quantile {
+      std::string key;  // as sent: "99_9", "90.0"
+      double quantile;  // 0.999
+      double seconds;
+    };
+    std::vector<Quantile> quantiles;
+    void set_quantile(std::string_view key, double seconds);
+
+    // Summary _sum: the sum of interval mean x interval count. Known only when every counted
+    // interval came with its mean (JMeter 2.13's Graphite listener sends no mean at all).
+    double sum_seconds = 0;
+    bool sum_seen = false, sum_broken = false;
+    bool sum_known() const { return sum_seen && !sum_broken; }
+    void add_interval(double count, double avg_ms);
+    // Graphite sends an interval's count and mean on separate lines: pair them by timestamp.
+    double g_count = 0, g_count_ts = -2, g_avg_ms = 0, g_avg_ts = -2;
+    bool g_count_paired = true;
+  };
+  struct Source {
+    Stats all;
+    std::map<std::string, Stats, std::less<>> endpoints;
+    double started_threads = -1, ended_threads = -1, mean_threads = -1;
+    double sent_bytes = 0, received_bytes = 0;
+    bool seen_bytes = false;
+    double run_start = -1, run_end = -1;
+    double last_push = 0;
+  };
+
+  Source* source_locked(std::string_view name, double now);
+  Stats* endpoint_locked(Source& s, std::string_view name);
+  void apply_influx_locked(Source& s, const InfluxPoint& p, double now, std::int64_t ns_per_unit,
+                           bool& taken, bool& dropped);
+  void reject_locked(const char* reason, std::uint64_t n);
+
+  const std::string protocol_;
+  const Limits limits_;
+  mutable std::mutex mutex_;
+  std::map<std::string, Source, std::less<>> sources_;
+  std::uint64_t lines_ = 0;
+  std::map<std::string, std::uint64_t, std::less<>> rejected_;  // by reason
+};
+
+}  // namespace loadwatch

@@ -1,0 +1,400 @@
+#include "sources/locust.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+
+#include "sources/json_sax.h"
+
+namespace loadwatch {
+
+namespace {
+
+std::optional<double> parse_quantile(std::string_view text) {
+  double q = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), q);
+  if (ec != std::errc() || p != text.data() + text.size() || !(q > 0 && q <= 1)) {
+    return std::nullopt;
+  }
+  return q;
+}
+
+// Sets quantile q to v; `strong` values (response_time_percentile_*) win over the older
+// spellings of the same quantile when a version writes both.
+void put(std::vector<std::pair<double, double>>& qs, std::vector<bool>& strong, double q, double v,
+         bool is_strong) {
+  for (size_t i = 0; i < qs.size(); ++i) {
+    if (qs[i].first == q) {
+      if (is_strong || !strong[i]) {
+        qs[i].second = v;
+        strong[i] = strong[i] || is_strong;
+      }
+      return;
+    }
+  }
+  qs.emplace_back(q, v);
+  strong.push_back(is_strong);
+}
+
+constexpr std::string_view kPercentilePrefix = "response_time_percentile_";
+constexpr std::string_view kCurrentPrefix = "current_response_time_percentile_";
+
+// An event handler instead of a DOM: a 500-endpoint body is ~300 KB, and nlohmann's DOM
+// (a std::map and strings per row) took most of the 5 ms budget. It reads only the keys
+// loadwatch exports and keeps a small stack of where it is.
+class StatsHandler : public JsonHandler {
+ public:
+  explicit StatsHandler(LocustStats& out) : out_(out) {}
+
+  bool null() override { return scalar(Scalar{}); }
+  bool boolean(bool) override { return scalar(Scalar{}); }
+  bool number(double v) override {
+    Scalar s;
+    s.is_number = std::isfinite(v);
+    s.value = v;
+    return scalar(s);
+  }
+  bool string(std::string_view v) override {
+    Scalar s;
+    s.is_string = true;
+    s.text = v;
+    return scalar(s);
+  }
+
+  bool key(std::string_view k) override {
+    key_.assign(k);
+    return true;
+  }
+
+  bool begin_object() override {
+    Role role = Role::Other;
+    if (stack_.empty()) {
+      role = Role::Root;
+      root_is_object_ = true;
+    } else if (top() == Role::Root && key_ == "current_response_time_percentiles") {
+      role = Role::Current;
+    } else if (top() == Role::Stats) {
+      role = Role::Row;
+      row_ = LocustRow{};
+      row_named_ = false;
+      row_strong_.clear();
+    } else if (top() == Role::Workers) {
+      role = Role::Worker;  // counted at its end unless its state is "missing"
+      worker_missing_ = false;
+    }
+    stack_.push_back(role);
+    return true;
+  }
+
+  bool end_object() override {
+    Role role = top();
+    stack_.pop_back();
+    if (role == Role::Row && row_named_) {
+      std::sort(row_.quantiles_ms.begin(), row_.quantiles_ms.end());
+      // The aggregate row is Locust's stats.total, named "Aggregated" (its method is
+      // ""/null); it feeds the aggregate metrics, never a name="Aggregated" label.
+      if (row_.name == "Aggregated" && row_.method.empty()) {
+        out_.aggregated = std::move(row_);
+      } else {
+        out_.endpoints.push_back(std::move(row_));
+      }
+    } else if (role == Role::Worker && !worker_missing_) {
+      workers_ += 1;
+    }
+    return true;
+  }
+
+  bool begin_array() override {
+    Role role = Role::Other;
+    if (top() == Role::Root && key_ == "stats") {
+      role = Role::Stats;
+      saw_stats_ = true;
+      out_.endpoints.clear();  // a repeated key replaces, as in a DOM
+      out_.aggregated.reset();
+    } else if (top() == Role::Root && key_ == "workers") {
+      role = Role::Workers;
+      has_workers_ = true;
+      workers_ = 0;
+    } else if (top() == Role::Workers) {
+      workers_ += 1;  // not a worker object: counted, as it is not "missing"
+    }
+    stack_.push_back(role);
+    return true;
+  }
+
+  bool end_array() override {
+    stack_.pop_back();
+    return true;
+  }
+
+  /// After a successful parse: false unless the body was an object with a "stats" list.
+  bool finish() {
+    if (!root_is_object_ || !saw_stats_) return false;
+    if (!worker_count_ && has_workers_) out_.workers = workers_;
+    if (worker_count_) out_.workers = worker_count_;
+    std::sort(out_.current_quantiles_ms.begin(), out_.current_quantiles_ms.end());
+    return true;
+  }
+
+ private:
+  enum class Role { Root, Stats, Row, Current, Workers, Worker, Other };
+  struct Scalar {
+    bool is_number = false;
+    bool is_string = false;
+    double value = 0;
+    std::string_view text;
+  };
+
+  Role top() const { return stack_.empty() ? Role::Other : stack_.back(); }
+
+  bool scalar(const Scalar& s) {
+    switch (top()) {
+      case Role::Root:
+        root_value(s);
+        break;
+      case Role::Row:
+        row_value(s);
+        break;
+      case Role::Current:
+        current_value(s);
+        break;
+      case Role::Worker:
+        if (key_ == "state") worker_missing_ = s.is_string && s.text == "missing";
+        break;
+      case Role::Workers:
+        workers_ += 1;
+        break;
+      default:
+        break;  // a bare scalar document: finish() rejects it
+    }
+    return true;
+  }
+
+  static std::optional<double> opt(const Scalar& s) {
+    return s.is_number ? std::optional<double>(s.value) : std::nullopt;
+  }
+
+  void root_value(const Scalar& s) {
+    if (key_ == "user_count") {
+      out_.user_count = opt(s);
+    } else if (key_ == "total_rps") {
+      out_.total_rps = opt(s);
+    } else if (key_ == "worker_count") {
+      worker_count_ = opt(s);
+    } else if (key_ == "state") {
+      out_.state = s.is_string ? std::string(s.text) : std::string();
+    } else if (s.is_number && key_.rfind(kCurrentPrefix, 0) == 0) {
+      std::string_view suffix = std::string_view(key_).substr(kCurrentPrefix.size());
+      int n = 0;
+      auto [p, ec] = std::from_chars(suffix.data(), suffix.data() + suffix.size(), n);
+      if (ec != std::errc() || p != suffix.data() + suffix.size() || n <= 0 || n > 100) return;
+      // 2.15-2.20 number them by position in PERCENTILES_TO_CHART, default [0.5, 0.95];
+      // 2.12 writes the percentile itself (_95, _50).
+      double q = n == 1 ? 0.5 : n == 2 ? 0.95 : n / 100.0;
+      put(out_.current_quantiles_ms, current_strong_, q, s.value, false);
+    }
+  }
+
+  void current_value(const Scalar& s) {
+    if (!s.is_number || key_.rfind(kPercentilePrefix, 0) != 0) return;
+    if (auto q = parse_quantile(std::string_view(key_).substr(kPercentilePrefix.size()))) {
+      put(out_.current_quantiles_ms, current_strong_, *q, s.value, true);
+    }
+  }
+
+  void row_value(const Scalar& s) {
+    const std::string& k = key_;
+    if (k == "name") {
+      row_named_ = s.is_string;
+      row_.name.assign(s.text);
+    } else if (k == "method") {
+      row_.method.assign(s.text);  // "" for null
+    } else if (k == "num_requests") {
+      row_.requests = s.is_number ? s.value : 0;
+    } else if (k == "num_failures") {
+      row_.failures = s.is_number ? s.value : 0;
+    } else if (k == "avg_response_time") {
+      row_.avg_ms = opt(s);
+    } else if (!s.is_number) {
+      return;  // a null percentile: the endpoint has no requests yet
+    } else if (k == "median_response_time") {
+      put(row_.quantiles_ms, row_strong_, 0.5, s.value, false);
+    } else if (k == "ninetieth_response_time") {
+      put(row_.quantiles_ms, row_strong_, 0.9, s.value, false);
+    } else if (k == "ninety_ninth_response_time") {
+      put(row_.quantiles_ms, row_strong_, 0.99, s.value, false);
+    } else if (k.rfind(kPercentilePrefix, 0) == 0) {
+      if (auto q = parse_quantile(std::string_view(k).substr(kPercentilePrefix.size()))) {
+        put(row_.quantiles_ms, row_strong_, *q, s.value, true);
+      }
+    }
+  }
+
+  LocustStats& out_;
+  std::vector<Role> stack_;
+  std::string key_;
+  bool root_is_object_ = false;
+  bool saw_stats_ = false;
+  LocustRow row_;
+  bool row_named_ = false;
+  std::vector<bool> row_strong_;
+  std::vector<bool> current_strong_;
+  bool worker_missing_ = false;
+  bool has_workers_ = false;
+  double workers_ = 0;
+  std::optional<double> worker_count_;
+};
+
+}  // namespace
+
+bool parse_locust_stats(std::string_view text, LocustStats& out, std::string& error) {
+  out = LocustStats{};
+  StatsHandler handler(out);
+  std::string why;
+  if (!json_sax(text, handler, why)) {
+    out = LocustStats{};
+    error = "/stats/requests: not JSON (" + why + ")";
+    return false;
+  }
+  if (!handler.finish()) {
+    out = LocustStats{};
+    error = "/stats/requests: no \"stats\" list";
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+const char* const kHelpRequests = "Requests the load generator made in the whole test.";
+const char* const kHelpFailures = "Requests of the load generator that failed, whole test.";
+const char* const kHelpEpRequests =
+    "Requests the load generator made, per request name and method.";
+const char* const kHelpEpFailures =
+    "Failed requests of the load generator, per request name and method.";
+const char* const kHelpLatency =
+    "Response time of all requests: quantiles over the whole test as the load generator "
+    "reports them; _count and _sum over the whole test.";
+const char* const kHelpEpLatency =
+    "Response time per request name and method: quantiles over the whole test as reported; "
+    "_count and _sum over the whole test.";
+const char* const kHelpCurrent =
+    "Response time of all requests: quantiles over the generator's recent window (Locust: "
+    "10 s) as reported; _count and _sum over the whole test.";
+const char* const kHelpUsers = "Simulated users the load generator runs.";
+const char* const kHelpRps = "Requests per second, as the load generator reports it.";
+const char* const kHelpRunning = "1 while the load generator is spawning or running a test.";
+const char* const kHelpWorkers = "Workers connected to the load generator's master.";
+
+bool running_state(const std::string& s) { return s == "spawning" || s == "running"; }
+
+}  // namespace
+
+void LocustMapper::map(const LocustStats& stats, const std::string& source, MetricSink& out) {
+  bool new_run = (last_state_ == "stopped" || last_state_ == "ready") && running_state(stats.state);
+  bool went_down = stats.aggregated && (stats.aggregated->requests < last_requests_ ||
+                                        stats.aggregated->failures < last_failures_);
+  if (new_run || went_down) carry_.reset_all();
+  if (!stats.state.empty()) last_state_ = stats.state;
+  if (stats.aggregated) {
+    last_requests_ = stats.aggregated->requests;
+    last_failures_ = stats.aggregated->failures;
+  }
+
+  // Counters of one row: requests, failures, and the response time sum (for summaries).
+  struct Totals {
+    double requests, failures, sum_seconds;
+  };
+  std::string key;
+  auto totals = [&](const LocustRow& row, char tag) {
+    key.assign(1, tag).append("\x1f").append(row.name).append("\x1f").append(row.method);
+    Totals t{};
+    t.requests = carry_.update(key, row.requests);
+    key[0] = char(tag + 1);
+    t.failures = carry_.update(key, row.failures);
+    key[0] = char(tag + 2);
+    // avg × count reproduces Locust's total_response_time up to float rounding.
+    t.sum_seconds = carry_.update(key, row.avg_ms.value_or(0) * row.requests / 1000.0, 1e-9);
+    return t;
+  };
+  auto summary = [&](const char* name, const char* help, Labels labels,
+                     const std::vector<std::pair<double, double>>& quantiles_ms, const Totals& t) {
+    auto& m = out.add(name, help, prometheus::MetricType::Summary, std::move(labels));
+    m.summary.sample_count = t.requests >= 1.8e19 ? UINT64_MAX : std::uint64_t(t.requests);
+    m.summary.sample_sum = t.sum_seconds;
+    for (const auto& [q, ms] : quantiles_ms) m.summary.quantile.push_back({q, ms / 1000.0});
+  };
+
+  std::optional<Totals> all;
+  if (const auto& agg = stats.aggregated) {
+    all = totals(*agg, 'A');
+    out.counter("loadwatch_generator_requests_total", kHelpRequests, {{"source", source}},
+                all->requests);
+    out.counter("loadwatch_generator_failures_total", kHelpFailures, {{"source", source}},
+                all->failures);
+    summary("loadwatch_generator_latency_seconds", kHelpLatency, {{"source", source}},
+            agg->quantiles_ms, *all);
+    if (!stats.current_quantiles_ms.empty()) {
+      summary("loadwatch_generator_current_latency_seconds", kHelpCurrent, {{"source", source}},
+              stats.current_quantiles_ms, *all);
+    }
+  }
+  for (const auto& ep : stats.endpoints) {
+    Totals t = totals(ep, 'a');
+    Labels labels{{"source", source}, {"name", ep.name}, {"method", ep.method}};
+    out.counter("loadwatch_generator_endpoint_requests_total", kHelpEpRequests, labels, t.requests);
+    out.counter("loadwatch_generator_endpoint_failures_total", kHelpEpFailures, labels, t.failures);
+    summary("loadwatch_generator_endpoint_latency_seconds", kHelpEpLatency, std::move(labels),
+            ep.quantiles_ms, t);
+  }
+  if (stats.user_count) {
+    out.gauge("loadwatch_generator_users", kHelpUsers, {{"source", source}}, *stats.user_count);
+  }
+  if (stats.total_rps) {
+    out.gauge("loadwatch_generator_requests_per_second", kHelpRps, {{"source", source}},
+              *stats.total_rps);
+  }
+  if (!stats.state.empty()) {
+    out.gauge("loadwatch_generator_running", kHelpRunning, {{"source", source}},
+              running_state(stats.state) ? 1 : 0);
+  }
+  if (stats.workers) {
+    out.gauge("loadwatch_generator_workers", kHelpWorkers, {{"source", source}}, *stats.workers);
+  }
+}
+
+namespace {
+
+class LocustScraper : public SourceScraper {
+ public:
+  std::vector<SourceRequest> requests(const SourceConfig& config) const override {
+    return {{config.url + "/stats/requests", "application/json", false}};
+  }
+
+  ScrapeResult process(const SourceConfig& config, std::vector<FetchResult>& answers) override {
+    ScrapeResult result;
+    if (answers.empty()) return result;
+    LocustStats stats;
+    std::string error;
+    if (!parse_locust_stats(answers[0].body, stats, error)) {
+      result.error = FetchError::Parse;
+      result.message = config.url + error;
+      return result;
+    }
+    MetricSink sink;
+    mapper_.map(stats, config.name, sink);
+    mapper_.end_scrape(config.max_series * 4);
+    result.families = sink.take();
+    return result;
+  }
+
+ private:
+  LocustMapper mapper_;
+};
+
+}  // namespace
+
+std::unique_ptr<SourceScraper> make_locust_scraper() { return std::make_unique<LocustScraper>(); }
+
+}  // namespace loadwatch

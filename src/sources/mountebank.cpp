@@ -1,0 +1,280 @@
+#include "sources/mountebank.h"
+
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include "sources/json_sax.h"
+#include "sources/prom_text_parser.h"
+#include "sources/prometheus.h"
+
+namespace loadwatch {
+
+namespace {
+
+const char* const kRequestsName = "loadwatch_mock_requests_total";
+const char* const kRequestsHelp =
+    "Requests an imposter received (Mountebank numberOfRequests, kept monotonic across resets).";
+const char* const kUnmatchedName = "loadwatch_mock_unmatched_requests_total";
+const char* const kUnmatchedHelp =
+    "Requests no stub of the imposter matched (Mountebank mb_no_match_total).";
+
+// Reads {"imposters": [{"protocol": …, "port": …, "name": …, "numberOfRequests": …}, …]};
+// everything else (the _links objects, stubs) is skipped.
+class ImpostersHandler : public JsonHandler {
+ public:
+  explicit ImpostersHandler(std::vector<MountebankImposter>& out) : out_(out) {}
+
+  bool begin_object() override {
+    if (depth_ == 0) root_is_object_ = true;
+    if (depth_ == 2 && in_list_) {
+      entry_ = Entry{};
+      in_entry_ = true;
+    }
+    ++depth_;
+    return true;
+  }
+  bool end_object() override {
+    --depth_;
+    if (depth_ == 2 && in_entry_) {
+      in_entry_ = false;
+      if (entry_.protocol && !entry_.port.empty()) {
+        MountebankImposter m;
+        m.label = *entry_.protocol + ":" + entry_.port;
+        m.name = std::move(entry_.name);
+        m.requests = entry_.requests;
+        out_.push_back(std::move(m));
+      }
+    }
+    return true;
+  }
+  bool begin_array() override {
+    if (depth_ == 1 && key_ == "imposters") {
+      in_list_ = true;
+      saw_list_ = true;
+      out_.clear();  // a repeated key replaces, as in a DOM
+    }
+    ++depth_;
+    return true;
+  }
+  bool end_array() override {
+    --depth_;
+    if (depth_ == 1) in_list_ = false;
+    return true;
+  }
+  bool key(std::string_view k) override {
+    key_.assign(k);
+    return true;
+  }
+  bool string(std::string_view v) override {
+    if (!entry_field()) return true;
+    if (key_ == "protocol") {
+      entry_.protocol = std::string(v);
+    } else if (key_ == "port") {
+      entry_.port.assign(v);
+    } else if (key_ == "name") {
+      entry_.name.assign(v);
+    } else if (key_ == "numberOfRequests") {
+      entry_.requests = 0;
+    }
+    return true;
+  }
+  bool number(double v) override {
+    if (!entry_field()) return true;
+    if (key_ == "port") {
+      entry_.port = port_text(v);
+    } else if (key_ == "numberOfRequests") {
+      entry_.requests = v;
+    } else if (key_ == "protocol") {
+      entry_.protocol.reset();
+    }
+    return true;
+  }
+  bool boolean(bool) override { return other(); }
+  bool null() override { return other(); }
+
+  bool valid() const { return root_is_object_ && saw_list_; }
+
+ private:
+  struct Entry {
+    std::optional<std::string> protocol;
+    std::string port;
+    std::string name;
+    double requests = 0;
+  };
+
+  // A scalar member of an imposter entry (depth 3: root, list, entry).
+  bool entry_field() const { return in_entry_ && depth_ == 3; }
+
+  bool other() {
+    if (!entry_field()) return true;
+    if (key_ == "protocol") entry_.protocol.reset();
+    if (key_ == "port") entry_.port.clear();
+    if (key_ == "numberOfRequests") entry_.requests = 0;
+    return true;
+  }
+
+  static std::string port_text(double v) {
+    if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+    char buf[32];
+    auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    return ec == std::errc() ? std::string(buf, p) : std::string();
+  }
+
+  std::vector<MountebankImposter>& out_;
+  std::string key_;
+  int depth_ = 0;
+  bool root_is_object_ = false;
+  bool saw_list_ = false;
+  bool in_list_ = false;
+  bool in_entry_ = false;
+  Entry entry_;
+};
+
+}  // namespace
+
+bool parse_mountebank_imposters(std::string_view json, std::vector<MountebankImposter>& out,
+                                std::string& error) {
+  out.clear();
+  ImpostersHandler handler(out);
+  std::string why;
+  if (!json_sax(json, handler, why)) {
+    out.clear();
+    error = "/imposters: not JSON (" + why + ")";
+    return false;
+  }
+  if (!handler.valid()) {
+    out.clear();
+    error = "/imposters: no \"imposters\" list";
+    return false;
+  }
+  return true;
+}
+
+std::string normalise_imposter_label(std::string_view value) {
+  // "[http:3000 orders api] " -> "http:3000" (mb's logger prefix, lib/models/imposter.js).
+  if (value.empty() || value.front() != '[') return std::string(value);
+  std::string_view inner = value.substr(1);
+  size_t end = inner.find_first_of(" ]");
+  if (end == std::string_view::npos || end == 0) return std::string(value);
+  return std::string(inner.substr(0, end));
+}
+
+bool mountebank_family_exported(std::string_view name) {
+  static constexpr std::string_view exact[] = {"mb_request_total",
+                                               "mb_no_match_total",
+                                               "mb_predicate_match_duration_seconds",
+                                               "mb_response_generation_duration_seconds",
+                                               "mb_behavior_duration_seconds",
+                                               "mb_blocked_ip_total"};
+  for (auto e : exact) {
+    if (name == e) return true;
+  }
+  return name.rfind("mb_proxy_", 0) == 0;
+}
+
+void MountebankMapper::map(const std::vector<MountebankImposter>& imposters,
+                           std::vector<prometheus::MetricFamily>* metrics,
+                           const std::string& source, MetricSink& out) {
+  if (metrics) {
+    for (const auto& fam : *metrics) {
+      if (fam.name != "mb_process_start_time_seconds" || fam.metric.empty()) continue;
+      const auto& m = fam.metric.front();
+      double start = fam.type == prometheus::MetricType::Gauge ? m.gauge.value : m.untyped.value;
+      if (start_time_ != 0 && start != start_time_) carry_.reset_all();
+      start_time_ = start;
+    }
+  }
+  CounterCarry& carry = carry_;
+  for (const auto& imp : imposters) {
+    out.counter(kRequestsName, kRequestsHelp, {{"source", source}, {"imposter", imp.label}},
+                carry.update("requests\x1f" + imp.label, imp.requests));
+  }
+  if (!metrics) return;
+
+  std::vector<prometheus::MetricFamily> kept;
+  std::map<std::string, double> unmatched;
+  for (const auto& imp : imposters) unmatched[imp.label] = 0;
+  for (auto& fam : *metrics) {
+    if (!mountebank_family_exported(fam.name)) continue;
+    for (auto& m : fam.metric) {
+      for (auto& l : m.label) {
+        if (l.name == "imposter") l.value = normalise_imposter_label(l.value);
+      }
+      if (fam.name == "mb_no_match_total") {
+        for (const auto& l : m.label) {
+          if (l.name == "imposter") {
+            double v =
+                fam.type == prometheus::MetricType::Counter ? m.counter.value : m.untyped.value;
+            unmatched[l.value] += v;
+          }
+        }
+      }
+    }
+    kept.push_back(std::move(fam));
+  }
+  for (const auto& [imposter, value] : unmatched) {
+    out.counter(kUnmatchedName, kUnmatchedHelp, {{"source", source}, {"imposter", imposter}},
+                carry.update("unmatched\x1f" + imposter, value));
+  }
+  add_source_label(kept, source);
+  out.append(std::move(kept));
+}
+
+namespace {
+
+class MountebankScraper : public SourceScraper {
+ public:
+  std::vector<SourceRequest> requests(const SourceConfig& config) const override {
+    return {{config.url + "/imposters", "application/json", false},
+            {config.url + "/metrics", kPromTextAccept, true}};
+  }
+
+  ScrapeResult process(const SourceConfig& config, std::vector<FetchResult>& answers) override {
+    ScrapeResult result;
+    if (answers.empty()) return result;
+    std::vector<MountebankImposter> imposters;
+    std::string error;
+    if (!parse_mountebank_imposters(answers[0].body, imposters, error)) {
+      result.error = FetchError::Parse;
+      result.message = config.url + error;
+      return result;
+    }
+    std::vector<prometheus::MetricFamily> families;
+    bool have_metrics = false;
+    if (answers.size() > 1) {
+      const FetchResult& m = answers[1];
+      if (m.ok()) {
+        PromTextParse parsed = parse_prom_text(m.body);
+        if (!parsed.ok()) {
+          result.error = FetchError::Parse;
+          result.message = config.url + "/metrics: " + parsed.error;
+          return result;
+        }
+        families = std::move(parsed.families);
+        have_metrics = true;
+      } else if (!(m.error == FetchError::HttpStatus && m.status == 404)) {
+        result.error = m.error;
+        result.message = config.url + "/metrics: " + m.message;
+        return result;
+      }
+    }
+    MetricSink sink;
+    mapper_.map(imposters, have_metrics ? &families : nullptr, config.name, sink);
+    mapper_.end_scrape(config.max_series * 4);
+    result.families = sink.take();
+    return result;
+  }
+
+ private:
+  MountebankMapper mapper_;
+};
+
+}  // namespace
+
+std::unique_ptr<SourceScraper> make_mountebank_scraper() {
+  return std::make_unique<MountebankScraper>();
+}
+
+}  // namespace loadwatch

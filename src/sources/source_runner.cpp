@@ -1,0 +1,215 @@
+#include "sources/source_runner.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+#include "sources/prom_text_parser.h"
+#include "sources/secret_file.h"
+
+namespace loadwatch {
+
+bool read_credentials(const SourceAuth& auth, FetchOptions& options, std::string& error) {
+  options.username = auth.username;
+  options.password.clear();
+  options.bearer_token.clear();
+  if (!auth.password_file.empty() &&
+      !read_secret_file(auth.password_file, options.password, error)) {
+    error = "basic_auth password_file: " + error;
+    return false;
+  }
+  if (!auth.bearer_token_file.empty()) {
+    if (!read_secret_file(auth.bearer_token_file, options.bearer_token, error)) {
+      error = "bearer_token_file: " + error;
+      return false;
+    }
+    if (options.bearer_token.empty()) {
+      // "Authorization: Bearer " with nothing is never meant; likely a file being rewritten.
+      error = "bearer_token_file: " + auth.bearer_token_file + " is empty";
+      return false;
+    }
+  }
+  return true;
+}
+
+std::size_t series_count(const prometheus::ClientMetric& metric, prometheus::MetricType type) {
+  switch (type) {
+    case prometheus::MetricType::Histogram: {
+      const auto& b = metric.histogram.bucket;
+      bool has_inf = !b.empty() && b.back().upper_bound == std::numeric_limits<double>::infinity();
+      return b.size() + (has_inf ? 0 : 1) + 2;
+    }
+    case prometheus::MetricType::Summary:
+      return metric.summary.quantile.size() + 2;
+    default:
+      return 1;
+  }
+}
+
+std::size_t cap_series(std::vector<prometheus::MetricFamily>& families, std::size_t max_series) {
+  std::size_t kept = 0, dropped = 0;
+  for (auto& fam : families) {
+    std::size_t keep_metrics = 0;
+    for (const auto& m : fam.metric) {
+      std::size_t n = series_count(m, fam.type);
+      if (dropped == 0 && kept + n <= max_series) {
+        kept += n;
+        ++keep_metrics;
+      } else {
+        dropped += n;
+      }
+    }
+    fam.metric.resize(keep_metrics);
+  }
+  std::erase_if(families, [](const prometheus::MetricFamily& f) { return f.metric.empty(); });
+  return dropped;
+}
+
+SourceRunner::SourceRunner(SourceConfig config, std::unique_ptr<SourceScraper> scraper)
+    : scraper_(std::move(scraper)),
+      config_(std::move(config)),
+      snapshot_(std::make_shared<SourceSnapshot>()) {
+  thread_ = std::thread([this] { run(); });
+}
+
+SourceRunner::~SourceRunner() {
+  request_stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void SourceRunner::request_stop() {
+  {
+    // Under the mutex so the thread cannot miss the notify between its check and its wait.
+    std::lock_guard lock(mutex_);
+    stop_.store(true);
+  }
+  changed_.notify_all();
+}
+
+void SourceRunner::set_config(const SourceConfig& config) {
+  std::lock_guard lock(mutex_);
+  config_ = config;
+}
+
+SourceConfig SourceRunner::config() const {
+  std::lock_guard lock(mutex_);
+  return config_;
+}
+
+std::shared_ptr<const SourceSnapshot> SourceRunner::snapshot() const {
+  std::lock_guard lock(mutex_);
+  return snapshot_;
+}
+
+bool SourceRunner::wait_for_scrapes(std::uint64_t n, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] { return snapshot_->scrapes >= n; });
+}
+
+void SourceRunner::publish(std::shared_ptr<const SourceSnapshot> snap) {
+  {
+    std::lock_guard lock(mutex_);
+    snapshot_ = std::move(snap);
+  }
+  changed_.notify_all();
+}
+
+void SourceRunner::run() {
+  HttpFetcher http(&stop_);
+  while (!stop_.load()) {
+    SourceConfig cfg = config();
+    auto started = std::chrono::steady_clock::now();
+
+    ScrapeResult result;
+    FetchOptions options;
+    options.timeout = cfg.timeout;
+    options.max_bytes = cfg.max_bytes;
+    options.tls = cfg.tls;
+    std::vector<FetchResult> answers;
+    bool stopped = false;
+    // Secrets are read at each scrape, not at config load, as Prometheus does: a rotated
+    // password or token (Vault agent, a mounted Kubernetes secret) counts at once without a
+    // SIGHUP, a missing file marks only this source down, and no secret stays in memory
+    // between scrapes.
+    if (!read_credentials(cfg.auth, options, result.message)) {
+      result.error = FetchError::Credentials;
+    }
+    for (const auto& req : scraper_->requests(cfg)) {
+      if (result.error != FetchError::None) break;
+      options.accept = req.accept;
+      // The timeout bounds the whole scrape, not each of its GETs.
+      auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - started);
+      options.timeout = std::max(std::chrono::milliseconds(1), cfg.timeout - spent);
+      FetchResult r = http.get(req.url, options);
+      if (r.error == FetchError::Stopped) {
+        stopped = true;
+        break;
+      }
+      if (!r.ok() && !req.optional) {
+        result.error = r.error;
+        result.message = req.url + ": " + r.message;
+        break;
+      }
+      answers.push_back(std::move(r));
+    }
+    if (stopped) break;
+    if (result.error == FetchError::None) {
+      try {
+        result = scraper_->process(cfg, answers);
+      } catch (const std::exception& e) {
+        // Kinds do not throw on any body; this keeps a bug there from ending the daemon.
+        result = ScrapeResult{FetchError::Parse, cfg.url + ": " + e.what(), {}};
+      }
+      answers.clear();
+    }
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+    auto prev = snapshot();
+    auto snap = std::make_shared<SourceSnapshot>();
+    snap->scrapes = prev->scrapes + 1;
+    snap->errors = prev->errors;
+    snap->dropped_series = prev->dropped_series;
+    snap->last_success = prev->last_success;
+    snap->duration_seconds = seconds;
+    if (result.error == FetchError::None) {
+      for (auto& f : result.families) {
+        if (f.help.find_first_of("\\\n") != std::string::npos) f.help = escape_help(f.help);
+      }
+      std::size_t dropped = cap_series(result.families, cfg.max_series);
+      if (dropped > 0) {
+        snap->dropped_series += double(dropped);
+        if (!warned_cap_) {
+          spdlog::warn("source {}: more than {} series, dropping {} (warned once)", cfg.name,
+                       cfg.max_series, dropped);
+          warned_cap_ = true;
+        }
+      }
+      snap->up = true;
+      snap->last_success =
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
+      snap->families = std::move(result.families);
+      if (!prev->up && prev->scrapes > 0) spdlog::info("source {}: up again", cfg.name);
+    } else {
+      for (std::size_t i = 0; i < std::size(kFetchErrorReasons); ++i) {
+        if (kFetchErrorReasons[i] == result.error) snap->errors[i] += 1;
+      }
+      snap->last_error = result.message;
+      // Log transitions only: a source that stays down must not flood the log.
+      if (prev->up || prev->scrapes == 0) {
+        spdlog::warn("source {}: scrape failed ({}): {}", cfg.name,
+                     fetch_error_reason(result.error), result.message);
+      }
+    }
+    publish(std::move(snap));
+
+    std::unique_lock lock(mutex_);
+    changed_.wait_until(lock, started + config_.interval, [&] { return stop_.load(); });
+  }
+}
+
+}  // namespace loadwatch

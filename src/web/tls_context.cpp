@@ -1,0 +1,133 @@
+// exporter-toolkit semantics (Go crypto/tls) mapped onto OpenSSL. We configure civetweb's own
+// SSL_CTX from its init_ssl callback rather than through its ssl_* options because
+// - civetweb's ssl_certificate wants the key and the certificate in one PEM file, while the web
+//   config keeps them apart (cert_file, key_file);
+// - civetweb's ssl_verify_peer knows two of Go's five client_auth_types (yes = Require-and-verify,
+//   optional = Verify-if-given): Request/RequireAny (a certificate, not verified) need our own
+//   verify callback;
+// - civetweb's ssl_protocol_version sets only a floor; max_version needs
+//   SSL_CTX_set_max_proto_version.
+#include "web/tls_context.h"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace loadwatch {
+
+namespace {
+
+/// OpenSSL's queued errors as one line (the queue is cleared).
+std::string openssl_errors(const std::string& what) {
+  std::string out = what;
+  while (unsigned long e = ERR_get_error()) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof buf);
+    out += out == what ? ": " : "; ";
+    out += buf;
+  }
+  return out;
+}
+
+[[noreturn]] void fail(const std::string& what) { throw std::runtime_error(openssl_errors(what)); }
+
+/// Go's RequestClientCert / RequireAnyClientCert: the certificate is asked for, not verified.
+int accept_any_certificate(int, X509_STORE_CTX*) { return 1; }
+
+/// Go's TLS 1.3 suites are not configurable (crypto/tls ignores them in CipherSuites);
+/// OpenSSL names them by their IANA names too.
+bool is_tls13_suite(const std::string& name) {
+  return name == "TLS_AES_128_GCM_SHA256" || name == "TLS_AES_256_GCM_SHA384" ||
+         name == "TLS_CHACHA20_POLY1305_SHA256";
+}
+
+}  // namespace
+
+void configure_tls_context(void* opaque, const TlsServerConfig& tls) {
+  auto* ctx = static_cast<SSL_CTX*>(opaque);
+  ERR_clear_error();
+  // cert_file may hold the whole chain, leaf first (as Go's tls.X509KeyPair reads it).
+  if (SSL_CTX_use_certificate_chain_file(ctx, tls.cert_file.c_str()) != 1) {
+    fail("cannot load cert_file " + tls.cert_file);
+  }
+  if (SSL_CTX_use_PrivateKey_file(ctx, tls.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    // OpenSSL checks the key against the certificate as it loads it.
+    if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH) {
+      fail("key_file " + tls.key_file + " does not match cert_file " + tls.cert_file);
+    }
+    fail("cannot load key_file " + tls.key_file);
+  }
+  if (SSL_CTX_check_private_key(ctx) != 1) {
+    fail("key_file " + tls.key_file + " does not match cert_file " + tls.cert_file);
+  }
+  if (SSL_CTX_set_min_proto_version(ctx, static_cast<int>(tls.min_version)) != 1 ||
+      SSL_CTX_set_max_proto_version(ctx, static_cast<int>(tls.max_version)) != 1) {
+    fail("cannot set the TLS version range");
+  }
+  if (!tls.cipher_suites.empty()) {
+    std::string list;
+    for (const auto& name : tls.cipher_suites) {
+      if (is_tls13_suite(name)) continue;
+      // OPENSSL_cipher_name maps an IANA (Go) name to OpenSSL's, "(NONE)" when unknown.
+      std::string openssl_name = OPENSSL_cipher_name(name.c_str());
+      if (openssl_name == "(NONE)") throw std::runtime_error("unknown cipher suite " + name);
+      list += (list.empty() ? "" : ":") + openssl_name;
+    }
+    if (!list.empty() && SSL_CTX_set_cipher_list(ctx, list.c_str()) != 1) {
+      fail("cannot set cipher_suites " + list);
+    }
+  }
+  if (!tls.curve_preferences.empty()) {
+    std::string groups;
+    for (const auto& c : tls.curve_preferences) {
+      std::string g = c == "CurveP256"   ? "P-256"
+                      : c == "CurveP384" ? "P-384"
+                      : c == "CurveP521" ? "P-521"
+                                         : c;  // X25519
+      groups += (groups.empty() ? "" : ":") + g;
+    }
+    if (SSL_CTX_set1_groups_list(ctx, groups.c_str()) != 1) fail("cannot set curve_preferences");
+  }
+  if (tls.prefer_server_cipher_suites) {
+    SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
+  } else {
+    SSL_CTX_clear_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
+  }
+
+  bool verify = tls.client_auth == ClientAuth::VerifyClientCertIfGiven ||
+                tls.client_auth == ClientAuth::RequireAndVerifyClientCert;
+  bool require = tls.client_auth == ClientAuth::RequireAnyClientCert ||
+                 tls.client_auth == ClientAuth::RequireAndVerifyClientCert;
+  if (!tls.client_ca_file.empty()) {
+    if (SSL_CTX_load_verify_locations(ctx, tls.client_ca_file.c_str(), nullptr) != 1) {
+      fail("cannot load client_ca_file " + tls.client_ca_file);
+    }
+    // Advertise the acceptable CAs in the CertificateRequest, as Go does for ClientCAs.
+    STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(tls.client_ca_file.c_str());
+    if (!names) fail("no certificates in client_ca_file " + tls.client_ca_file);
+    SSL_CTX_set_client_CA_list(ctx, names);
+  } else if (verify && SSL_CTX_set_default_verify_paths(ctx) != 1) {
+    // Go verifies against the system roots when ClientCAs is nil.
+    fail("cannot load the system CA certificates");
+  }
+  int mode = tls.client_auth == ClientAuth::NoClientCert ? SSL_VERIFY_NONE : SSL_VERIFY_PEER;
+  if (require) mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
+  SSL_CTX_set_verify(ctx, mode, verify ? nullptr : accept_any_certificate);
+  // With peer verification OpenSSL refuses session resumption unless a session id context is
+  // set ("session id context uninitialized").
+  static const unsigned char sid[] = "loadwatch";
+  SSL_CTX_set_session_id_context(ctx, sid, sizeof sid - 1);
+}
+
+void check_tls_config(const TlsServerConfig& tls) {
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_server_method()),
+                                                        &SSL_CTX_free);
+  if (!ctx) fail("cannot create a TLS context");
+  configure_tls_context(ctx.get(), tls);
+}
+
+}  // namespace loadwatch

@@ -1,0 +1,134 @@
+#include "web/web_routes.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+
+#include "version.h"
+#include "web/gzip.h"
+
+namespace loadwatch {
+
+namespace {
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string pid_list(const std::vector<pid_t>& pids, size_t max) {
+  std::string out;
+  for (size_t i = 0; i < pids.size() && i < max; ++i) {
+    if (i) out += ", ";
+    out += std::to_string(pids[i]);
+  }
+  if (pids.size() > max) out += ", … (" + std::to_string(pids.size()) + " in all)";
+  return out;
+}
+
+HttpResponse metrics(const Sampler& sampler, const HttpRequest& req) {
+  HttpResponse r;
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  auto snap = sampler.latest();
+  if (!snap) {
+    r.status = 503;
+    r.content_type = "text/plain; charset=utf-8";
+    r.body = "no sample taken yet\n";
+    return r;
+  }
+  if (accepts_gzip(req.header("accept-encoding"))) {
+    r.body = snap->gzipped();
+    r.headers.push_back({"Content-Encoding", "gzip"});
+  } else {
+    r.body = snap->text();
+  }
+  r.headers.push_back({"Vary", "Accept-Encoding"});
+  return r;
+}
+
+bool ready(const Sampler& sampler) {
+  auto snap = sampler.latest();
+  if (!snap) return false;
+  double max_age = 3 * std::chrono::duration<double>(sampler.interval()).count();
+  return unix_now() - snap->timestamp() <= max_age;
+}
+
+HttpResponse landing(const Sampler& sampler) {
+  HttpResponse r;
+  r.content_type = "text/html; charset=utf-8";
+  auto snap = sampler.latest();
+  std::string rows;
+  if (snap) {
+    for (const auto& t : snap->targets()) {
+      rows += "<tr><td>" + html_escape(t.name) + "</td><td><code>" + html_escape(t.selector) +
+              "</code></td><td class=\"" + (t.up ? "up\">up" : "down\">down") + "</td><td>" +
+              pid_list(t.pids, 20) + "</td></tr>\n";
+    }
+  }
+  std::string collectors;
+  for (const auto& name : sampler.collector_names()) collectors += "<li>" + name + "</li>";
+  r.body = R"(<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>loadwatch</title>
+<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}
+td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}.up{color:#080}.down{color:#c00}</style>
+</head><body><h1>loadwatch</h1>
+<p>Version )" LOADWATCH_VERSION " (" LOADWATCH_REVISION R"()</p>
+<p><a href="/metrics">Metrics</a> · <a href="/api/v1/targets">Targets (JSON)</a> ·
+<a href="/-/healthy">Health</a> · <a href="/-/ready">Readiness</a></p>
+<h2>Targets</h2>
+<table><tr><th>Name</th><th>Selector</th><th>State</th><th>PIDs</th></tr>
+)" + (rows.empty() ? std::string("<tr><td colspan=\"4\">no targets configured</td></tr>\n") : rows) +
+           R"(</table>
+<h2>Collectors</h2><ul>)" + collectors + "</ul>\n</body></html>\n";
+  return r;
+}
+
+HttpResponse targets_json(const Sampler& sampler) {
+  nlohmann::json out = nlohmann::json::array();
+  if (auto snap = sampler.latest()) {
+    for (const auto& t : snap->targets()) {
+      out.push_back({{"name", t.name}, {"selector", t.selector}, {"up", t.up}, {"pids", t.pids},
+                     {"listen_ports", t.listen_ports}});
+    }
+  }
+  HttpResponse r;
+  r.content_type = "application/json";
+  r.body = nlohmann::json{{"status", "success"}, {"data", out}}.dump() + "\n";
+  return r;
+}
+
+}  // namespace
+
+void add_web_routes(HttpServer& server, const Sampler& sampler) {
+  server.route("/metrics", [&sampler](const HttpRequest& req) { return metrics(sampler, req); });
+  server.route("/", [&sampler](const HttpRequest&) { return landing(sampler); });
+  server.route("/api/v1/targets", [&sampler](const HttpRequest&) { return targets_json(sampler); });
+  server.route("/-/healthy", [](const HttpRequest&) {
+    HttpResponse r;
+    r.body = "OK\n";
+    return r;
+  });
+  server.route("/-/ready", [&sampler](const HttpRequest&) {
+    HttpResponse r;
+    bool ok = ready(sampler);
+    r.status = ok ? 200 : 503;
+    r.body = ok ? "Ready\n" : "Not ready: no sample published in the last 3 intervals\n";
+    return r;
+  });
+}
+
+}  // namespace loadwatch

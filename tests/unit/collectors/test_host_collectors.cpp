@@ -1,0 +1,306 @@
+// Host collectors (stat, softirqs, meminfo, loadavg, filefd) against the fixture tree
+// tests/fixtures/proc captured from a real machine (tests/fixtures/capture-host.sh). The
+// expected numbers are those of the captured files: re-capturing means updating them here.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "collector.h"
+#include "collectors/filefd.h"
+#include "collectors/loadavg.h"
+#include "collectors/meminfo.h"
+#include "collectors/softirqs.h"
+#include "collectors/stat.h"
+
+using namespace loadwatch;
+using prometheus::MetricType;
+
+namespace {
+
+const FsRoot kFixtureProc(LOADWATCH_FIXTURES "/proc");
+const FsRoot kFixtureSys(LOADWATCH_FIXTURES "/sys");
+
+/// Builds a collector with a default config and runs one sample against `proc`.
+struct Harness {
+  Options options;
+  Config config;
+  const FsRoot& proc;
+  std::unique_ptr<Collector> collector;
+
+  Harness(const FsRoot& root, std::unique_ptr<Collector> (*make)(const CollectorEnv&))
+      : proc(root) {
+    CollectorEnv env{options, config, proc, kFixtureSys};
+    collector = make(env);
+  }
+
+  std::vector<prometheus::MetricFamily> sample() {
+    SampleContext ctx{proc, kFixtureSys, 0, {}};
+    MetricSink sink;
+    collector->collect(ctx, sink);
+    return sink.take();
+  }
+};
+
+const prometheus::MetricFamily& family(const std::vector<prometheus::MetricFamily>& fams,
+                                       const std::string& name) {
+  for (const auto& f : fams) {
+    if (f.name == name) return f;
+  }
+  FAIL("no family " << name);
+  throw std::logic_error("unreachable");
+}
+
+bool has_family(const std::vector<prometheus::MetricFamily>& fams, const std::string& name) {
+  for (const auto& f : fams) {
+    if (f.name == name) return true;
+  }
+  return false;
+}
+
+using LabelList = std::vector<std::pair<std::string, std::string>>;
+
+const prometheus::ClientMetric& metric(const prometheus::MetricFamily& fam, const LabelList& want) {
+  for (const auto& m : fam.metric) {
+    if (m.label.size() != want.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < want.size(); ++i) {
+      same = same && m.label[i].name == want[i].first && m.label[i].value == want[i].second;
+    }
+    if (same) return m;
+  }
+  FAIL("no series of " << fam.name << " with the wanted labels");
+  throw std::logic_error("unreachable");
+}
+
+/// The only series of family `name`, checked to be unlabelled, of `type` and documented.
+const prometheus::ClientMetric& only_series(const std::vector<prometheus::MetricFamily>& fams,
+                                            const std::string& name, MetricType type) {
+  const auto& f = family(fams, name);
+  CHECK(f.type == type);
+  REQUIRE(f.metric.size() == 1);
+  CHECK(f.metric[0].label.empty());
+  CHECK_FALSE(f.help.empty());
+  return f.metric[0];
+}
+
+double gauge(const std::vector<prometheus::MetricFamily>& fams, const std::string& name) {
+  return only_series(fams, name, MetricType::Gauge).gauge.value;
+}
+
+double counter(const std::vector<prometheus::MetricFamily>& fams, const std::string& name) {
+  return only_series(fams, name, MetricType::Counter).counter.value;
+}
+
+double clk_tck() {
+  long hz = ::sysconf(_SC_CLK_TCK);
+  REQUIRE(hz > 0);
+  return static_cast<double>(hz);
+}
+
+/// Each host collector with the file below the procfs root it reads.
+struct HostFile {
+  const char* file;
+  std::unique_ptr<Collector> (*make)(const CollectorEnv&);
+};
+const HostFile kHostFiles[] = {{"stat", make_stat_collector},
+                               {"softirqs", make_softirqs_collector},
+                               {"meminfo", make_meminfo_collector},
+                               {"loadavg", make_loadavg_collector},
+                               {"sys/fs/file-nr", make_filefd_collector}};
+
+/// A scratch procfs root, removed when the test ends.
+struct TempProc {
+  std::filesystem::path dir;
+  TempProc() {
+    std::string templ = (std::filesystem::temp_directory_path() / "loadwatch-host-XXXXXX").string();
+    REQUIRE(::mkdtemp(templ.data()) != nullptr);
+    dir = templ;
+  }
+  ~TempProc() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  void write(const std::string& rel, const std::string& text) const {
+    std::filesystem::create_directories((dir / rel).parent_path());
+    std::ofstream(dir / rel, std::ios::trunc) << text;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("stat collector exports per-CPU seconds by mode from the fixture", "[stat]") {
+  Harness h(kFixtureProc, make_stat_collector);
+  const auto fams = h.sample();
+  const auto& cpu = family(fams, "loadwatch_cpu_seconds_total");
+  CHECK(cpu.type == MetricType::Counter);
+  CHECK_FALSE(cpu.help.empty());
+  // Fixture: cpu0 3438 0 2639 22303 23 0 83 0 0 0 / cpu1 4982 0 4021 18856 500 0 150 0 0 0;
+  // the aggregate "cpu" line gives no series, guest columns give none.
+  REQUIRE(cpu.metric.size() == 2 * 8);
+  const double hz = clk_tck();
+  const std::uint64_t cpu0[] = {3438, 0, 2639, 22303, 23, 0, 83, 0};
+  const std::uint64_t cpu1[] = {4982, 0, 4021, 18856, 500, 0, 150, 0};
+  for (size_t i = 0; i < kCpuModes.size(); ++i) {
+    INFO("mode " << kCpuModes[i]);
+    CHECK(metric(cpu, {{"cpu", "0"}, {"mode", kCpuModes[i]}}).counter.value == cpu0[i] / hz);
+    CHECK(metric(cpu, {{"cpu", "1"}, {"mode", kCpuModes[i]}}).counter.value == cpu1[i] / hz);
+  }
+  for (const auto& m : cpu.metric) {
+    CHECK(m.label[0].value != "");
+    CHECK(m.label[1].value != "guest");
+    CHECK(m.label[1].value != "guest_nice");
+  }
+  CHECK(counter(fams, "loadwatch_context_switches_total") == 412953);
+  CHECK(counter(fams, "loadwatch_forks_total") == 7846);
+  CHECK(gauge(fams, "loadwatch_procs_running") == 4);
+  CHECK(gauge(fams, "loadwatch_procs_blocked") == 0);
+  CHECK(fams.size() == 5);
+}
+
+TEST_CASE("stat collector holds back small decreases and accepts a CPU reset", "[stat]") {
+  TempProc tmp;
+  const FsRoot root(tmp.dir.string());
+  Harness h(root, make_stat_collector);
+  const double hz = clk_tck();
+  auto seconds = [&](const std::string& cpu, const std::string& mode) {
+    const auto fams = h.sample();
+    return metric(family(fams, "loadwatch_cpu_seconds_total"), {{"cpu", cpu}, {"mode", mode}})
+        .counter.value;
+  };
+
+  tmp.write("stat", "cpu0 100 0 50 1000 40 0 5 0\ncpu1 1 1 1 1\n");
+  CHECK(seconds("0", "idle") == 1000 / hz);
+  // NO_HZ idle/iowait accounting moved back a little: keep the previous values.
+  tmp.write("stat", "cpu0 101 0 50 990 30 0 5 0\ncpu1 1 1 1 1\n");
+  CHECK(seconds("0", "idle") == 1000 / hz);
+  CHECK(seconds("0", "iowait") == 40 / hz);
+  // Going forward again is exported as read.
+  tmp.write("stat", "cpu0 102 0 50 1010 45 0 5 0\ncpu1 1 1 1 1\n");
+  CHECK(seconds("0", "idle") == 1010 / hz);
+  // idle dropped by more than 3 s: the CPU's counters restarted (hotplug); take them.
+  tmp.write("stat", "cpu0 5 0 5 10 1 0 0 0\ncpu1 1 1 1 1\n");
+  CHECK(seconds("0", "idle") == 10 / hz);
+  // cpu1 went offline: no series for it; back online, its counters start where they are.
+  tmp.write("stat", "cpu0 5 0 5 11 1 0 0 0\n");
+  {
+    const auto fams = h.sample();
+    for (const auto& m : family(fams, "loadwatch_cpu_seconds_total").metric) {
+      CHECK(m.label[0].value == "0");
+    }
+  }
+  tmp.write("stat", "cpu0 5 0 5 11 1 0 0 0\ncpu1 0 0 0 0\n");
+  CHECK(seconds("1", "idle") == 0);
+}
+
+TEST_CASE("stat collector exports only the modes an old kernel prints", "[stat]") {
+  TempProc tmp;
+  tmp.write("stat", "cpu  1 2 3 4\ncpu0 1 2 3 4\nctxt 9\nprocesses 8\n");
+  const FsRoot root(tmp.dir.string());
+  Harness h(root, make_stat_collector);
+  const auto fams = h.sample();
+  CHECK(family(fams, "loadwatch_cpu_seconds_total").metric.size() == 4);
+  CHECK(counter(fams, "loadwatch_context_switches_total") == 9);
+  CHECK_FALSE(has_family(fams, "loadwatch_procs_running"));
+  CHECK_FALSE(has_family(fams, "loadwatch_procs_blocked"));
+}
+
+TEST_CASE("softirqs collector sums each type over CPUs from the fixture", "[softirqs]") {
+  Harness h(kFixtureProc, make_softirqs_collector);
+  const auto fams = h.sample();
+  REQUIRE(fams.size() == 1);
+  const auto& f = family(fams, "loadwatch_softirqs_total");
+  CHECK(f.type == MetricType::Counter);
+  CHECK_FALSE(f.help.empty());
+  REQUIRE(f.metric.size() == 10);
+  // Fixture rows (CPU0 + CPU1).
+  CHECK(metric(f, {{"type", "HI"}}).counter.value == 0);
+  CHECK(metric(f, {{"type", "TIMER"}}).counter.value == 7745 + 8705);
+  CHECK(metric(f, {{"type", "NET_TX"}}).counter.value == 3 + 1);
+  CHECK(metric(f, {{"type", "NET_RX"}}).counter.value == 2425 + 2790);
+  CHECK(metric(f, {{"type", "BLOCK"}}).counter.value == 48396);
+  CHECK(metric(f, {{"type", "IRQ_POLL"}}).counter.value == 0);
+  CHECK(metric(f, {{"type", "TASKLET"}}).counter.value == 4 + 3);
+  CHECK(metric(f, {{"type", "SCHED"}}).counter.value == 19580 + 19094);
+  CHECK(metric(f, {{"type", "HRTIMER"}}).counter.value == 0);
+  CHECK(metric(f, {{"type", "RCU"}}).counter.value == 18932 + 21899);
+}
+
+TEST_CASE("meminfo collector exports bytes from the fixture", "[meminfo]") {
+  Harness h(kFixtureProc, make_meminfo_collector);
+  const auto fams = h.sample();
+  CHECK(gauge(fams, "loadwatch_memory_total_bytes") == 24683620.0 * 1024);
+  CHECK(gauge(fams, "loadwatch_memory_available_bytes") == 24290704.0 * 1024);
+  CHECK(gauge(fams, "loadwatch_memory_swap_total_bytes") == 0);
+  CHECK(gauge(fams, "loadwatch_memory_swap_free_bytes") == 0);
+  CHECK(fams.size() == 4);
+}
+
+TEST_CASE("meminfo collector omits MemAvailable on a kernel without it", "[meminfo]") {
+  TempProc tmp;
+  tmp.write("meminfo", "MemTotal:  2048 kB\nMemFree:  1024 kB\n");
+  const FsRoot root(tmp.dir.string());
+  Harness h(root, make_meminfo_collector);
+  const auto fams = h.sample();
+  CHECK(gauge(fams, "loadwatch_memory_total_bytes") == 2048.0 * 1024);
+  CHECK_FALSE(has_family(fams, "loadwatch_memory_available_bytes"));
+}
+
+TEST_CASE("loadavg collector exports the three averages from the fixture", "[loadavg]") {
+  Harness h(kFixtureProc, make_loadavg_collector);
+  const auto fams = h.sample();
+  REQUIRE(fams.size() == 3);
+  CHECK(gauge(fams, "loadwatch_load1") == 2.12);
+  CHECK(gauge(fams, "loadwatch_load5") == 0.85);
+  CHECK(gauge(fams, "loadwatch_load15") == 0.33);
+}
+
+TEST_CASE("filefd collector exports allocated and maximum from the fixture", "[filefd]") {
+  Harness h(kFixtureProc, make_filefd_collector);
+  const auto fams = h.sample();
+  REQUIRE(fams.size() == 2);
+  CHECK(gauge(fams, "loadwatch_filefd_allocated") == 572);
+  CHECK(gauge(fams, "loadwatch_filefd_maximum") == 2466160);
+}
+
+TEST_CASE("host collectors throw, naming the path, when their file is missing", "[errors]") {
+  TempProc tmp;  // empty root
+  const FsRoot root(tmp.dir.string());
+  for (const auto& c : kHostFiles) {
+    INFO(c.file);
+    Harness h(root, c.make);
+    CHECK_THROWS_WITH(h.sample(),
+                      Catch::Contains(root.path(c.file)) && Catch::Contains("No such file"));
+  }
+}
+
+TEST_CASE("host collectors throw, naming the path, on a malformed file", "[errors]") {
+  TempProc tmp;
+  const FsRoot root(tmp.dir.string());
+  for (const auto& c : kHostFiles) {
+    INFO(c.file);
+    tmp.write(c.file, "garbage\x01\n");
+    Harness h(root, c.make);
+    CHECK_THROWS_WITH(h.sample(), Catch::StartsWith(root.path(c.file) + ": "));
+  }
+}
+
+TEST_CASE("host collectors are in the collector table, enabled, in order", "[table]") {
+  const char* want[] = {"stat", "softirqs", "meminfo", "loadavg", "filefd"};
+  const auto& table = collector_table();
+  size_t next = 0;
+  for (const auto& spec : table) {
+    if (next < std::size(want) && std::string(spec.name) == want[next]) {
+      CHECK(spec.enabled_by_default);
+      CHECK(std::string(spec.help).size() > 0);
+      CHECK(spec.make);
+      ++next;
+    }
+  }
+  CHECK(next == std::size(want));
+}

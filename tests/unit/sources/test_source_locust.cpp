@@ -1,0 +1,283 @@
+// Locust /stats/requests of every 2.x shape (2.12.1 captured from Debian's python3-locust,
+// 2.15/2.21/2.28 written from those versions' source) -> loadwatch_generator_* metrics.
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "sources/locust.h"
+
+using namespace loadwatch;
+
+namespace {
+
+std::string read_fixture(const std::string& rel) {
+  std::ifstream in(std::string(LOADWATCH_FIXTURES) + "/" + rel, std::ios::binary);
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+LocustStats parse(const std::string& text) {
+  LocustStats s;
+  std::string error;
+  REQUIRE(parse_locust_stats(text, s, error));
+  return s;
+}
+
+// The value of the sample of `name` whose labels include all of `want`; NaN if none. For a
+// summary, a "quantile" entry in `want` selects a quantile, "_count"/"_sum" its totals.
+double value(const std::vector<prometheus::MetricFamily>& fams, const std::string& name,
+             const Labels& want) {
+  for (const auto& f : fams) {
+    if (f.name != name) continue;
+    for (const auto& m : f.metric) {
+      bool all = true;
+      std::string quantile;
+      for (const auto& [k, v] : want) {
+        if (f.type == prometheus::MetricType::Summary && k == "quantile") {
+          quantile = v;
+          continue;
+        }
+        bool found = false;
+        for (const auto& l : m.label) found = found || (l.name == k && l.value == v);
+        all = all && found;
+      }
+      if (!all) continue;
+      switch (f.type) {
+        case prometheus::MetricType::Counter:
+          return m.counter.value;
+        case prometheus::MetricType::Gauge:
+          return m.gauge.value;
+        case prometheus::MetricType::Summary:
+          if (quantile == "_count") return double(m.summary.sample_count);
+          if (quantile == "_sum") return m.summary.sample_sum;
+          for (const auto& q : m.summary.quantile) {
+            if (std::to_string(q.quantile) == std::to_string(std::stod(quantile))) return q.value;
+          }
+          return std::numeric_limits<double>::quiet_NaN();
+        default:
+          return m.untyped.value;
+      }
+    }
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+bool has_label_value(const std::vector<prometheus::MetricFamily>& fams, const std::string& v) {
+  for (const auto& f : fams)
+    for (const auto& m : f.metric)
+      for (const auto& l : m.label)
+        if (l.value == v) return true;
+  return false;
+}
+
+std::vector<prometheus::MetricFamily> map_once(LocustMapper& mapper, const LocustStats& s) {
+  MetricSink sink;
+  mapper.map(s, "locust", sink);
+  return sink.take();
+}
+
+}  // namespace
+
+TEST_CASE("Locust 2.12.1 captured: rows, aggregate, ms to seconds", "[locust]") {
+  auto s = parse(read_fixture("sources/locust_2.12.1_stats_requests.json"));
+  REQUIRE(s.endpoints.size() == 3);
+  REQUIRE(s.aggregated);
+  CHECK(s.aggregated->requests == 273);
+  CHECK(s.aggregated->failures == 102);
+  CHECK(s.state == "stopped");
+  CHECK(s.user_count == 0);
+  CHECK(s.total_rps == 56.0);
+  CHECK_FALSE(s.workers);
+  // 2.12: median, ninetieth, ninety_ninth per row; current_response_time_percentile_50/_95.
+  REQUIRE(s.endpoints[0].quantiles_ms.size() == 3);
+  CHECK(s.endpoints[0].quantiles_ms[1] == std::pair<double, double>{0.9, 7});
+  REQUIRE(s.current_quantiles_ms.size() == 2);
+  CHECK(s.current_quantiles_ms[0] == std::pair<double, double>{0.5, 4});
+  CHECK(s.current_quantiles_ms[1] == std::pair<double, double>{0.95, 7});
+
+  LocustMapper mapper;
+  auto fams = map_once(mapper, s);
+  CHECK(value(fams, "loadwatch_generator_requests_total", {{"source", "locust"}}) == 273);
+  CHECK(value(fams, "loadwatch_generator_failures_total", {}) == 102);
+  CHECK(value(fams, "loadwatch_generator_endpoint_requests_total",
+              {{"name", "/missing"}, {"method", "GET"}}) == 57);
+  CHECK(value(fams, "loadwatch_generator_endpoint_failures_total",
+              {{"name", "post root"}, {"method", "POST"}}) == 45);
+  CHECK(value(fams, "loadwatch_generator_endpoint_latency_seconds",
+              {{"name", "/"}, {"quantile", "0.99"}}) == Approx(0.012));
+  CHECK(value(fams, "loadwatch_generator_latency_seconds", {{"quantile", "0.9"}}) == Approx(0.006));
+  CHECK(value(fams, "loadwatch_generator_latency_seconds", {{"quantile", "0.5"}}) == Approx(0.004));
+  CHECK(value(fams, "loadwatch_generator_current_latency_seconds", {{"quantile", "0.95"}}) ==
+        Approx(0.007));
+  // Summaries: _count = requests, _sum = avg_response_time × requests, in seconds.
+  CHECK(value(fams, "loadwatch_generator_latency_seconds", {{"quantile", "_count"}}) == 273);
+  CHECK(value(fams, "loadwatch_generator_latency_seconds", {{"quantile", "_sum"}}) ==
+        Approx(4.475194937728765 * 273 / 1000));
+  CHECK(value(fams, "loadwatch_generator_endpoint_latency_seconds",
+              {{"name", "post root"}, {"quantile", "_count"}}) == 45);
+  for (const auto& f : fams) {
+    if (f.name.find("latency") != std::string::npos) {
+      CHECK(f.type == prometheus::MetricType::Summary);
+    }
+  }
+  CHECK(value(fams, "loadwatch_generator_users", {}) == 0);
+  CHECK(value(fams, "loadwatch_generator_requests_per_second", {}) == 56);
+  CHECK(value(fams, "loadwatch_generator_running", {}) == 0);
+  // The aggregate row never becomes a label value.
+  CHECK_FALSE(has_label_value(fams, "Aggregated"));
+}
+
+TEST_CASE("Locust 2.12.1 captured while running", "[locust]") {
+  auto s = parse(read_fixture("sources/locust_2.12.1_stats_requests_running.json"));
+  LocustMapper mapper;
+  auto fams = map_once(mapper, s);
+  CHECK(value(fams, "loadwatch_generator_running", {}) == 1);
+  CHECK(value(fams, "loadwatch_generator_users", {}) == 4);
+  CHECK(value(fams, "loadwatch_generator_requests_total", {}) == 184);
+}
+
+TEST_CASE("Locust 2.15 shape: current percentiles numbered _1/_2", "[locust]") {
+  auto s = parse(read_fixture("sources/locust_2.15_stats_requests.json"));
+  REQUIRE(s.current_quantiles_ms.size() == 2);
+  CHECK(s.current_quantiles_ms[0] == std::pair<double, double>{0.5, 11});
+  CHECK(s.current_quantiles_ms[1] == std::pair<double, double>{0.95, 40});
+  LocustMapper mapper;
+  auto fams = map_once(mapper, s);
+  CHECK(value(fams, "loadwatch_generator_requests_total", {}) == 1800);
+  CHECK(value(fams, "loadwatch_generator_endpoint_failures_total", {{"name", "/missing"}}) == 300);
+  CHECK(value(fams, "loadwatch_generator_latency_seconds", {{"quantile", "0.99"}}) ==
+        Approx(0.078));
+  CHECK(value(fams, "loadwatch_generator_users", {}) == 50);
+  CHECK(value(fams, "loadwatch_generator_running", {}) == 1);
+}
+
+TEST_CASE("Locust 2.21 shape: response_time_percentile_<q> win over the old keys", "[locust]") {
+  auto s = parse(read_fixture("sources/locust_2.21_stats_requests.json"));
+  REQUIRE(s.aggregated);
+  // 0.5 (median), 0.9 (ninetieth), 0.95, 0.99 (both spellings: one entry).
+  REQUIRE(s.aggregated->quantiles_ms.size() == 4);
+  CHECK(s.aggregated->quantiles_ms[2] == std::pair<double, double>{0.95, 52});
+  CHECK(s.aggregated->quantiles_ms[3] == std::pair<double, double>{0.99, 120});
+  LocustMapper mapper;
+  auto fams = map_once(mapper, s);
+  CHECK(value(fams, "loadwatch_generator_endpoint_requests_total",
+              {{"name", "/api/item/[id]"}, {"method", "GET"}}) == 9000);
+  CHECK(value(fams, "loadwatch_generator_endpoint_latency_seconds",
+              {{"name", "/api/order"}, {"quantile", "0.95"}}) == Approx(0.070));
+  CHECK(value(fams, "loadwatch_generator_current_latency_seconds", {{"quantile", "0.5"}}) ==
+        Approx(0.009));
+  CHECK(value(fams, "loadwatch_generator_requests_per_second", {}) == 650.5);
+  CHECK(value(fams, "loadwatch_generator_running", {}) == 1);  // spawning counts as running
+}
+
+TEST_CASE("Locust 2.28 shape: no ninetieth keys, workers, null current percentile", "[locust]") {
+  auto s = parse(read_fixture("sources/locust_2.28_stats_requests.json"));
+  REQUIRE(s.aggregated);
+  REQUIRE(s.aggregated->quantiles_ms.size() == 3);  // 0.5, 0.95, 0.99
+  CHECK(s.aggregated->quantiles_ms[0].first == 0.5);
+  CHECK(s.aggregated->quantiles_ms[1].first == 0.95);
+  REQUIRE(s.current_quantiles_ms.size() == 1);  // the null 0.95 is left out
+  REQUIRE(s.workers);
+  CHECK(*s.workers == 2);  // the missing worker is not counted
+  LocustMapper mapper;
+  auto fams = map_once(mapper, s);
+  CHECK(value(fams, "loadwatch_generator_workers", {}) == 2);
+  CHECK(value(fams, "loadwatch_generator_requests_total", {}) == 550);
+  CHECK(std::isnan(value(fams, "loadwatch_generator_latency_seconds", {{"quantile", "0.9"}})));
+}
+
+TEST_CASE("Locust counters stay monotonic across stats resets", "[locust]") {
+  auto stats = [](const char* state, double total, double a, double b) {
+    LocustStats s;
+    s.state = state;
+    s.aggregated = LocustRow{"Aggregated", "", total, 0, 10.0, {}};
+    s.endpoints.push_back(LocustRow{"/a", "GET", a, 0, 10.0, {}});
+    s.endpoints.push_back(LocustRow{"/b", "GET", b, 0, 10.0, {}});
+    return s;
+  };
+  LocustMapper m;
+  auto req = [&](const LocustStats& s, const char* ep) {
+    auto fams = map_once(m, s);
+    return ep ? value(fams, "loadwatch_generator_endpoint_requests_total", {{"name", ep}})
+              : value(fams, "loadwatch_generator_requests_total", {});
+  };
+  CHECK(req(stats("running", 100, 60, 40), nullptr) == 100);
+  CHECK(req(stats("stopped", 150, 90, 60), nullptr) == 150);
+  // New run: Locust cleared its stats; by this scrape /a already grew past its old value
+  // (95 > 90) but /b has not: both must carry.
+  auto run2 = stats("running", 120, 95, 25);
+  {
+    auto fams = map_once(m, run2);
+    CHECK(value(fams, "loadwatch_generator_requests_total", {}) == 270);
+    CHECK(value(fams, "loadwatch_generator_endpoint_requests_total", {{"name", "/a"}}) == 185);
+    CHECK(value(fams, "loadwatch_generator_endpoint_requests_total", {{"name", "/b"}}) == 85);
+  }
+  // /stats/reset mid-run: no state change, the aggregate went down.
+  CHECK(req(stats("running", 10, 4, 6), nullptr) == 280);
+  CHECK(req(stats("running", 30, 20, 10), "/a") == 205);
+  // A repeated scrape of the same numbers adds nothing.
+  CHECK(req(stats("running", 30, 20, 10), "/a") == 205);
+  // The summary's _count follows the carried count.
+  auto fams = map_once(m, stats("running", 31, 21, 10));
+  CHECK(value(fams, "loadwatch_generator_endpoint_latency_seconds",
+              {{"name", "/a"}, {"quantile", "_count"}}) == 206);
+}
+
+TEST_CASE("Locust JSON edge cases", "[locust]") {
+  LocustStats s;
+  std::string error;
+  CHECK_FALSE(parse_locust_stats("not json", s, error));
+  CHECK(error.find("not JSON") != std::string::npos);
+  CHECK_FALSE(parse_locust_stats("[1,2]", s, error));
+  CHECK_FALSE(parse_locust_stats(R"({"stats": 3})", s, error));
+  // Locust without a runner: empty stats, "missing" state.
+  REQUIRE(parse_locust_stats(
+      R"({"stats": [], "errors": [], "total_rps": 0.0, "fail_ratio": 0.0,
+          "current_response_time_percentile_1": null, "current_response_time_percentile_2": null,
+          "state": "missing", "user_count": 0})",
+      s, error));
+  CHECK(s.endpoints.empty());
+  CHECK_FALSE(s.aggregated);
+  CHECK(s.current_quantiles_ms.empty());
+  // Wrong types are skipped, a null method is "", an "Aggregated" endpoint with a method
+  // is an endpoint.
+  REQUIRE(parse_locust_stats(
+      R"({"stats": [7, {"name": 5}, {"name": "Aggregated", "method": "GET", "num_requests": "x"},
+                    {"name": "Aggregated", "method": null, "num_requests": 3,
+                     "response_time_percentile_0.95": 12, "response_time_percentile_abc": 1,
+                     "response_time_percentile_2": 1}],
+          "user_count": "many", "state": 1, "worker_count": 4})",
+      s, error));
+  REQUIRE(s.endpoints.size() == 1);
+  CHECK(s.endpoints[0].method == "GET");
+  CHECK(s.endpoints[0].requests == 0);
+  REQUIRE(s.aggregated);
+  CHECK(s.aggregated->requests == 3);
+  REQUIRE(s.aggregated->quantiles_ms.size() == 1);
+  CHECK_FALSE(s.user_count);
+  CHECK(s.state.empty());
+  CHECK(s.workers == 4);
+  // workers list: anything but a worker object in state "missing" counts.
+  REQUIRE(parse_locust_stats(
+      R"({"stats": [], "workers": [1, {"state": "missing"}, {"state": "running"}, [2], {}]})", s,
+      error));
+  CHECK(s.workers == 4);
+  // A repeated "stats" key replaces the first list.
+  REQUIRE(parse_locust_stats(
+      R"({"stats": [{"name": "/a", "num_requests": 1}], "stats": [{"name": "/b"}]})", s, error));
+  REQUIRE(s.endpoints.size() == 1);
+  CHECK(s.endpoints[0].name == "/b");
+  // Nesting far beyond Locust's 4 levels is refused, not followed.
+  std::string deep = R"({"stats": [{"name": "/x", "extra": )" + std::string(100, '[') +
+                     std::string(100, ']') + "}]}";
+  CHECK_FALSE(parse_locust_stats(deep, s, error));
+  CHECK(error.find("nested too deeply") != std::string::npos);
+  CHECK(error.find("not JSON") != std::string::npos);
+  CHECK(s.endpoints.empty());
+  std::string fine = R"({"stats": [{"name": "/x", "extra": )" + std::string(20, '[') +
+                     std::string(20, ']') + "}]}";
+  CHECK(parse_locust_stats(fine, s, error));
+  CHECK_FALSE(parse_locust_stats("{\"stats\": [] } trailing", s, error));
+}
