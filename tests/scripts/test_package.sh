@@ -175,25 +175,64 @@ tags() { grep -oE '\[(CHANGE|FEATURE|ENHANCEMENT|BUGFIX|SECURITY)\]' "$1" | sort
   ok "changelog: every CHANGELOG.md item ($(tags "$tmp/changelog" | awk '{n += $1} END {print n}'))" ||
   fail "changelog: items differ from CHANGELOG.md"
 
-# The man page: gzip -9, the sections --help lacks, and every flag --help prints.
+# The man page: gzip -9, the sections --help lacks, every flag and subcommand --help prints,
+# and every flag of each subcommand's --help.
 man=$root/usr/share/man/man1/loadwatch.1.gz
 file -L "$man" | grep -q 'max compression' && ok "loadwatch.1.gz: gzip -9" || fail "man: $(file -L "$man")"
-zcat "$man" | sed 's/\\f[BIRP]//g; s/\\-/-/g; s/\\[,/]//g' >"$tmp/man.txt"
+as_text() { zcat "$1" | sed 's/\\f[BIRP]//g; s/\\-/-/g; s/\\[,/&]//g; s/\\e/\\/g'; }
+as_text "$man" >"$tmp/man.txt"
 for section in NAME SYNOPSIS DESCRIPTION OPTIONS '"CONFIGURATION FILE"' SIGNALS '"EXIT STATUS"' FILES \
   EXAMPLES '"SEE ALSO"'; do
   grep -qxF ".SH $section" "$tmp/man.txt" || fail "man page: no section $section"
 done
-"$bin" --help >"$tmp/help.txt"
-grep -oE -- '(^|[ ,])--?[a-z][a-z0-9.-]*' "$tmp/help.txt" | sed 's/^[ ,]//' | sort -u >"$tmp/flags"
-n=0
-while read -r flag; do
-  n=$((n + 1))
-  grep -qE -- "(^|[^a-z0-9.-])$flag([^a-z0-9.-]|\$)" "$tmp/man.txt" || fail "man page lacks $flag"
-done <"$tmp/flags"
-[ "$n" -ge 40 ] && ok "man page names all $n flags of --help" || fail "only $n flags found in --help"
 for word in /etc/loadwatch/loadwatch.yml /etc/default/loadwatch SIGHUP SIGTERM SIGINT; do
   grep -qF "$word" "$tmp/man.txt" || fail "man page does not mention $word"
 done
+flags_of() { grep -oE -- '(^|[ ,])--?[a-z][a-z0-9.-]*' "$1" | sed 's/^[ ,]//' | sort -u; }
+# covers BINARY MANTEXT: every flag and subcommand of BINARY's --help, and every flag of each
+# subcommand's --help, is in MANTEXT; counts them in $covered.
+covers() {
+  local binary=$1 text=$2 name flag
+  local -a words
+  covered=0
+  "$binary" --help >"$tmp/help.txt"
+  flags_of "$tmp/help.txt" | sed 's/^/loadwatch /' >"$tmp/flags"
+  for name in $(sed -n '/^Subcommands/,$ s/^  \([a-z][a-z0-9-]*\)  .*/\1/p' "$tmp/help.txt"); do
+    covered=$((covered + 1))
+    grep -qxF ".SS \"loadwatch $name\"" "$text" || fail "man page: no subsection for loadwatch $name"
+    "$binary" "$name" --help >"$tmp/subcommand.txt"
+    flags_of "$tmp/subcommand.txt" | sed "s/^/loadwatch $name /" >>"$tmp/flags"
+  done
+  while read -r -a words; do
+    flag=${words[${#words[@]} - 1]}
+    covered=$((covered + 1))
+    grep -qE -- "(^|[^a-z0-9.-])$flag([^a-z0-9.-]|\$)" "$text" || fail "man page lacks ${words[*]}"
+  done <"$tmp/flags"
+}
+covers "$bin" "$tmp/man.txt"
+[ "$covered" -ge 40 ] && ok "man page names all $covered flags (and subcommands) of --help" ||
+  fail "only $covered flags in --help"
+# The page's SUBCOMMANDS section, made with a stand-in loadwatch that has one subcommand.
+mkdir -p "$tmp/stand-in"
+cat >"$tmp/stand-in/loadwatch" <<EOF
+#!/bin/sh
+case "\$*" in
+  --help) "$bin" --help; printf '\nSubcommands (loadwatch NAME --help for each):\n  report  Summarise a run\n' ;;
+  "report --help") printf 'Summarise a run\nUsage: loadwatch report [OPTIONS]\n\nOptions:\n'
+    printf '  -h,--help    Print this help message and exit\n  --prometheus.url TEXT  Prometheus to query\n'
+    printf '.a line starting with a dot\n' ;;
+  *) exec "$bin" "\$@" ;;
+esac
+EOF
+chmod +x "$tmp/stand-in/loadwatch"
+sh "$src/packaging/man/build.sh" help2man "$tmp/stand-in/loadwatch" "$src/packaging/man/loadwatch.h2m" \
+  "$(field Version)" "$tmp/stand-in/loadwatch.1.gz"
+as_text "$tmp/stand-in/loadwatch.1.gz" >"$tmp/stand-in/man.txt"
+covers "$tmp/stand-in/loadwatch" "$tmp/stand-in/man.txt"
+grep -qxF '.SH SUBCOMMANDS' "$tmp/stand-in/man.txt" && grep -qxF '.a line starting with a dot' "$tmp/stand-in/man.txt" &&
+  zcat "$tmp/stand-in/loadwatch.1.gz" | grep -qxF '\&.a line starting with a dot' &&
+  ok "with a subcommand, SUBCOMMANDS gives its --help ($covered flags and subcommands checked)" ||
+  fail "no SUBCOMMANDS section for a subcommand"
 
 # --- dpkg: install, upgrade, remove, purge in a scratch root --------------------------------
 # dpkg --root with chrootless scripts runs the real maintainer scripts with DPKG_ROOT set, as
