@@ -72,6 +72,7 @@ void SocketInodeOwners::search(const FsRoot& proc, const std::vector<std::uint64
       o.pid = pid;
       o.fd = fd;
       o.comm = read_comm(proc, pid);
+      o.verified_at = update_;
       --left;
     }
     ::closedir(fds);
@@ -88,7 +89,11 @@ void SocketInodeOwners::update(const FsRoot& proc, const std::vector<std::uint64
     Owner& o = it->second;
     o.wanted_at = update_;
     if (!fresh && o.pid != 0) {
-      if (verify(proc, o, inode)) continue;
+      if (update_ - o.verified_at < kRecheckUpdates) continue;
+      if (verify(proc, o, inode)) {
+        o.verified_at = update_;
+        continue;
+      }
       o = Owner{};  // the holder closed it or exited: search anew
       o.wanted_at = update_;
     } else if (!fresh && update_ - o.searched_at < kRetryUpdates) {

@@ -15,8 +15,10 @@ namespace loadwatch {
 
 /// Cache of socket inode -> (pid, fd, comm) for a few sockets. Not thread-safe.
 ///
-/// A known owner is re-verified each update() with one readlink() of PID/fd/N (the link
-/// still reads "socket:[INODE]"). Unknown inodes are searched for together in one pass
+/// A known owner is re-verified every kRecheckUpdates updates with one readlink() of
+/// PID/fd/N (the link still reads "socket:[INODE]"): in between, the inode still being in
+/// the dump means the socket lives, and its holder rarely changes (a fork, then the parent
+/// exits), so a steady sample costs no syscall here. Unknown inodes are searched for together in one pass
 /// over /proc/PID/fd of every process, which costs like `ss -p` (~3 us a fd), so it runs
 /// only when an inode is new, and an inode whose owner was not found (another user's
 /// process without the capability, another PID namespace, a socket closed meanwhile) is
@@ -24,6 +26,7 @@ namespace loadwatch {
 class SocketInodeOwners {
  public:
   static constexpr std::uint32_t kRetryUpdates = 30;
+  static constexpr std::uint32_t kRecheckUpdates = 30;
   /// Inodes not asked about for this many updates are forgotten.
   static constexpr std::uint32_t kForgetUpdates = 300;
 
@@ -42,6 +45,7 @@ class SocketInodeOwners {
     int fd = -1;
     std::string comm;
     std::uint32_t searched_at = 0;  // update number of the last search for it
+    std::uint32_t verified_at = 0;  // update number of the last readlink that found it
     std::uint32_t wanted_at = 0;    // update number of the last update() that asked for it
   };
   bool verify(const FsRoot& proc, const Owner& o, std::uint64_t inode);

@@ -1,6 +1,6 @@
 // SocketInodeOwners against the live /proc: the owner of a real listening socket of this
-// process is found by its inode, re-verified without searching, forgotten when closed, and
-// an unknown inode is not searched again before kRetryUpdates.
+// process is found by its inode, rechecked without searching, forgotten once closed, and an
+// inode whose holder is unknown is not searched again before kRetryUpdates.
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -50,12 +50,21 @@ TEST_CASE("socket inode owners: found, verified, forgotten, retried later", "[pr
   CHECK(owners.comm(inode) == own_comm());
   CHECK_FALSE(owners.comm(inode).empty());
 
-  for (int i = 0; i < 5; ++i) owners.update(proc, {inode});  // re-verified by one readlink
+  // Re-verified by one readlink every kRecheckUpdates updates, never searched again.
+  for (std::uint32_t i = 0; i < 3 * SocketInodeOwners::kRecheckUpdates; ++i) {
+    owners.update(proc, {inode});
+  }
   CHECK(owners.searches() == 1);
   CHECK(owners.comm(inode) == own_comm());
 
   ::close(fd);
-  owners.update(proc, {inode});  // the link is gone: searched anew, not found
+  // The link is gone: the next recheck searches anew and finds no holder.
+  std::uint32_t n = 0;
+  while (owners.searches() == 1 && n < SocketInodeOwners::kRecheckUpdates) {
+    owners.update(proc, {inode});
+    ++n;
+  }
+  CHECK(n <= SocketInodeOwners::kRecheckUpdates);
   CHECK(owners.searches() == 2);
   CHECK(owners.comm(inode).empty());
   for (std::uint32_t i = 1; i < SocketInodeOwners::kRetryUpdates; ++i) {
