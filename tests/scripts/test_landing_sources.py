@@ -12,7 +12,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from lwtest import Loadwatch, free_port  # noqa: E402
+from lwtest import Loadwatch, free_port, promtool_check  # noqa: E402
 
 PEER = "peer<b>&\"x\"'"
 
@@ -84,6 +84,9 @@ class LandingSources(unittest.TestCase):
                     self.assertIn("<code>connect</code>", r)
                     self.assertIn("<td>never</td>", r)
                     self.assertIn('href="/api/v1/sources"', page)
+                    for text in (lw.metrics_text(), peer.metrics_text()):
+                        ok, out = promtool_check(text)
+                        self.assertTrue(ok, out)
 
                     # The peer stops: down, why, and when it last answered.
                     last = got[PEER]["last_success"]
