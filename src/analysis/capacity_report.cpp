@@ -12,6 +12,7 @@ namespace loadwatch::analysis {
 
 namespace jf = json_fields;
 using nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
 std::vector<std::size_t> scaling_points(const std::vector<PhaseStats>& phases) {
   std::vector<std::size_t> out;
@@ -60,7 +61,7 @@ void find_latency_knee(CapacityReport& r, const std::vector<std::size_t>& pts) {
   for (std::size_t i : pts) {
     if (r.phases[i].p95_seconds) with_p95.push_back(i);
   }
-  if (with_p95.size() < 2) {
+  if (with_p95.size() < kLatencyKneeMinEarlier + 1) {
     r.latency_knee.reason = "too few phases with a p95";
     return;
   }
@@ -123,7 +124,7 @@ void assess(CapacityReport& r, const std::vector<std::size_t>& pts) {
 
 // ---- JSON ----
 
-void put_ref(json& j, const std::optional<PhaseRef>& p) {
+void put_ref(ojson& j, const std::optional<PhaseRef>& p) {
   if (!p) return;
   j["phase"] = p->name;
   j["phase_index"] = p->index;
@@ -143,8 +144,8 @@ std::optional<PhaseRef> get_ref(const json& j, const std::vector<PhaseStats>& ph
   return PhaseRef{static_cast<std::size_t>(*index), p.name, p.users};
 }
 
-json knee_json(const ThroughputKnee& k) {
-  json j = {{"method", "kneedle"},
+ojson knee_json(const ThroughputKnee& k) {
+  ojson j = {{"method", "kneedle"},
             {"sensitivity", k.options.sensitivity},
             {"online", k.options.online}};
   put_ref(j, k.phase);
@@ -153,8 +154,8 @@ json knee_json(const ThroughputKnee& k) {
   return j;
 }
 
-json latency_knee_json(const LatencyKneeFinding& k) {
-  json j = {{"method", "p95 above the linear trend of the lower loads"},
+ojson latency_knee_json(const LatencyKneeFinding& k) {
+  ojson j = {{"method", "p95 above the linear trend of the lower loads"},
             {"rise", kLatencyKneeRise},
             {"floor_seconds", kLatencyKneeFloorSeconds}};
   put_ref(j, k.phase);
@@ -164,8 +165,8 @@ json latency_knee_json(const LatencyKneeFinding& k) {
   return j;
 }
 
-json usl_json(const UslFit& u) {
-  json j = {{"fitted", u.fitted}, {"points", u.points}, {"min_r_squared", kUslMinRSquared}};
+ojson usl_json(const UslFit& u) {
+  ojson j = {{"fitted", u.fitted}, {"points", u.points}, {"min_r_squared", kUslMinRSquared}};
   if (!u.fitted) {
     j["reason"] = u.reason;
     return j;
@@ -179,13 +180,13 @@ json usl_json(const UslFit& u) {
   return j;
 }
 
-json bottleneck_json(const BottleneckFinding& b) {
-  json j = json::object();
+ojson bottleneck_json(const BottleneckFinding& b) {
+  ojson j = ojson::object();
   put_ref(j, b.phase);
   jf::put(j, "basis", b.basis);
   j["assessed"] = b.result.assessed;
   j["summary"] = b.result.summary;
-  json findings = json::array();
+  ojson findings = ojson::array();
   for (const Finding& f : b.result.findings) {
     findings.push_back({{"check", check_name(f.check)},
                         {"subject", f.subject},
@@ -270,12 +271,12 @@ void analyse(CapacityReport& report, const AnalysisOptions& options) {
   assess(report, pts);
 }
 
-void to_json(json& j, const CapacityReport& r) {
-  j = json::object();
+void to_json(ojson& j, const CapacityReport& r) {
+  j = ojson::object();
   j["format"] = "loadwatch-capacity-report";
   j["version"] = kReportVersion;
   if (r.run) {
-    json run = {{"id", r.run->id}, {"name", r.run->name}};
+    ojson run = {{"id", r.run->id}, {"name", r.run->name}};
     if (!r.run->labels.empty()) run["labels"] = r.run->labels;
     jf::put(run, "start", r.run->start);
     jf::put(run, "end", r.run->end);

@@ -92,7 +92,7 @@ std::vector<std::size_t> scaling_points(const std::vector<PhaseStats>& phases);
 /// Fills knee, latency_knee, usl and bottleneck from report.phases.
 void analyse(CapacityReport& report, const AnalysisOptions& options = {});
 
-void to_json(nlohmann::json& j, const CapacityReport& r);
+void to_json(nlohmann::ordered_json& j, const CapacityReport& r);
 /// Reads a report written by to_json. Throws std::invalid_argument naming the field.
 void from_json(const nlohmann::json& j, CapacityReport& r);
 

@@ -12,12 +12,13 @@
 
 namespace loadwatch::analysis::json_fields {
 
-template <typename T>
-void put(nlohmann::json& j, const char* key, const std::optional<T>& value) {
+template <typename Json, typename T>
+void put(Json& j, const char* key, const std::optional<T>& value) {
   if (value) j[key] = *value;
 }
 
-inline void put(nlohmann::json& j, const char* key, const std::string& value) {
+template <typename Json>
+void put(Json& j, const char* key, const std::string& value) {
   if (!value.empty()) j[key] = value;
 }
 

@@ -30,7 +30,7 @@ double extrapolate(const std::vector<double>& x, const std::vector<double>& y, s
 std::optional<LatencyKnee> latency_knee(const std::vector<double>& users,
                                         const std::vector<double>& p95_seconds) {
   const std::size_t n = std::min(users.size(), p95_seconds.size());
-  for (std::size_t i = 1; i < n; ++i) {
+  for (std::size_t i = kLatencyKneeMinEarlier; i < n; ++i) {
     double expected = extrapolate(users, p95_seconds, i, users[i]);
     double rise = p95_seconds[i] - expected;
     if (rise > kLatencyKneeRise * expected && rise >= kLatencyKneeFloorSeconds) {

@@ -1,9 +1,10 @@
 #pragma once
 // The latency knee: the first phase whose p95 rises clearly above the curve the earlier phases
 // set. "The curve" is a least-squares line through the earlier phases' (users, p95), extended to
-// the phase's user count; with one earlier phase it is that phase's p95, and a falling line
-// (warm-up noise; latency does not drop with load) is replaced by the earlier phases' mean.
-// "Clearly above" is more than kLatencyKneeRise above it and at least kLatencyKneeFloorSeconds.
+// the phase's user count; it takes two earlier phases, so the third phase is the first that can
+// be a knee. A falling line (warm-up noise; latency does not drop with load) is replaced by the
+// earlier phases' mean. "Clearly above" is more than kLatencyKneeRise above the curve and at
+// least kLatencyKneeFloorSeconds.
 
 #include <cstddef>
 #include <optional>
@@ -13,6 +14,7 @@ namespace loadwatch::analysis {
 
 inline constexpr double kLatencyKneeRise = 0.25;          // 25 % above the extrapolation
 inline constexpr double kLatencyKneeFloorSeconds = 0.001;  // ignore sub-millisecond wobble
+inline constexpr std::size_t kLatencyKneeMinEarlier = 2;   // phases that set the curve
 
 struct LatencyKnee {
   std::size_t index = 0;    // into the input points

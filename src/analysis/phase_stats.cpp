@@ -6,6 +6,7 @@ namespace loadwatch::analysis {
 
 namespace jf = json_fields;
 using nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
 const TargetPhaseStats* PhaseStats::target(const std::string& target_name) const {
   for (const TargetPhaseStats& t : targets) {
@@ -14,8 +15,8 @@ const TargetPhaseStats* PhaseStats::target(const std::string& target_name) const
   return nullptr;
 }
 
-void to_json(json& j, const TargetPhaseStats& t) {
-  j = json::object();
+void to_json(ojson& j, const TargetPhaseStats& t) {
+  j = ojson::object();
   j["name"] = t.name;
   jf::put(j, "cpu_cores", t.cpu_cores);
   jf::put(j, "busiest_process_core_share", t.busiest_process_core_share);
@@ -42,8 +43,8 @@ void from_json(const json& j, TargetPhaseStats& t) {
   t.fd_limit = jf::non_negative(j, "fd_limit");
 }
 
-void to_json(json& j, const HostPhaseStats& h) {
-  j = json::object();
+void to_json(ojson& j, const HostPhaseStats& h) {
+  j = ojson::object();
   jf::put(j, "cores", h.cores);
   if (!h.cpu_cores_by_mode.empty()) j["cpu_cores_by_mode"] = h.cpu_cores_by_mode;
   jf::put(j, "softirq_cores", h.softirq_cores);
@@ -74,8 +75,8 @@ void from_json(const json& j, HostPhaseStats& h) {
   h.ephemeral_port_ratio_max = jf::ratio(j, "ephemeral_port_ratio_max");
 }
 
-void to_json(json& j, const MockPhaseStats& m) {
-  j = json::object();
+void to_json(ojson& j, const MockPhaseStats& m) {
+  j = ojson::object();
   jf::put(j, "p95_seconds", m.p95_seconds);
   jf::put(j, "error_ratio", m.error_ratio);
 }
@@ -86,8 +87,8 @@ void from_json(const json& j, MockPhaseStats& m) {
   m.error_ratio = jf::ratio(j, "error_ratio");
 }
 
-void to_json(json& j, const PhaseStats& p) {
-  j = json::object();
+void to_json(ojson& j, const PhaseStats& p) {
+  j = ojson::object();
   j["name"] = p.name;
   jf::put(j, "users", p.users);
   jf::put(j, "start", p.start);
@@ -102,10 +103,10 @@ void to_json(json& j, const PhaseStats& p) {
   jf::put(j, "p99_seconds", p.p99_seconds);
   jf::put(j, "error_ratio", p.error_ratio);
   if (!p.targets.empty()) j["targets"] = p.targets;
-  json host = p.host;
+  ojson host = p.host;
   if (!host.empty()) j["host"] = std::move(host);
   jf::put(j, "generator_target", p.generator_target);
-  json mock = p.mock;
+  ojson mock = p.mock;
   if (!mock.empty()) j["mock"] = std::move(mock);
 }
 

@@ -3,6 +3,7 @@
 // input of the analysis: the daemon's history, a Prometheus server or a CSV file fill it, and the
 // knee, the USL fit, the bottleneck and the baseline gate read only this.
 //
+// Written as ordered JSON (fields in a reading order), read from any JSON.
 // Units are base units (seconds, bytes, cores, ratios 0..1). A figure loadwatch did not see is
 // std::nullopt and is left out of the JSON, never written as 0. docs/report.md describes the JSON.
 
@@ -79,13 +80,13 @@ struct PhaseStats {
   const TargetPhaseStats* target(const std::string& target_name) const;
 };
 
-void to_json(nlohmann::json& j, const TargetPhaseStats& t);
+void to_json(nlohmann::ordered_json& j, const TargetPhaseStats& t);
 void from_json(const nlohmann::json& j, TargetPhaseStats& t);
-void to_json(nlohmann::json& j, const HostPhaseStats& h);
+void to_json(nlohmann::ordered_json& j, const HostPhaseStats& h);
 void from_json(const nlohmann::json& j, HostPhaseStats& h);
-void to_json(nlohmann::json& j, const MockPhaseStats& m);
+void to_json(nlohmann::ordered_json& j, const MockPhaseStats& m);
 void from_json(const nlohmann::json& j, MockPhaseStats& m);
-void to_json(nlohmann::json& j, const PhaseStats& p);
+void to_json(nlohmann::ordered_json& j, const PhaseStats& p);
 /// Throws nlohmann::json::exception (type errors) or std::invalid_argument naming the field.
 void from_json(const nlohmann::json& j, PhaseStats& p);
 
