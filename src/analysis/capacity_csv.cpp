@@ -268,7 +268,7 @@ std::vector<PhaseStats> read_capacity_csv(std::string_view text, const CsvOption
       }
     }
     if (fields.size() < 2) throw CsvError(where + ": expected at least concurrency and throughput");
-    if (phases.size() >= kCsvMaxRows) throw CsvError(where + ": more than 100000 rows");
+    if (phases.size() >= kCsvMaxRows) throw CsvError(where + ": more than 10000 rows");
     PhaseStats p;
     for (std::size_t i = 0; i < fields.size() && i < cols.size(); ++i) {
       if (!fields[i].empty()) store(p, cols[i], fields[i], where);

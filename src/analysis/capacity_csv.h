@@ -28,7 +28,7 @@ struct CsvOptions {
 inline const std::vector<std::string> kHeaderlessColumns = {"users", "rps", "latency_ms",
                                                             "success_pct"};
 
-inline constexpr std::size_t kCsvMaxRows = 100000;
+inline constexpr std::size_t kCsvMaxRows = 10000;
 
 std::vector<PhaseStats> read_capacity_csv(std::string_view text, const CsvOptions& options = {});
 

@@ -155,7 +155,7 @@ ojson knee_json(const ThroughputKnee& k) {
 }
 
 ojson latency_knee_json(const LatencyKneeFinding& k) {
-  ojson j = {{"method", "p95 above the linear trend of the lower loads"},
+  ojson j = {{"method", "p95 above the Theil-Sen line of the lower loads"},
             {"rise", kLatencyKneeRise},
             {"floor_seconds", kLatencyKneeFloorSeconds}};
   put_ref(j, k.phase);
