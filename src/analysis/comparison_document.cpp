@@ -9,8 +9,8 @@ Document comparison_document(const Comparison& c, const std::string& base_label,
                              const std::string& current_label) {
   Document doc;
   doc.title = "Baseline comparison";
-  doc.lines.push_back("Baseline: " + base_label);
-  doc.lines.push_back("Current:  " + current_label);
+  doc.lines.push_back("- Baseline: " + base_label);
+  doc.lines.push_back("- Current:  " + current_label);
   Section s;
   s.title = "Phases";
   Table t;

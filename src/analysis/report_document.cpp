@@ -147,8 +147,10 @@ Section usl_section(const CapacityReport& r) {
     s.lines.push_back("- No fit: " + u.reason + ".");
     return s;
   }
-  s.lines.push_back("- α (contention) = " + fmt_number(u.params.alpha) + ", β (coherency) = " +
-                    fmt_number(u.params.beta) + ", γ = " + fmt_number(u.params.gamma) +
+  // A parameter the fit pressed against its zero bound prints as 0, not 2e-19.
+  auto param = [](double v) { return v < 1e-12 ? std::string("0") : fmt_number(v); };
+  s.lines.push_back("- α (contention) = " + param(u.params.alpha) + ", β (coherency) = " +
+                    param(u.params.beta) + ", γ = " + fmt_number(u.params.gamma) +
                     " req/s per user, R² = " + fmt_number(u.r_squared, 3) + ".");
   if (u.peak_users) {
     s.lines.push_back("- Peak at N* = √((1−α)/β) = " + fmt_number(*u.peak_users, 4) +

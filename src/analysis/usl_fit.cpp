@@ -17,6 +17,8 @@ double UslParams::throughput(double n) const {
 
 namespace {
 
+constexpr int kUslMaxEvaluations = 100;  // per start: converging starts take < 40
+
 UslParams from_free(const Eigen::VectorXd& p) {
   double sa = std::sin(p[0]), sb = std::sin(p[1]);
   return {sa * sa, sb * sb, p[2] * p[2]};
@@ -112,12 +114,15 @@ UslFit fit_usl(const std::vector<double>& n, const std::vector<double>& x) {
   const std::vector<double> ns(n.begin(), n.begin() + fit.points);
   const std::vector<double> xs(x.begin(), x.begin() + fit.points);
 
-  // A few starts (the linearised estimate and a small grid) guard against a local minimum; the
-  // data are a handful of points, so this costs microseconds.
+  // A few starts guard against a local minimum: the linearised estimate, and a small grid that
+  // puts the peak N* at the largest user count and at a quarter of it.
   UslParams lin = linearised_start(ns, xs);
   std::vector<UslParams> starts = {lin};
-  for (double a : {0.001, 0.05, 0.3}) {
-    for (double b : {1e-6, 1e-4, 1e-2}) starts.push_back({a, b, lin.gamma});
+  const double n_max = *std::max_element(ns.begin(), ns.end());
+  for (double a : {0.001, 0.1}) {
+    for (double peak : {n_max, n_max / 4}) {
+      starts.push_back({a, std::min(0.5, 1 / (peak * peak)), lin.gamma});
+    }
   }
   UslResiduals residuals(ns, xs);
   std::optional<UslParams> best;
@@ -125,11 +130,17 @@ UslFit fit_usl(const std::vector<double>& n, const std::vector<double>& x) {
   for (const UslParams& start : starts) {
     Eigen::VectorXd p = to_free(start);
     Eigen::LevenbergMarquardt<UslResiduals> lm(residuals);
-    lm.setMaxfev(2000);
-    lm.setXtol(1e-12);
-    lm.setFtol(1e-12);
-    Eigen::LevenbergMarquardtSpace::Status status = lm.minimize(p);
-    if (status == Eigen::LevenbergMarquardtSpace::ImproperInputParameters) continue;
+    lm.setMaxfev(kUslMaxEvaluations);
+    if (lm.minimizeInit(p) == Eigen::LevenbergMarquardtSpace::ImproperInputParameters) continue;
+    // Eigen's own stopping tests, plus one for a crawl: at a bound (alpha = 0, say) the
+    // transformed gradient vanishes and each step gains almost nothing, so five steps in a row
+    // that improve the residual norm by less than 1e-9 end the run there.
+    double previous = std::numeric_limits<double>::infinity();
+    for (int stalled = 0; stalled < 5;) {
+      if (lm.minimizeOneStep(p) != Eigen::LevenbergMarquardtSpace::Running) break;
+      stalled = previous - lm.fnorm() <= 1e-9 * previous ? stalled + 1 : 0;
+      previous = lm.fnorm();
+    }
     UslParams u = from_free(p);
     double sse = sum_squares(ns, xs, u);
     if (std::isfinite(sse) && sse < best_sse) {
