@@ -236,7 +236,8 @@ void store(PhaseStats& p, const Column& c, std::string_view cell, const std::str
 
 }  // namespace
 
-std::vector<PhaseStats> read_capacity_csv(std::string_view text, const CsvOptions& options) {
+std::vector<PhaseStats> read_capacity_csv(std::string_view text, const CsvOptions& options,
+                                          std::string* latency_column) {
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // UTF-8 BOM
   std::vector<PhaseStats> phases;
   std::vector<Column> cols;
@@ -279,6 +280,12 @@ std::vector<PhaseStats> read_capacity_csv(std::string_view text, const CsvOption
     phases.push_back(std::move(p));
   }
   if (phases.empty()) throw CsvError("no data rows");
+  if (latency_column) {
+    latency_column->clear();
+    for (const Column& c : cols) {
+      if (c.role == Role::p95) *latency_column = c.name;
+    }
+  }
   return phases;
 }
 

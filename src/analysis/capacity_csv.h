@@ -30,6 +30,9 @@ inline const std::vector<std::string> kHeaderlessColumns = {"users", "rps", "lat
 
 inline constexpr std::size_t kCsvMaxRows = 10000;
 
-std::vector<PhaseStats> read_capacity_csv(std::string_view text, const CsvOptions& options = {});
+/// `latency_column`, when given, receives the name of the column read as p95 (empty if none), so
+/// a report can say that an average latency stands in for it.
+std::vector<PhaseStats> read_capacity_csv(std::string_view text, const CsvOptions& options = {},
+                                          std::string* latency_column = nullptr);
 
 }  // namespace loadwatch::analysis

@@ -198,11 +198,7 @@ RuleResult judge(const Rule& rule, const PhaseStats& base, const PhaseStats& cur
   bool bad = rule.bound == Bound::max ? *r.current > *r.limit + slack
                                       : *r.current < *r.limit - slack;
   r.verdict = bad ? Verdict::regression : Verdict::ok;
-  std::string change;
-  if (*r.base != 0) {
-    change = " (" + std::string(*r.current >= *r.base ? "+" : "") +
-             fmt_number((*r.current / *r.base - 1) * 100, 3) + "%)";
-  }
+  std::string change = *r.base != 0 ? " (" + fmt_change(*r.base, *r.current) + ")" : "";
   r.message = std::string(name) + " " + format_metric(rule.metric, *r.current) + change +
               (bad ? (rule.bound == Bound::max ? " above" : " below") : " within") +
               " the limit " + format_metric(rule.metric, *r.limit) + " (baseline " +

@@ -29,16 +29,13 @@ Document comparison_document(const Comparison& c, const std::string& base_label,
     for (const RuleResult& r : p.results) {
       Metric m = r.rule.metric;
       auto fmt = [&](double v) { return format_metric(m, v); };
-      std::string change = kNoFigure;
-      if (r.base && r.current && *r.base != 0) {
-        double pct = (*r.current / *r.base - 1) * 100;
-        change = (pct >= 0 ? "+" : "") + fmt_number(pct, 3) + " %";
-      }
+      std::string change = r.base && r.current ? fmt_change(*r.base, *r.current) : kNoFigure;
       t.rows.push_back({p.base_phase, users, matched, r.rule.describe(), fmt_opt(r.base, fmt),
                         fmt_opt(r.current, fmt), change, fmt_opt(r.limit, fmt),
                         verdict_name(r.verdict)});
     }
   }
+  t.drop_duplicate_column(0, 1);
   s.tables.push_back(std::move(t));
   for (const std::string& name : c.unmatched_current) {
     s.notes.push_back("- Phase " + name + " of the current run has no baseline phase (not judged).");

@@ -14,6 +14,9 @@ struct Table {
 
   /// Drops the columns (from `first_optional` on) in which no row has a figure.
   void drop_empty_columns(std::size_t first_optional);
+  /// Drops column `a` when every row has the same text there as in column `b` (a phase named
+  /// by its user count, as a CSV's are).
+  void drop_duplicate_column(std::size_t a, std::size_t b);
 };
 
 struct Section {

@@ -35,6 +35,11 @@ std::string fmt_number(double v, int precision) {
   return buf;
 }
 
+std::string fmt_change(double from, double to) {
+  if (from == 0) return kNoFigure;
+  return printf_string("%+.1f %%", (to / from - 1) * 100);
+}
+
 std::string fmt_seconds(double seconds) {
   long s = std::lround(seconds);
   char buf[64];

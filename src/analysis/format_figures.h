@@ -17,6 +17,7 @@ std::string fmt_mib(double bytes);         // "123.4 MiB"
 std::string fmt_count(double n);           // "1234"
 std::string fmt_number(double v, int precision = 4);  // %.Ng
 std::string fmt_seconds(double seconds);   // "3m00s", "45s"
+std::string fmt_change(double from, double to);  // "+30.0 %"; kNoFigure when from is 0
 
 /// The optional forms print kNoFigure when absent.
 template <typename F>

@@ -59,6 +59,16 @@ void Table::drop_empty_columns(std::size_t first_optional) {
   }
 }
 
+void Table::drop_duplicate_column(std::size_t a, std::size_t b) {
+  if (a >= header.size() || b >= header.size() || rows.empty()) return;
+  for (const auto& r : rows) {
+    if (a >= r.size() || b >= r.size() || r[a] != r[b]) return;
+  }
+  header.erase(header.begin() + static_cast<std::ptrdiff_t>(a));
+  if (a < numeric.size()) numeric.erase(numeric.begin() + static_cast<std::ptrdiff_t>(a));
+  for (auto& r : rows) r.erase(r.begin() + static_cast<std::ptrdiff_t>(a));
+}
+
 std::string render_text(const Document& doc) {
   std::ostringstream out;
   out << doc.title << '\n' << std::string(width(doc.title), '=') << '\n';

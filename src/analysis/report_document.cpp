@@ -43,6 +43,7 @@ Table phase_table(const CapacityReport& r) {
                       fmt_opt(p.mock.p95_seconds, fmt_ms), fmt_opt(p.mock.error_ratio, fmt_pct)});
   }
   t.drop_empty_columns(2);
+  t.drop_duplicate_column(0, 1);
   return t;
 }
 

@@ -39,8 +39,12 @@ std::string read_input(const std::string& path, std::size_t max_bytes) {
 CapacityReport report_from_csv(std::string_view text, const std::string& input_label,
                                const CsvOptions& csv, const AnalysisOptions& analysis) {
   CapacityReport r;
+  std::string latency_column;
+  r.phases = read_capacity_csv(text, csv, &latency_column);
   r.input = input_label;
-  r.phases = read_capacity_csv(text, csv);
+  if (!latency_column.empty() && latency_column.rfind("p95", 0) != 0) {
+    r.input += " (column \"" + latency_column + "\" stands in for p95)";
+  }
   analyse(r, analysis);
   return r;
 }

@@ -88,7 +88,7 @@ class CapacityCli(unittest.TestCase):
         code, md, err = run("capacity", path, "--format", "markdown")
         self.assertEqual(code, 0, err)
         self.assertTrue(md.startswith("# Capacity report"))
-        self.assertIn("| Phase | Users |", md)
+        self.assertIn("| Users | RPS |", md)
 
         # stdin works as a file, so the awk output can be piped in.
         code, out2, err = run("capacity", "-", "--format", "json", stdin=wrk_sweep())
