@@ -33,6 +33,20 @@ PhaseRef ref(const std::vector<PhaseStats>& phases, std::size_t i) {
   return {i, phases[i].name, phases[i].users};
 }
 
+/// Users and one figure of the phases `pts` (which all have a user count and that figure).
+struct Curve {
+  std::vector<double> users, values;
+};
+Curve curve(const std::vector<PhaseStats>& phases, const std::vector<std::size_t>& pts,
+            std::optional<double> PhaseStats::*figure) {
+  Curve c;
+  for (std::size_t i : pts) {
+    c.users.push_back(static_cast<double>(*phases[i].users));
+    c.values.push_back(*(phases[i].*figure));
+  }
+  return c;
+}
+
 void find_knee(CapacityReport& r, const std::vector<std::size_t>& pts,
                const AnalysisOptions& options) {
   r.knee = {};
@@ -41,18 +55,14 @@ void find_knee(CapacityReport& r, const std::vector<std::size_t>& pts,
     r.knee.reason = "too few phases: the knee needs three user counts with a throughput";
     return;
   }
-  std::vector<double> x, y;
-  for (std::size_t i : pts) {
-    x.push_back(static_cast<double>(*r.phases[i].users));
-    y.push_back(*r.phases[i].rps);
-  }
-  KneedleResult k = kneedle(x, y, options.kneedle);
+  Curve c = curve(r.phases, pts, &PhaseStats::rps);
+  KneedleResult k = kneedle(c.users, c.values, options.kneedle);
   if (!k.knee) {
     r.knee.reason = "no knee: throughput keeps rising with users";
     return;
   }
   r.knee.phase = ref(r.phases, pts[*k.knee]);
-  r.knee.rps = y[*k.knee];
+  r.knee.rps = c.values[*k.knee];
 }
 
 void find_latency_knee(CapacityReport& r, const std::vector<std::size_t>& pts) {
@@ -65,12 +75,8 @@ void find_latency_knee(CapacityReport& r, const std::vector<std::size_t>& pts) {
     r.latency_knee.reason = "too few phases with a p95";
     return;
   }
-  std::vector<double> x, y;
-  for (std::size_t i : with_p95) {
-    x.push_back(static_cast<double>(*r.phases[i].users));
-    y.push_back(*r.phases[i].p95_seconds);
-  }
-  auto k = latency_knee(x, y);
+  Curve c = curve(r.phases, with_p95, &PhaseStats::p95_seconds);
+  auto k = latency_knee(c.users, c.values);
   if (!k) {
     r.latency_knee.reason = "no latency knee: p95 follows the trend of the lower loads";
     return;
@@ -81,12 +87,8 @@ void find_latency_knee(CapacityReport& r, const std::vector<std::size_t>& pts) {
 }
 
 void fit(CapacityReport& r, const std::vector<std::size_t>& pts) {
-  std::vector<double> n, x;
-  for (std::size_t i : pts) {
-    n.push_back(static_cast<double>(*r.phases[i].users));
-    x.push_back(*r.phases[i].rps);
-  }
-  r.usl = fit_usl(n, x);
+  Curve c = curve(r.phases, pts, &PhaseStats::rps);
+  r.usl = fit_usl(c.users, c.values);
 }
 
 void assess(CapacityReport& r, const std::vector<std::size_t>& pts) {

@@ -40,6 +40,13 @@ std::string fmt_change(double from, double to) {
   return printf_string("%+.1f %%", (to / from - 1) * 100);
 }
 
+std::string fmt_phase(const std::string& name, const std::optional<std::int64_t>& users) {
+  std::string s = "phase " + name;
+  if (!users) return s;
+  if (name == std::to_string(*users)) return s + " users";
+  return s + " (" + std::to_string(*users) + " users)";
+}
+
 std::string fmt_seconds(double seconds) {
   long s = std::lround(seconds);
   char buf[64];

@@ -2,6 +2,7 @@
 // Figures as people read them in a report: latency in ms, ratios in %, memory in MiB. One place,
 // so the table, markdown, compare output and JUnit messages agree.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -17,7 +18,9 @@ std::string fmt_mib(double bytes);         // "123.4 MiB"
 std::string fmt_count(double n);           // "1234"
 std::string fmt_number(double v, int precision = 4);  // %.Ng
 std::string fmt_seconds(double seconds);   // "3m00s", "45s"
-std::string fmt_change(double from, double to);  // "+30.0 %"; kNoFigure when from is 0
+std::string fmt_change(double from, double to);
+/// "phase 50 users", or "phase step 3 (150 users)" when the name is not the user count.
+std::string fmt_phase(const std::string& name, const std::optional<std::int64_t>& users);  // "+30.0 %"; kNoFigure when from is 0
 
 /// The optional forms print kNoFigure when absent.
 template <typename F>

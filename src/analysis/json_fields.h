@@ -49,7 +49,8 @@ inline std::optional<double> ratio(const nlohmann::json& j, const char* key) {
 inline std::optional<std::int64_t> integer(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number_integer()) {
+  if (!it->is_number_integer() ||
+      (it->is_number_unsigned() && it->get<std::uint64_t>() > INT64_MAX)) {
     throw std::invalid_argument(std::string(key) + ": expected an integer");
   }
   return it->get<std::int64_t>();

@@ -1,5 +1,7 @@
 #include "analysis/junit.h"
 
+#include "analysis/format_figures.h"
+
 #include <sstream>
 
 namespace loadwatch::analysis {
@@ -26,23 +28,13 @@ std::string xml_escape(const std::string& s) {
   return out;
 }
 
-std::string phase_label(const PhaseComparison& p) {
-  std::string label = "phase " + p.base_phase;
-  if (p.users && p.base_phase != std::to_string(*p.users)) {
-    label += " (" + std::to_string(*p.users) + " users)";
-  } else if (p.users) {
-    label += " users";
-  }
-  return label;
-}
-
 }  // namespace
 
 std::string junit_xml(const Comparison& comparison, const std::string& suite_name) {
   int tests = 0, failures = 0, errors = 0;
   std::ostringstream cases;
   for (const PhaseComparison& p : comparison.phases) {
-    std::string classname = xml_escape(phase_label(p));
+    std::string classname = xml_escape(fmt_phase(p.base_phase, p.users));
     if (!p.current_phase) {
       ++tests, ++errors;
       cases << "    <testcase classname=\"" << classname << "\" name=\"phase present\">\n"

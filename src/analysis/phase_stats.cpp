@@ -64,7 +64,7 @@ void from_json(const json& j, HostPhaseStats& h) {
   if (const json* modes = jf::object(j, "cpu_cores_by_mode")) {
     for (const auto& [mode, value] : modes->items()) {
       jf::within("cpu_cores_by_mode.", [&] {
-        h.cpu_cores_by_mode[mode] = *jf::non_negative(*modes, mode.c_str());
+        if (auto cores = jf::non_negative(*modes, mode.c_str())) h.cpu_cores_by_mode[mode] = *cores;
       });
     }
   }
@@ -116,7 +116,9 @@ void from_json(const json& j, PhaseStats& p) {
   if (!name || name->empty()) throw std::invalid_argument("name: missing");
   p.name = *name;
   p.users = jf::integer(j, "users");
-  if (p.users && *p.users < 0) throw std::invalid_argument("users: must not be negative");
+  if (p.users && (*p.users < 0 || *p.users > 1'000'000'000'000)) {
+    throw std::invalid_argument("users: must be 0..10^12");
+  }
   p.start = jf::number(j, "start");
   p.end = jf::number(j, "end");
   p.duration_seconds = jf::non_negative(j, "duration_seconds");

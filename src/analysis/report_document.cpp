@@ -14,15 +14,7 @@ std::string users_text(const std::optional<std::int64_t>& users) {
   return users ? std::to_string(*users) : std::string(kNoFigure);
 }
 
-std::string phase_text(const PhaseRef& p) {
-  std::string s = "phase " + p.name;
-  if (p.users && p.name != std::to_string(*p.users)) {
-    s += " (" + std::to_string(*p.users) + " users)";
-  } else if (p.users) {
-    s += " users";
-  }
-  return s;
-}
+std::string phase_text(const PhaseRef& p) { return fmt_phase(p.name, p.users); }
 
 std::string mib_per_minute(double bytes_per_second) {
   char buf[64];
