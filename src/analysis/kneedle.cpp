@@ -47,8 +47,8 @@ KneedleResult kneedle(const std::vector<double>& x, const std::vector<double>& y
       if (!options.online) break;
     }
   }
+  // Offline stopped at the first knee; online ran on, and the last knee stands.
   if (!result.all_knees.empty()) result.knee = result.all_knees.back();
-  if (!options.online && !result.all_knees.empty()) result.knee = result.all_knees.front();
   return result;
 }
 

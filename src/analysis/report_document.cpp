@@ -141,7 +141,7 @@ Section usl_section(const CapacityReport& r) {
     return s;
   }
   // A parameter the fit pressed against its zero bound prints as 0, not 2e-19.
-  auto param = [](double v) { return v < 1e-12 ? std::string("0") : fmt_number(v); };
+  auto param = [](double v) { return v <= kUslNegligible ? std::string("0") : fmt_number(v); };
   s.lines.push_back("- α (contention) = " + param(u.params.alpha) + ", β (coherency) = " +
                     param(u.params.beta) + ", γ = " + fmt_number(u.params.gamma) +
                     " req/s per user, R² = " + fmt_number(u.r_squared, 3) + ".");
@@ -150,7 +150,7 @@ Section usl_section(const CapacityReport& r) {
                       " users, predicted throughput X(N*) = " +
                       fmt_opt(u.peak_throughput, fmt_rps) + " req/s.");
   } else if (u.peak_throughput) {
-    s.lines.push_back("- No peak (β ≈ 0): throughput levels off towards γ/α = " +
+    s.lines.push_back("- No peak (β = 0): throughput levels off towards γ/α = " +
                       fmt_rps(*u.peak_throughput) + " req/s.");
   } else {
     s.lines.push_back("- No peak (α = β = 0): throughput scales linearly over the range measured.");

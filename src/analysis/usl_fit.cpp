@@ -97,22 +97,23 @@ std::string format_reason(const char* fmt, double a, double b = 0) {
 
 UslFit fit_usl(const std::vector<double>& n, const std::vector<double>& x) {
   UslFit fit;
-  fit.points = std::min(n.size(), x.size());
-  std::set<double> distinct(n.begin(), n.begin() + fit.points);
+  const std::size_t count = std::min(n.size(), x.size());
+  std::set<double> distinct(n.begin(), n.begin() + static_cast<std::ptrdiff_t>(count));
+  fit.points = distinct.size();
   if (distinct.size() < kUslMinPoints) {
     fit.reason = format_reason("too few phases: %g distinct user counts, the fit needs %g",
                                static_cast<double>(distinct.size()),
                                static_cast<double>(kUslMinPoints));
     return fit;
   }
-  for (std::size_t i = 0; i < fit.points; ++i) {
+  for (std::size_t i = 0; i < count; ++i) {
     if (!(n[i] > 0) || !(x[i] >= 0) || !std::isfinite(n[i]) || !std::isfinite(x[i])) {
       fit.reason = "users must be positive and throughput non-negative";
       return fit;
     }
   }
-  const std::vector<double> ns(n.begin(), n.begin() + fit.points);
-  const std::vector<double> xs(x.begin(), x.begin() + fit.points);
+  const std::vector<double> ns(n.begin(), n.begin() + static_cast<std::ptrdiff_t>(count));
+  const std::vector<double> xs(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(count));
 
   // A few starts guard against a local minimum: the linearised estimate, and a small grid that
   // puts the peak N* at the largest user count and at a quarter of it.
@@ -166,10 +167,10 @@ UslFit fit_usl(const std::vector<double>& n, const std::vector<double>& x) {
   }
   fit.fitted = true;
   const UslParams& u = fit.params;
-  if (u.beta > kUslNoCoherency) {
+  if (u.beta > kUslNegligible) {
     fit.peak_users = std::sqrt((1 - u.alpha) / u.beta);
     fit.peak_throughput = u.throughput(*fit.peak_users);
-  } else if (u.alpha > 0) {
+  } else if (u.alpha > kUslNegligible) {
     fit.peak_throughput = u.gamma / u.alpha;  // never reached: throughput levels off towards it
   }
   return fit;

@@ -13,7 +13,9 @@ namespace loadwatch::analysis {
 
 inline constexpr std::size_t kUslMinPoints = 4;  // three parameters need a fourth point to judge
 inline constexpr double kUslMinRSquared = 0.90;  // below this the numbers mean little
-inline constexpr double kUslNoCoherency = 1e-12;  // β at or below this: no peak (N* infinite)
+// α or β at or below this counts as 0 (a fit pressed against the bound stops near 1e-15).
+// β = 1e-12 still means a peak at a million users, beyond any step-load.
+inline constexpr double kUslNegligible = 1e-12;
 
 struct UslParams {
   double alpha = 0;  // contention (serial fraction)
@@ -28,9 +30,9 @@ struct UslFit {
   std::string reason;   // why not, in words, when !fitted
   UslParams params;
   double r_squared = 0;
-  std::optional<double> peak_users;  // N* = sqrt((1−α)/β); absent when β is ~0
-  std::optional<double> peak_throughput;  // X(N*), or γ/α, the asymptote, when β is ~0 and α > 0
-  std::size_t points = 0;
+  std::optional<double> peak_users;  // N* = sqrt((1−α)/β); absent when β is negligible
+  std::optional<double> peak_throughput;  // X(N*); or γ/α, the asymptote, when only α counts
+  std::size_t points = 0;  // distinct user counts
 };
 
 /// n and x the same length (users > 0, throughput >= 0); points need distinct n.
