@@ -135,13 +135,14 @@ int main(int argc, char** argv) {
   std::string knee;
   for (int it = 0; it < iterations; ++it) {
     double c0 = thread_cpu_seconds();
-    CapacityReport report;
+    std::vector<PhaseWindow> windows;
     for (int p = 0; p < phases; ++p) {
-      PhaseWindow w{"step " + std::to_string(p + 1),
-                    static_cast<std::int64_t>(users_at(p * phase_seconds, phase_seconds)),
-                    kT0 + p * phase_seconds, kT0 + (p + 1) * phase_seconds - 1};
-      report.phases.push_back(summarize_phase(w, run));
+      windows.push_back({"step " + std::to_string(p + 1),
+                         static_cast<std::int64_t>(users_at(p * phase_seconds, phase_seconds)),
+                         kT0 + p * phase_seconds, kT0 + (p + 1) * phase_seconds - 1});
     }
+    CapacityReport report;
+    for (const PhaseWindow& w : windows) report.phases.push_back(summarize_phase(w, run));
     double c1 = thread_cpu_seconds();
     analyse(report);
     double c2 = thread_cpu_seconds();

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/capacity_report.h"
 #include "analysis/phase_stats.h"
 #include "analysis/series.h"
 
@@ -79,5 +80,11 @@ struct WarmupRule {
 
 PhaseStats summarize_phase(const PhaseWindow& window, const RunSeries& series,
                            const WarmupRule& warmup = {});
+
+/// A run's whole report: every phase summarised, then analysed. What the daemon's report
+/// endpoint and `report --prometheus` both call once they have filled `series`.
+CapacityReport report_from_series(std::optional<RunInfo> run, const std::vector<PhaseWindow>& phases,
+                                  const RunSeries& series, const WarmupRule& warmup = {},
+                                  const AnalysisOptions& options = {});
 
 }  // namespace loadwatch::analysis

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "analysis/phase_summary.h"
 
 using namespace loadwatch::analysis;
@@ -139,4 +141,30 @@ TEST_CASE("without a request counter, the generator's own RPS gauge is averaged"
   run.generator.rps = per_second(0, 100, [](double t) { return t < 30 ? 0 : 42; });
   PhaseStats p = summarize_phase({"s", 10, kT0, kT0 + 100}, run);
   CHECK(*p.rps == Approx(42));
+}
+
+TEST_CASE("a run's report from its series: phases summarised, then analysed") {
+  // Six 2-minute steps of 10 users against a server that saturates at 30 users.
+  RunSeries run;
+  double requests = 0;
+  for (double t = 0; t < 720; t += 1) {
+    double users = 10 * (1 + std::floor(t / 120));
+    requests += 20 * std::min(users, 30.0);
+    run.generator.requests.add(kT0 + t, requests);
+    run.generator.p95_seconds.add(kT0 + t, 0.05 * std::max(1.0, users / 30));
+  }
+  std::vector<PhaseWindow> windows;
+  for (int i = 0; i < 6; ++i) {
+    windows.push_back({"step " + std::to_string(i + 1), 10 * (i + 1), kT0 + 120 * i,
+                       kT0 + 120 * i + 119});
+  }
+  CapacityReport r = report_from_series(RunInfo{"r1", "checkout", {}, kT0, kT0 + 720, "finished"},
+                                        windows, run);
+  REQUIRE(r.phases.size() == 6);
+  CHECK(*r.phases[2].rps == Approx(600));
+  REQUIRE(r.knee.phase);
+  CHECK(r.knee.phase->name == "step 3");
+  REQUIRE(r.latency_knee.phase);
+  CHECK(r.latency_knee.phase->name == "step 4");  // 40 users: p95 +33 % over the flat start
+  CHECK(r.run->name == "checkout");
 }
