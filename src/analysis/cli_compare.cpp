@@ -36,8 +36,13 @@ int run_compare(int argc, char** argv) {
   std::vector<std::string> max_specs, min_specs;
   app.add_option("BASE", base_ref, "Baseline report")->required();
   app.add_option("CUR", current_ref, "Current report")->required();
-  app.add_option("--max", max_specs, "Upper limit, e.g. p95=+20% (repeatable)");
-  app.add_option("--min", min_specs, "Lower limit, e.g. rps=-10% (repeatable)");
+  // One rule per flag, so `--max p95=+20% base.json cur.json` never reads a file as a rule.
+  app.add_option("--max", max_specs, "Upper limit, e.g. p95=+20% (repeatable)")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--min", min_specs, "Lower limit, e.g. rps=-10% (repeatable)")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--junit", junit_file, "Write the verdicts as JUnit XML to this file");
   app.add_option("--format", format_name, "table, markdown or json")->capture_default_str();
   if (auto code = parse_cli(app, argc, argv)) return *code;

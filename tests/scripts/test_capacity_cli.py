@@ -180,6 +180,9 @@ class CapacityCli(unittest.TestCase):
         self.assertEqual(code, 2)
         code, out, err = run("compare", base, base, "--max", "p95=+20")
         self.assertEqual(code, 0, "+20 on p95 is 20 s, absolute: a valid rule")
+        # One value per --max: the files after it stay positional.
+        code, out, err = run("compare", "--max", "p95=+20%", base, base)
+        self.assertEqual(code, 0, err)
         code, out, err = run("compare", base, base, "--max", "p90=+20%")
         self.assertEqual(code, 2)
         self.assertIn("unknown metric", err)
