@@ -7,11 +7,11 @@
 #include <string>
 #include <string_view>
 
-#include "collectors/filefd.h"
-#include "collectors/loadavg.h"
-#include "collectors/meminfo.h"
-#include "collectors/softirqs.h"
-#include "collectors/stat.h"
+#include "procfs/file_nr.h"
+#include "procfs/loadavg.h"
+#include "procfs/meminfo.h"
+#include "procfs/softirqs.h"
+#include "procfs/stat.h"
 
 using namespace loadwatch;
 

@@ -35,8 +35,12 @@
 #include "collectors/tcp_ephemeral_use.h"
 #include "collectors/tcp_tally.h"
 #include "procfs/fs_root.h"
+#include "procfs/netdev.h"
+#include "procfs/netstat.h"
 #include "procfs/proc_net_tcp.h"
 #include "procfs/sock_diag.h"
+#include "procfs/sockstat.h"
+#include "procfs/sysctl.h"
 
 using namespace loadwatch;
 
