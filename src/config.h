@@ -10,15 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "config_error.h"
 #include "sources/tls_client_config.h"
 
 namespace loadwatch {
-
-/// A config error that names where it is: "file:line:col: message".
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 /// How a target finds its processes (PRODUCT.md "Target selectors").
 struct Selector {
