@@ -5,18 +5,14 @@
 // and the influx CLI gzip their bodies (Content-Encoding: gzip), which InfluxDB accepts too.
 #include "collectors/influx.h"
 
-#include <chrono>
 #include <string>
 
+#include "unix_time.h"
 #include "web/gzip.h"
 
 namespace loadwatch {
 
 namespace {
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 std::string json_escape(std::string_view s) {
   std::string out;

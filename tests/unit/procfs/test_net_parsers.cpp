@@ -41,8 +41,10 @@
 #include "procfs/sock_diag.h"
 #include "procfs/sockstat.h"
 #include "procfs/sysctl.h"
+#include "tests/lib/sample_values.h"
 
 using namespace loadwatch;
+using loadwatch::test::value;
 
 namespace {
 
@@ -64,24 +66,6 @@ std::map<int, int> by_state(const std::vector<TcpSocket>& v) {
   std::map<int, int> m;
   for (const auto& s : v) ++m[s.state];
   return m;
-}
-
-/// Value of the series `name` whose labels include all of `labels`; NaN-free: -1 when absent.
-double value(const std::vector<prometheus::MetricFamily>& fams, const std::string& name,
-             const Labels& labels = {}) {
-  for (const auto& f : fams) {
-    if (f.name != name) continue;
-    for (const auto& m : f.metric) {
-      bool ok = true;
-      for (const auto& [k, v] : labels) {
-        bool hit = false;
-        for (const auto& l : m.label) hit |= l.name == k && l.value == v;
-        ok &= hit;
-      }
-      if (ok) return f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
-    }
-  }
-  return -1;
 }
 
 std::size_t series(const std::vector<prometheus::MetricFamily>& fams, const std::string& name) {
