@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "sources/generator_families.h"
-#include "sources/json_sax.h"
+#include "sources/json_events.h"
 
 namespace loadwatch {
 
@@ -253,7 +253,7 @@ bool parse_locust_stats(std::string_view text, LocustStats& out, std::string& er
   out = LocustStats{};
   StatsHandler handler(out);
   std::string why;
-  if (!json_sax(text, handler, why)) {
+  if (!read_json_events(text, handler, why)) {
     out = LocustStats{};
     error = "/stats/requests: not JSON (" + why + ")";
     return false;
