@@ -1,5 +1,5 @@
-// influx_ingest_bench — InfluxDB line-protocol ingest on one core (issue 4, section 4:
-// target >= 200,000 lines/s).
+// influx_ingest_bench — InfluxDB line-protocol ingest on one core (target >= 200,000
+// lines/s).
 //
 // Builds bodies shaped like JMeter 5.x InfluxdbBackendListenerClient writes (per interval: the
 // aggregate, all/ok/ko points per transaction, a responseCode point for failing ones, the

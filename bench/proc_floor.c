@@ -1,4 +1,4 @@
-// proc_floor — the "raw floor" of per-process sampling (issue 2, section 6).
+// proc_floor — the "raw floor" of per-process sampling.
 //
 // The least work any sampler must do to export the per-process metrics of loadwatch: for each
 // PID, read /proc/PID/stat, /proc/PID/status and /proc/PID/io once, and stat() /proc/PID/fd

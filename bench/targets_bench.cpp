@@ -1,4 +1,4 @@
-// targets_bench — CPU time per sample of the targets collector (issue 2, section 6).
+// targets_bench — CPU time per sample of the targets collector.
 //
 // Runs the real collector (collectors/targets.cpp) in-process over /proc for the given
 // targets, SAMPLES times, and prints the CPU time (user + system of this process) per

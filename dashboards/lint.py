@@ -8,7 +8,7 @@ Checks, printing one "path: problem" line each and exiting 1 if there is any:
               panels, the datasource / job / instance / target variables, every panel, query,
               annotation and variable on the ${datasource} variable, every selector scoped by
               job=~"$job", instance=~"$instance" (and target=~"$target" for target metrics).
-  metrics     every metric a panel, rule or alert reads is in metrics.txt (the product's metric
+  metrics     every metric a panel, rule or alert reads is in metrics.txt (loadwatch's metric
               table) or is a recording rule of rules/; label matchers name labels the metric
               has; rate()/increase() only on counters, deriv()/predict_linear() only on gauges;
               every name in metrics.txt appears in the "Metric reference" of docs/metrics.md once

@@ -1,4 +1,4 @@
-# Install layout (FHS) and the .deb: `cmake --install BUILD [--prefix /usr]`, `cpack` (issue 6).
+# Install layout (FHS) and the .deb: `cmake --install BUILD [--prefix /usr]`, `cpack`.
 # Included by the top-level CMakeLists.txt. With PREFIX=/usr (the .deb):
 #   /usr/bin/loadwatch
 #   /usr/lib/loadwatch/lib{ssl,crypto}.so          civetweb TLS on OpenSSL 3 (src/tls_compat)

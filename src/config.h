@@ -15,7 +15,7 @@
 
 namespace loadwatch {
 
-/// How a target finds its processes (PRODUCT.md "Target selectors").
+/// How a target finds its processes (README "Target selectors").
 struct Selector {
   enum class Kind { Pid, Pidfile, Comm, Exe, Cmdline, Unit, Port };
   Kind kind = Kind::Pid;

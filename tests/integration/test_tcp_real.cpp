@@ -1,4 +1,4 @@
-// The tcp collector against real loopback sockets (issue 3, section 3). Only 127.0.0.0/8 and
+// The tcp collector against real loopback sockets. Only 127.0.0.0/8 and
 // ::1; every loop bounded in count and time; the one child process is killed by its PID.
 // The host is shared (other tests run beside this one), so host-wide figures are compared
 // with `ss` taken in the same moment: ss before and after the sample must agree, else the
@@ -211,7 +211,7 @@ std::pair<int, int> port_range() {
   return {lo, hi};
 }
 
-/// The ephemeral usage as issue 3 defines it, computed from `ss` output: max over peer
+/// The ephemeral usage as the metric defines it, computed from `ss` output: max over peer
 /// ip:port of sockets (TIME_WAIT included) whose local port is in the range, listeners
 /// excluded.
 long ss_ephemeral_max() {

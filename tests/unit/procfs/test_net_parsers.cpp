@@ -1,4 +1,4 @@
-// Network parsers and collectors (issue 3): /proc/net/{tcp,tcp6,netstat,snmp,sockstat,dev},
+// Network parsers and collectors: /proc/net/{tcp,tcp6,netstat,snmp,sockstat,dev},
 // sysctls, netlink sock_diag replies from encoded byte fixtures, the inet_diag port-filter
 // bytecode, and the per-port / ephemeral tally. Fixtures: tests/fixtures/proc (captured by
 // tests/fixtures/capture-host.sh) and tests/fixtures/net (captured by
