@@ -9,7 +9,7 @@
 //
 // Usage: influx_ingest_bench [--transactions 50] [--lines 2000000] [--body-lines 5000]
 //                            [--cpu 0]
-// Output, one key=value line each (for bench/run):
+// Output, one key=value line each:
 //   influx_ingest lines=2000000 bodies=400 cpu_s=3.1 lines_per_s=645000 target=200000 ok=1
 //   influx_parse_only lines=2000000 cpu_s=2.0 lines_per_s=1000000
 // Exit status 1 when lines_per_s is below the target.

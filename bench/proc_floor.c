@@ -9,7 +9,7 @@
 //
 // Usage: proc_floor [-n PASSES] [-r PROCFS] PID...     (or PIDs on stdin, blank separated,
 //        when no PID argument is given)
-// Output (one line, key=value, for bench/run to pick up):
+// Output (one line, key=value, for targets_bench --floor and bench/run_core.py to pick up):
 //   proc_floor pids=500 passes=20 cpu_us_per_pass=14873.1 cpu_us_per_pid=29.75 missing=0
 #define _GNU_SOURCE
 #include <fcntl.h>

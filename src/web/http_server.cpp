@@ -34,7 +34,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "config.h"
+#include "config_error.h"
 #include "web/basic_auth.h"
 #include "web/tls_context.h"
 #include "web/web_config.h"
