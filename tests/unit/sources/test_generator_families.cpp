@@ -1,28 +1,20 @@
 // The loadwatch_generator_* families come from one table: Locust (pulled) and JMeter (pushed)
 // emit the same name, type and HELP for every family they share.
 #include <catch2/catch.hpp>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 
 #include "push/jmeter_model.h"
 #include "sources/generator_families.h"
 #include "sources/locust.h"
+#include "tests/lib/fixture_file.h"
 
 using namespace loadwatch;
+using loadwatch::test::read_fixture;
 
 namespace {
-
-std::string read_fixture(const std::string& rel) {
-  std::ifstream in(std::string(LOADWATCH_FIXTURES) + "/" + rel, std::ios::binary);
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&

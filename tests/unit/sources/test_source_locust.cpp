@@ -5,20 +5,14 @@
 #include <sstream>
 
 #include "sources/locust.h"
+#include "tests/lib/fixture_file.h"
 #include "tests/lib/sample_values.h"
 
 using namespace loadwatch;
+using loadwatch::test::read_fixture;
 using loadwatch::test::value;
 
 namespace {
-
-std::string read_fixture(const std::string& rel) {
-  std::ifstream in(std::string(LOADWATCH_FIXTURES) + "/" + rel, std::ios::binary);
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 LocustStats parse(const std::string& text) {
   LocustStats s;
