@@ -14,18 +14,15 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
 
+#include "unix_time.h"
+
 namespace loadwatch {
 
 namespace {
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 /// Binds a listening TCP socket to "HOST:PORT", ":PORT" (all addresses, IPv6 dual-stack when
 /// available) or "[V6]:PORT".

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <set>
 
-#include "collector.h"
+#include "collector_names.h"
 #include "procfs/fs_root.h"
 #include "yaml_reader.h"
 
@@ -233,9 +233,7 @@ class Parser : private YamlReader {
       expect_map(collectors, "collectors");
       for (auto it = collectors.begin(); it != collectors.end(); ++it) {
         auto name = it->first.as<std::string>();
-        bool known = false;
-        for (const auto& spec : collector_table()) known = known || name == spec.name;
-        if (!known) fail(it->first.Mark(), "unknown collector \"" + name + "\"");
+        if (!is_collector_name(name)) fail(it->first.Mark(), "unknown collector \"" + name + "\"");
         config.collectors[name] = boolean(it->second, "collector " + name);
       }
     }

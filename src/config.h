@@ -10,17 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "config_error.h"
 #include "sources/tls_client_config.h"
 
 namespace loadwatch {
 
-/// A config error that names where it is: "file:line:col: message".
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-/// How a target finds its processes (PRODUCT.md "Target selectors").
+/// How a target finds its processes (README "Target selectors").
 struct Selector {
   enum class Kind { Pid, Pidfile, Comm, Exe, Cmdline, Unit, Port };
   Kind kind = Kind::Pid;

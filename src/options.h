@@ -1,5 +1,5 @@
 #pragma once
-// Command-line flags (PRODUCT.md "Interfaces"), before the config file is merged in.
+// Command-line flags (README "Usage"), before the config file is merged in.
 
 #include <chrono>
 #include <map>

@@ -2,16 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include "unix_time.h"
 #include "version.h"
 
 namespace loadwatch {
-
-namespace {
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
 
 bool collector_enabled(const CollectorSpec& spec, const Options& options, const Config& config) {
   if (auto it = options.collectors.find(spec.name); it != options.collectors.end()) {

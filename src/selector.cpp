@@ -1,4 +1,4 @@
-// Target selectors "KIND:VALUE" (PRODUCT.md "Target selectors").
+// Target selectors "KIND:VALUE" (README "Target selectors").
 #include <charconv>
 #include <stdexcept>
 

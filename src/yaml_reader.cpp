@@ -1,6 +1,6 @@
 #include "yaml_reader.h"
 
-#include "config.h"
+#include "config_error.h"
 
 namespace loadwatch {
 

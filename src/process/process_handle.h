@@ -1,10 +1,10 @@
 #pragma once
 // Open handles on one process's /proc files, re-read with pread() every sample.
 //
-// Why not libproc2: procps_pids_select() (chunks of 255 PIDs) costs 1.5-1.7x the raw floor
-// of reading stat+status+io+fd count (PRODUCT.md "Measured facts"; bench/targets_bench
-// --libproc2 measured 1.4-1.6x here), at or over the 1.5x budget of issue 2, and it has
-// no open-fd count and no kept fds. Why persistent fds: open+read+close of a /proc file costs ~3
+// Why not libproc2: procps_pids_select() (chunks of 255 PIDs) costs 1.4-1.7x the raw floor
+// of reading stat+status+io+fd count (bench/targets_bench --libproc2, docs/benchmarks.md), at
+// or over the 1.5x budget of the targets collector, and it has no open-fd count and no kept
+// fds. Why persistent fds: open+read+close of a /proc file costs ~3
 // syscalls, pread() on a kept fd one. procfs regenerates a single_open seq_file on every read at
 // offset 0 (fs/seq_file.c seq_read_iter), so a kept fd always gives fresh text, measured here at
 // ~15 us per process for stat+status+io+fd count against ~30 us for open/read/close.

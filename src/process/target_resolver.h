@@ -1,5 +1,5 @@
 #pragma once
-// Selectors: which processes are a target's roots this sample (PRODUCT.md "Target
+// Selectors: which processes are a target's roots this sample (README "Target
 // selectors"). Descendants are added separately (process_tree.h).
 
 #include <sys/types.h>

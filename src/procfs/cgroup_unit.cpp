@@ -6,6 +6,8 @@
 #include <charconv>
 #include <deque>
 
+#include "procfs/tokenizer.h"
+
 namespace loadwatch {
 
 namespace {
@@ -44,9 +46,7 @@ std::vector<std::string> subdirs(const std::string& path) {
 
 void parse_cgroup_procs(std::string_view text, std::vector<pid_t>& out) {
   while (!text.empty()) {
-    const auto nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    std::string_view line = host_parse::next_line(text);
     pid_t pid = 0;
     auto [p, ec] = std::from_chars(line.data(), line.data() + line.size(), pid);
     if (ec == std::errc() && p == line.data() + line.size() && pid > 0) out.push_back(pid);

@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "config.h"
+#include "config_error.h"
 #include "web/tls_context.h"
 #include "yaml_reader.h"
 

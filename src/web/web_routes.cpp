@@ -5,17 +5,13 @@
 #include <chrono>
 #include <ctime>
 
+#include "unix_time.h"
 #include "version.h"
 #include "web/gzip.h"
 
 namespace loadwatch {
 
 namespace {
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string html_escape(const std::string& s) {
   std::string out;

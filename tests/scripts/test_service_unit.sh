@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # systemd/loadwatch.service as `cmake --install` lays it out: `systemd-analyze verify` without a
-# single warning, `systemd-analyze security --offline` exposure <= 3.0, the settings issue 6 asks
-# for (and nothing that hides processes), the sysusers entry, and prefix-relative paths.
+# single warning, `systemd-analyze security --offline` exposure <= 3.0, the settings the service
+# needs (and nothing that hides processes), the sysusers entry, and prefix-relative paths.
 set -euo pipefail
 src=${LOADWATCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=${LOADWATCH_BUILD_DIR:-$src/build}
@@ -42,7 +42,7 @@ for what in "$src/systemd/loadwatch.service" "--root=$root loadwatch.service"; d
   fi
 done
 
-# What issue 6 asks for, literally.
+# What the service needs, literally.
 for want in 'Type=notify' 'WatchdogSec=' 'ExecReload=/bin/kill -HUP $MAINPID' \
   'EnvironmentFile=-/etc/default/loadwatch' '--config.file=/etc/loadwatch/loadwatch.yml' \
   'User=loadwatch' 'AmbientCapabilities=CAP_DAC_READ_SEARCH CAP_SYS_PTRACE' \

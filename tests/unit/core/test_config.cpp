@@ -16,7 +16,7 @@ std::string error_of(const std::string& yaml) {
 }
 }  // namespace
 
-TEST_CASE("the PRODUCT.md example config parses") {
+TEST_CASE("an example config with targets, sources and tcp ports parses") {
   auto c = parse_config(R"(targets:
   - name: mock
     match: {port: 2525}
