@@ -21,10 +21,11 @@ std::string slug(std::string_view name) {
     bool keep = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     char put = keep ? static_cast<char>(c) : '-';
     if (put == '-' && (out.empty() || out.back() == '-')) continue;  // no runs of '-'
+    if (put == '.' && out.empty()) continue;  // no hidden files, no ".."
     out += put;
   }
   while (!out.empty() && (out.back() == '-' || out.back() == '.')) out.pop_back();
-  if (out.empty() || out.front() == '.') out = "run" + out;
+  if (out.empty()) out = "run";
   return out;
 }
 

@@ -35,7 +35,7 @@ RunBook::RunBook(std::unique_ptr<RunStore> store, RunBookLimits limits, Clock cl
   if (!store_) return;
   RunStore::Loaded loaded = store_->load();
   for (const auto& problem : loaded.problems) spdlog::error("runs: {}", problem);
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   for (Run& run : loaded.runs) {
     if (run.open()) {
       // The daemon stopped (or was killed) while this run was open: what happened after
@@ -47,29 +47,11 @@ RunBook::RunBook(std::unique_ptr<RunStore> store, RunBookLimits limits, Clock cl
       spdlog::warn("runs: run {} was open when loadwatch stopped; marked interrupted", run.id);
       save_locked(run);
     }
-    written_[run.id] = 0;
     add_finished_locked(std::move(run));
   }
   spdlog::info("runs: {} runs loaded from {}", finished_.size(), store_->directory());
-  // The constructor runs before any other thread can see the book.
-  std::vector<Write> writes;
-  writes.swap(pending_);
-  for (auto& w : writes) {
-    if (w.run) {
-      try {
-        store_->save(*w.run);
-      } catch (const std::exception& e) {
-        spdlog::error("runs: {}", e.what());
-      }
-    } else {
-      try {
-        store_->remove(w.id);
-      } catch (const std::exception& e) {
-        spdlog::error("runs: {}", e.what());
-      }
-    }
-    written_[w.id] = w.version;
-  }
+  lock.unlock();
+  flush_pending(true);
 }
 
 RunBook::~RunBook() = default;
@@ -77,7 +59,7 @@ RunBook::~RunBook() = default;
 // ---- state changes (mutex_ held) --------------------------------------------------------
 
 void RunBook::save_locked(const Run& run) {
-  pending_.push_back(Write{run.id, run, ++version_});
+  pending_.push_back(Write{run.id, run});
 }
 
 std::string RunBook::unique_id_locked(double start, const std::string& name) const {
@@ -137,7 +119,7 @@ void RunBook::add_finished_locked(Run run) {
   auto pos = std::upper_bound(finished_.begin(), finished_.end(), run, by_start);
   finished_.insert(pos, std::move(run));
   while (finished_.size() > limits_.max_finished) {
-    pending_.push_back(Write{finished_.front().id, std::nullopt, ++version_});
+    pending_.push_back(Write{finished_.front().id, std::nullopt});
     finished_.erase(finished_.begin());
   }
 }
@@ -157,7 +139,8 @@ void RunBook::end_stale_locked(double now) {
 bool RunBook::inside_api_run_locked(double start, double end) const {
   // One second of slack: summaries carry whole-second timestamps.
   auto covers = [&](const Run& r) {
-    return r.origin == "api" && start >= r.start - 1 && end <= r.end.value_or(now()) + 1;
+    if (r.origin != "api" || start < r.start - 1) return false;
+    return !r.end || end <= *r.end + 1;  // an open run covers all that came after its start
   };
   if (current_ && covers(*current_)) return true;
   return std::any_of(finished_.begin(), finished_.end(), covers);
@@ -165,22 +148,32 @@ bool RunBook::inside_api_run_locked(double start, double end) const {
 
 // ---- writes (no mutex_ held) -------------------------------------------------------------
 
-std::vector<std::string> RunBook::flush_pending() {
+std::vector<std::string> RunBook::flush_pending(bool wait) {
+  if (!store_) {
+    std::lock_guard lock(mutex_);
+    pending_.clear();
+    return {};
+  }
+  // Writes leave in the order they were queued: io_mutex_ is taken before pending_ is
+  // drained, so an older state of a run can never land after a newer one.
+  std::unique_lock io(io_mutex_, std::defer_lock);
+  if (wait) {
+    io.lock();
+  } else if (!io.try_lock()) {
+    return {};  // another thread is writing; what is queued goes with the next flush
+  }
   std::vector<Write> writes;
   {
     std::lock_guard lock(mutex_);
     writes.swap(pending_);
   }
-  if (writes.empty() || !store_) return {};
-  return flush(std::move(writes));
-}
-
-std::vector<std::string> RunBook::flush(std::vector<Write> writes) {
   std::vector<std::string> warnings;
-  std::lock_guard lock(io_mutex_);
-  for (auto& w : writes) {
-    auto& done = written_[w.id];
-    if (done >= w.version) continue;  // a newer state of this run is already on disk
+  for (std::size_t i = 0; i < writes.size(); ++i) {
+    const Write& w = writes[i];
+    // Only the last state of a run in this batch matters.
+    bool superseded = std::any_of(writes.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                                  writes.end(), [&](const Write& later) { return later.id == w.id; });
+    if (superseded) continue;
     try {
       if (w.run) {
         store_->save(*w.run);
@@ -190,10 +183,7 @@ std::vector<std::string> RunBook::flush(std::vector<Write> writes) {
     } catch (const std::exception& e) {
       spdlog::error("runs: {}", e.what());
       warnings.push_back(std::string("not saved: ") + e.what());
-      continue;
     }
-    done = w.version;
-    if (!w.run) written_.erase(w.id);
   }
   return warnings;
 }
@@ -206,7 +196,7 @@ RunBook::Change RunBook::start_run(const StartRunRequest& request) {
     std::lock_guard lock(mutex_);
     change.run = open_locked("api", request.name, request.labels, now());
   }
-  change.warnings = flush_pending();
+  change.warnings = flush_pending(true);
   return change;
 }
 
@@ -222,7 +212,7 @@ RunBook::Change RunBook::add_phase(const PhaseRequest& request) {
     add_phase_locked(request.name, request.users, now());
     change.run = *current_;
   }
-  change.warnings = flush_pending();
+  change.warnings = flush_pending(true);
   return change;
 }
 
@@ -233,7 +223,7 @@ RunBook::Change RunBook::stop_run() {
     if (!current_) throw RunConflict("no run is open");
     change.run = *close_locked(now());
   }
-  change.warnings = flush_pending();
+  change.warnings = flush_pending(true);
   return change;
 }
 
@@ -291,7 +281,7 @@ void RunBook::checkpoint() {
     current_->last_seen = now();
     save_locked(*current_);
   }
-  flush_pending();
+  flush_pending(true);
 }
 
 // ---- inferred runs -----------------------------------------------------------------------

@@ -34,10 +34,10 @@ struct RunBookLimits {
   double heartbeat_seconds = 10;
 };
 
-/// Thread-safe. One mutex guards the runs; disk writes happen after it is released (under a
-/// second mutex that only orders the writes), so readers, the sampler and the push listeners
-/// never wait for an fsync. A write that fails is logged and returned as a warning; the run
-/// stays in memory.
+/// Thread-safe. One mutex guards the runs; changes queue their disk writes, which run after it
+/// is released (under a second mutex that keeps them in order), so readers, the sampler and
+/// the push listeners never wait for an fsync. A write that fails is logged (and returned to
+/// the API as a warning); the run stays in memory.
 class RunBook : public RunObserver {
  public:
   using Clock = std::function<double()>;  // unix seconds
@@ -91,7 +91,6 @@ class RunBook : public RunObserver {
   struct Write {
     std::string id;
     std::optional<Run> run;
-    std::uint64_t version;
   };
   struct Origin {
     double last_seen = 0;
@@ -109,8 +108,9 @@ class RunBook : public RunObserver {
   bool inside_api_run_locked(double start, double end) const;
   std::string unique_id_locked(double start, const std::string& name) const;
   void save_locked(const Run& run);
-  std::vector<std::string> flush(std::vector<Write> writes);
-  std::vector<std::string> flush_pending();
+  /// Writes what is queued. `wait`: for the disk (the API reports failures); else give way
+  /// to a thread already writing, which leaves the queue for the next flush.
+  std::vector<std::string> flush_pending(bool wait = false);
   double now() const { return clock_(); }
 
   const RunBookLimits limits_;
@@ -120,12 +120,10 @@ class RunBook : public RunObserver {
   std::optional<Run> current_;
   std::vector<Run> finished_;  // by start, oldest first
   std::map<std::string, Origin> origins_;
-  std::vector<Write> pending_;
-  std::uint64_t version_ = 0;
+  std::vector<Write> pending_;  // in the order the changes happened
 
-  std::mutex io_mutex_;  // orders the writes; taken without mutex_ held
+  std::mutex io_mutex_;  // held while writing; taken before mutex_, never while holding it
   std::unique_ptr<RunStore> store_;
-  std::map<std::string, std::uint64_t> written_;  // id -> version on disk
 };
 
 }  // namespace loadwatch
