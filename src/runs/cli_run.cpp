@@ -16,6 +16,7 @@
 #include <ctime>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config.h"
@@ -138,6 +139,25 @@ int exec_command(const RunClient& client, const ExecPlan& plan, const std::strin
   for (int s : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&watched, s);
   sigprocmask(SIG_BLOCK, &watched, &old);
 
+  // Everything the child needs is made before fork(): between fork and exec only
+  // async-signal-safe calls are allowed (the parent may have other threads).
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string_view kv(*e);
+    if (kv.rfind("LOADWATCH_URL=", 0) == 0 || kv.rfind("LOADWATCH_RUN_ID=", 0) == 0) continue;
+    env_strings.emplace_back(kv);
+  }
+  // Nested `loadwatch run phase` calls in the command find the loadwatch and the run.
+  env_strings.push_back("LOADWATCH_URL=" + client.url());
+  env_strings.push_back("LOADWATCH_RUN_ID=" + run_id);
+  std::vector<char*> envp, argv;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = plan.command;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::string exec_failed = "loadwatch run exec: " + args[0] + ": ";
+
   pid_t child = fork();
   if (child < 0) {
     std::fprintf(stderr, "loadwatch run exec: fork: %s\n", std::strerror(errno));
@@ -145,16 +165,17 @@ int exec_command(const RunClient& client, const ExecPlan& plan, const std::strin
     return 126;
   }
   if (child == 0) {
-    sigprocmask(SIG_SETMASK, &old, nullptr);
-    // Nested `loadwatch run phase` calls in the command find the loadwatch and the run.
-    setenv("LOADWATCH_URL", client.url().c_str(), 1);
-    setenv("LOADWATCH_RUN_ID", run_id.c_str(), 1);
-    std::vector<char*> argv;
-    for (const auto& a : plan.command) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execvp(argv[0], argv.data());
-    std::fprintf(stderr, "loadwatch run exec: %s: %s\n", argv[0], std::strerror(errno));
-    _exit(errno == ENOENT ? 127 : 126);
+    // The caller's mask, but the signals passed on must get through.
+    sigset_t child_mask = old;
+    for (int s : {SIGINT, SIGTERM, SIGCHLD}) sigdelset(&child_mask, s);
+    sigprocmask(SIG_SETMASK, &child_mask, nullptr);
+    execvpe(argv[0], argv.data(), envp.data());
+    int err = errno;
+    const char* why = strerror(err);
+    [[maybe_unused]] auto n = write(STDERR_FILENO, exec_failed.data(), exec_failed.size());
+    n = write(STDERR_FILENO, why, std::strlen(why));
+    n = write(STDERR_FILENO, "\n", 1);
+    _exit(err == ENOENT ? 127 : 126);
   }
 
   using Clock = std::chrono::steady_clock;
