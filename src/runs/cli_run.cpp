@@ -246,7 +246,9 @@ int run_cli(int argc, char** argv) {
   CLI::App* start = app.add_subcommand("start", "Start a run (ends any run still open); prints its id");
   common(start);
   start->add_option("--name", name, "Run name")->required();
-  start->add_option("--label", labels, "KEY=VALUE, repeatable")->check(label_check);
+  start->add_option("--label", labels, "KEY=VALUE, repeatable")
+      ->check(label_check)
+      ->allow_extra_args(false);  // one value each: the command after -- stays whole
 
   CLI::App* phase = app.add_subcommand("phase", "Open the next phase of the open run");
   common(phase);
@@ -270,7 +272,9 @@ int run_cli(int argc, char** argv) {
       "LOADWATCH_RUN_ID are set for it)");
   common(exec);
   exec->add_option("--name", name, "Run name")->required();
-  exec->add_option("--label", labels, "KEY=VALUE, repeatable")->check(label_check);
+  exec->add_option("--label", labels, "KEY=VALUE, repeatable")
+      ->check(label_check)
+      ->allow_extra_args(false);  // one value each: the command after -- stays whole
   exec->add_option("--phase-every", phase_every, "Open a phase this often (e.g. 3m)");
   exec->add_option("--users-step", plan.users_step, "Users added by each phase")
       ->check(CLI::Range(0LL, 1'000'000'000LL));

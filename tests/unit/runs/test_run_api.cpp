@@ -201,7 +201,7 @@ TEST_CASE("writes refused by the server fail the CLI with 1") {
 TEST_CASE("run exec wraps a command in a run and exits with its code") {
   Server s(true);
   std::string url = "--url=" + s.url();
-  CHECK(cli({"exec", url, "--name", "three", "--", "sh", "-c", "exit 3"}) == 3);
+  CHECK(cli({"exec", url, "--name", "three", "--label", "k=v", "--", "sh", "-c", "exit 3"}) == 3);
   CHECK(cli({"exec", url, "--name", "killed", "--", "sh", "-c", "kill -9 $$"}) == 128 + 9);
   CHECK(cli({"exec", url, "--name", "missing", "--", "/nonexistent/cmd"}) == 127);
   auto list = s.book.list();
