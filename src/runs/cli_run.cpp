@@ -5,8 +5,6 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -14,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -108,13 +107,13 @@ std::string utc(double t) {
 int list_runs(const RunClient& client) {
   nlohmann::json data;
   if (int rc = check("list", client.get("/api/v1/runs"), &data)) return rc;
-  std::printf("%-40s %-11s %-19s %9s %6s  %s\n", "ID", "STATE", "START (UTC)", "SECONDS",
-              "PHASES", "ORIGIN");
+  std::printf("%-40s %-11s %-19s %9s %6s  %s\n", "ID", "STATE", "START (UTC)", "SECONDS", "PHASES",
+              "ORIGIN");
   for (const auto& run : data) {
     double start = run.value("start", 0.0);
     const auto& end = run["end"];
-    std::string seconds = end.is_number() ? std::to_string(std::lround(end.get<double>() - start))
-                                          : "-";
+    std::string seconds =
+        end.is_number() ? std::to_string(std::lround(end.get<double>() - start)) : "-";
     std::printf("%-40s %-11s %-19s %9s %6zu  %s\n", run.value("id", "").c_str(),
                 run.value("state", "").c_str(), utc(start).c_str(), seconds.c_str(),
                 run["phases"].size(), run.value("origin", "").c_str());
@@ -126,7 +125,7 @@ int list_runs(const RunClient& client) {
 struct ExecPlan {
   std::vector<std::string> command;
   std::chrono::milliseconds phase_every{0};  // 0: no phases of its own
-  long long users_start = -1;                 // -1: the step
+  long long users_start = -1;                // -1: the step
   long long users_step = 0;
 };
 
@@ -186,17 +185,17 @@ int exec_command(const RunClient& client, const ExecPlan& plan, const std::strin
   int status = 0;
   for (;;) {
     if (next_phase && Clock::now() >= *next_phase) {
-      long long users = (plan.users_start >= 0 ? plan.users_start : plan.users_step) +
-                        step * plan.users_step;
+      long long users =
+          (plan.users_start >= 0 ? plan.users_start : plan.users_step) + step * plan.users_step;
       check("exec (phase)", client.post("/api/v1/runs/current/phases", phase_body("", users)));
       ++step;
       *next_phase += plan.phase_every;
     }
     auto wait = std::chrono::milliseconds(1000);
     if (next_phase) {
-      wait = std::min(wait, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                *next_phase - Clock::now()) +
-                                std::chrono::milliseconds(1));
+      wait = std::min(
+          wait, std::chrono::duration_cast<std::chrono::milliseconds>(*next_phase - Clock::now()) +
+                    std::chrono::milliseconds(1));
     }
     if (wait.count() < 1) wait = std::chrono::milliseconds(1);
     timespec ts{static_cast<time_t>(wait.count() / 1000),
@@ -216,9 +215,10 @@ int exec_command(const RunClient& client, const ExecPlan& plan, const std::strin
 }  // namespace
 
 int run_cli(int argc, char** argv) {
-  CLI::App app{"Start, phase and stop test runs on a loadwatch (its --web.enable-run-api must be "
-               "on), or run a load generator inside a run.",
-               "loadwatch run"};
+  CLI::App app{
+      "Start, phase and stop test runs on a loadwatch (its --web.enable-run-api must be "
+      "on), or run a load generator inside a run.",
+      "loadwatch run"};
   app.require_subcommand(1);
   RunClientOptions options;
   options.url = env_or("LOADWATCH_URL", "http://127.0.0.1:9797");
@@ -226,8 +226,9 @@ int run_cli(int argc, char** argv) {
   options.password_file = env_or("LOADWATCH_PASSWORD_FILE", "");
   std::string timeout = "10s";
   auto common = [&](CLI::App* sub) {
-    sub->add_option("--url", options.url, "The loadwatch (default $LOADWATCH_URL, else "
-                                          "http://127.0.0.1:9797)");
+    sub->add_option("--url", options.url,
+                    "The loadwatch (default $LOADWATCH_URL, else "
+                    "http://127.0.0.1:9797)");
     sub->add_option("--user", options.user, "Basic-auth user (default $LOADWATCH_USER)");
     sub->add_option("--password-file", options.password_file,
                     "File holding the basic-auth password (default $LOADWATCH_PASSWORD_FILE)");
@@ -243,7 +244,8 @@ int run_cli(int argc, char** argv) {
       },
       "KEY=VALUE");
 
-  CLI::App* start = app.add_subcommand("start", "Start a run (ends any run still open); prints its id");
+  CLI::App* start =
+      app.add_subcommand("start", "Start a run (ends any run still open); prints its id");
   common(start);
   start->add_option("--name", name, "Run name")->required();
   start->add_option("--label", labels, "KEY=VALUE, repeatable")
@@ -254,7 +256,8 @@ int run_cli(int argc, char** argv) {
   common(phase);
   long long users = -1;
   phase->add_option("--name", name, "Phase name (default users=N)");
-  phase->add_option("--users", users, "Users of this load step")->check(CLI::Range(0LL, 1'000'000'000LL));
+  phase->add_option("--users", users, "Users of this load step")
+      ->check(CLI::Range(0LL, 1'000'000'000LL));
 
   CLI::App* stop = app.add_subcommand("stop", "End the open run");
   common(stop);
@@ -278,7 +281,8 @@ int run_cli(int argc, char** argv) {
   exec->add_option("--phase-every", phase_every, "Open a phase this often (e.g. 3m)");
   exec->add_option("--users-step", plan.users_step, "Users added by each phase")
       ->check(CLI::Range(0LL, 1'000'000'000LL));
-  exec->add_option("--users-start", plan.users_start, "Users of the first phase (default: the step)")
+  exec->add_option("--users-start", plan.users_start,
+                   "Users of the first phase (default: the step)")
       ->check(CLI::Range(0LL, 1'000'000'000LL));
   exec->add_option("command", plan.command, "The load generator and its arguments, after --")
       ->required();

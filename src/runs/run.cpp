@@ -1,9 +1,8 @@
 #include "runs/run.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <ctime>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 namespace loadwatch {
@@ -18,10 +17,12 @@ std::string slug(std::string_view name) {
   for (unsigned char c : name) {
     if (out.size() >= kMaxSlug) break;
     if (c >= 'A' && c <= 'Z') c = static_cast<unsigned char>(c - 'A' + 'a');
-    bool keep = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    bool keep =
+        (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     char put = keep ? static_cast<char>(c) : '-';
-    if (put == '-' && (out.empty() || out.back() == '-')) continue;  // no runs of '-'
-    if (put == '.' && out.empty()) continue;  // no hidden files, no ".."
+    // No runs of '-', and no leading '.' (no hidden files, no "..").
+    if (put == '-' && (out.empty() || out.back() == '-')) continue;
+    if (put == '.' && out.empty()) continue;
     out += put;
   }
   while (!out.empty() && (out.back() == '-' || out.back() == '.')) out.pop_back();
@@ -54,9 +55,12 @@ double ms(double t) { return std::round(t * 1000) / 1000; }
 
 const char* run_state_name(RunState state) {
   switch (state) {
-    case RunState::Running: return "running";
-    case RunState::Finished: return "finished";
-    case RunState::Interrupted: return "interrupted";
+    case RunState::Running:
+      return "running";
+    case RunState::Finished:
+      return "finished";
+    case RunState::Interrupted:
+      return "interrupted";
   }
   return "running";
 }
@@ -95,10 +99,11 @@ nlohmann::ordered_json run_to_json(const Run& run) {
   for (std::size_t i = 0; i < run.phases.size(); ++i) {
     const RunPhase& p = run.phases[i];
     auto end = run.phase_end(i);
-    phases.push_back({{"name", p.name},
-                      {"start", ms(p.start)},
-                      {"end", end ? nlohmann::ordered_json(ms(*end)) : nlohmann::ordered_json(nullptr)},
-                      {"users", p.users ? nlohmann::ordered_json(*p.users) : nlohmann::ordered_json(nullptr)}});
+    phases.push_back(
+        {{"name", p.name},
+         {"start", ms(p.start)},
+         {"end", end ? nlohmann::ordered_json(ms(*end)) : nlohmann::ordered_json(nullptr)},
+         {"users", p.users ? nlohmann::ordered_json(*p.users) : nlohmann::ordered_json(nullptr)}});
   }
   return {{"id", run.id},
           {"name", run.name},

@@ -2,10 +2,9 @@
 // A test run as loadwatch records it: name, labels, start, end, state, where it came from, and
 // its ordered phases (load steps). Plain values: RunBook owns the live ones.
 
-#include <nlohmann/json_fwd.hpp>
-
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,7 +15,7 @@ namespace loadwatch {
 /// One step of a run. It lasts until the next phase starts, or until the run ends.
 struct RunPhase {
   std::string name;
-  double start = 0;                    // unix seconds
+  double start = 0;                   // unix seconds
   std::optional<std::int64_t> users;  // the load step's user count, when known
 };
 

@@ -13,8 +13,7 @@ namespace {
 constexpr std::size_t kMaxOrigins = 256;
 
 double system_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 bool by_start(const Run& a, const Run& b) {
@@ -30,7 +29,8 @@ std::string origin_subject(const std::string& origin) {
 }  // namespace
 
 RunBook::RunBook(std::unique_ptr<RunStore> store, RunBookLimits limits, Clock clock)
-    : limits_(limits), clock_(clock ? std::move(clock) : Clock(system_now)),
+    : limits_(limits),
+      clock_(clock ? std::move(clock) : Clock(system_now)),
       store_(std::move(store)) {
   if (!store_) return;
   RunStore::Loaded loaded = store_->load();
@@ -58,9 +58,7 @@ RunBook::~RunBook() = default;
 
 // ---- state changes (mutex_ held) --------------------------------------------------------
 
-void RunBook::save_locked(const Run& run) {
-  pending_.push_back(Write{run.id, run});
-}
+void RunBook::save_locked(const Run& run) { pending_.push_back(Write{run.id, run}); }
 
 std::string RunBook::unique_id_locked(double start, const std::string& name) const {
   std::string base = make_run_id(start, name);
@@ -171,8 +169,8 @@ std::vector<std::string> RunBook::flush_pending(bool wait) {
   for (std::size_t i = 0; i < writes.size(); ++i) {
     const Write& w = writes[i];
     // Only the last state of a run in this batch matters.
-    bool superseded = std::any_of(writes.begin() + static_cast<std::ptrdiff_t>(i) + 1,
-                                  writes.end(), [&](const Write& later) { return later.id == w.id; });
+    bool superseded = std::any_of(writes.begin() + static_cast<std::ptrdiff_t>(i) + 1, writes.end(),
+                                  [&](const Write& later) { return later.id == w.id; });
     if (superseded) continue;
     try {
       if (w.run) {
@@ -253,12 +251,17 @@ std::vector<Run> RunBook::list() const {
 RunBook::Exposed RunBook::exposed() const {
   std::lock_guard lock(mutex_);
   Exposed e;
-  e.current = current_;
+  if (current_) {
+    const Run& r = *current_;
+    e.current = Exposed::Open{r.id, r.name, r.origin, r.start, std::nullopt};
+    if (!r.phases.empty()) e.current->phase = r.phases.back();
+  }
   const Run* last = nullptr;
   for (const Run& r : finished_) {
     if (!last || r.end.value_or(0) >= last->end.value_or(0)) last = &r;
   }
-  if (last) e.last_finished = *last;
+  if (last)
+    e.last_finished = Exposed::Ended{last->id, last->start, last->end.value_or(last->start)};
   return e;
 }
 
@@ -290,10 +293,14 @@ void RunBook::generator_seen(const GeneratorSighting& s) {
   {
     std::lock_guard lock(mutex_);
     if (origins_.size() >= kMaxOrigins && !origins_.count(s.origin)) {
-      auto oldest = std::min_element(origins_.begin(), origins_.end(), [](auto& a, auto& b) {
-        return a.second.last_seen < b.second.last_seen;
-      });
-      origins_.erase(oldest);
+      // Forget the generator seen longest ago, never the one whose run is open.
+      auto oldest = origins_.end();
+      for (auto it = origins_.begin(); it != origins_.end(); ++it) {
+        if (current_ && it->first == current_->origin) continue;
+        if (oldest == origins_.end() || it->second.last_seen < oldest->second.last_seen)
+          oldest = it;
+      }
+      if (oldest != origins_.end()) origins_.erase(oldest);
     }
     Origin& o = origins_[s.origin];
     o.last_seen = std::max(o.last_seen, s.at);
@@ -337,8 +344,7 @@ void RunBook::generator_seen(const GeneratorSighting& s) {
   flush_pending();
 }
 
-void RunBook::generator_run_started(const std::string& origin, const std::string& name,
-                                    double at) {
+void RunBook::generator_run_started(const std::string& origin, const std::string& name, double at) {
   {
     std::lock_guard lock(mutex_);
     Origin& o = origins_[origin];
@@ -361,8 +367,8 @@ void RunBook::generator_run_ended(const std::string& origin, double at) {
   flush_pending();
 }
 
-void RunBook::finished_run_seen(const std::string& origin, const std::string& name,
-                                double start, double end) {
+void RunBook::finished_run_seen(const std::string& origin, const std::string& name, double start,
+                                double end) {
   {
     std::lock_guard lock(mutex_);
     if (!(std::isfinite(start) && std::isfinite(end)) || end < start) return;

@@ -65,10 +65,20 @@ class RunBook : public RunObserver {
   std::optional<Run> find(const std::string& id) const;
   /// The open run first, then the finished ones, newest start first.
   std::vector<Run> list() const;
-  /// The open run and the finished run that ended last (what /metrics shows).
+  /// What /metrics shows, copied each sample: the open run with its current phase, and the
+  /// finished run that ended last (not whole runs: a long run's phases stay where they are).
   struct Exposed {
-    std::optional<Run> current;
-    std::optional<Run> last_finished;
+    struct Open {
+      std::string id, name, origin;
+      double start = 0;
+      std::optional<RunPhase> phase;
+    };
+    struct Ended {
+      std::string id;
+      double start = 0, end = 0;
+    };
+    std::optional<Open> current;
+    std::optional<Ended> last_finished;
   };
   Exposed exposed() const;
 

@@ -87,7 +87,8 @@ RunAnswer RunClient::request(const std::string& path, const std::string* json) c
     curl.easy_setopt(h.get(), CURLOPT_USERNAME, options_.user.c_str());
     curl.easy_setopt(h.get(), CURLOPT_PASSWORD, password_.c_str());
   }
-  if (!options_.ca_file.empty()) curl.easy_setopt(h.get(), CURLOPT_CAINFO, options_.ca_file.c_str());
+  if (!options_.ca_file.empty())
+    curl.easy_setopt(h.get(), CURLOPT_CAINFO, options_.ca_file.c_str());
 
   // The loaded library has no curl_easy_perform: drive the one transfer through a multi handle.
   curl.multi_add_handle(multi.get(), h.get());
@@ -113,7 +114,8 @@ RunAnswer RunClient::request(const std::string& path, const std::string* json) c
   curl.easy_getinfo(h.get(), CURLINFO_RESPONSE_CODE, &status);
   curl.multi_remove_handle(multi.get(), h.get());
   if (result != CURLE_OK || status == 0) {
-    answer.error = url + ": " + (error_buf[0] ? std::string(error_buf) : curl.easy_strerror(result));
+    answer.error =
+        url + ": " + (error_buf[0] ? std::string(error_buf) : curl.easy_strerror(result));
     return answer;
   }
   answer.reached = true;

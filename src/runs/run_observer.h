@@ -11,10 +11,10 @@ namespace loadwatch {
 
 /// A generator's activity as one scrape or push showed it.
 enum class GeneratorActivity {
-  Idle,      // no test running (Locust: ready, stopped, ...; JMeter: no threads)
-  Ramping,   // users being added or removed (Locust: spawning)
-  Steady,    // running at a settled user count (Locust: running)
-  Unknown,   // alive, state not told (a push without thread counts): only keeps it "seen"
+  Idle,     // no test running (Locust: ready, stopped, ...; JMeter: no threads)
+  Ramping,  // users being added or removed (Locust: spawning)
+  Steady,   // running at a settled user count (Locust: running)
+  Unknown,  // alive, state not told (a push without thread counts): only keeps it "seen"
 };
 
 struct GeneratorSighting {
@@ -42,8 +42,8 @@ class RunObserver {
   virtual void generator_run_ended(const std::string& origin, double at) = 0;
   /// A summary of a run that already ended (wrk's textfile summary). `start` may equal `end`
   /// when the summary gives no duration.
-  virtual void finished_run_seen(const std::string& origin, const std::string& name,
-                                 double start, double end) = 0;
+  virtual void finished_run_seen(const std::string& origin, const std::string& name, double start,
+                                 double end) = 0;
 };
 
 }  // namespace loadwatch

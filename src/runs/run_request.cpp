@@ -1,8 +1,7 @@
 #include "runs/run_request.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 namespace loadwatch {
 
@@ -25,8 +24,8 @@ nlohmann::json parse_object(std::string_view body) {
   } catch (const nlohmann::json::parse_error& e) {
     std::string why = e.what();
     auto colon = why.find("]: ");  // drop nlohmann's "[json.exception.parse_error.101]" tag
-    throw RunRequestError("body", "not JSON: " + (colon == std::string::npos ? why
-                                                                           : why.substr(colon + 3)));
+    throw RunRequestError(
+        "body", "not JSON: " + (colon == std::string::npos ? why : why.substr(colon + 3)));
   }
   if (!j.is_object()) throw RunRequestError("body", "want a JSON object");
   return j;

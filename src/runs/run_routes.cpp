@@ -1,7 +1,6 @@
 #include "runs/run_routes.h"
 
 #include <nlohmann/json.hpp>
-
 #include <string_view>
 
 namespace loadwatch {

@@ -18,8 +18,8 @@ const std::string* run_label(const prometheus::ClientMetric& m) {
 
 }  // namespace
 
-void report_wrk_summaries(const std::vector<prometheus::MetricFamily>& families,
-                          double file_mtime, RunObserver& runs) {
+void report_wrk_summaries(const std::vector<prometheus::MetricFamily>& families, double file_mtime,
+                          RunObserver& runs) {
   struct Summary {
     std::optional<double> end, duration;
   };

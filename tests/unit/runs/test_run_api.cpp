@@ -6,10 +6,9 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,7 +61,8 @@ size_t append(char* data, size_t size, size_t n, void* out) {
 
 size_t header(char* data, size_t size, size_t n, void* out) {
   std::string line(data, size * n);
-  if (line.rfind("Allow:", 0) == 0) *static_cast<std::string*>(out) = line.substr(7, line.find('\r') - 7);
+  if (line.rfind("Allow:", 0) == 0)
+    *static_cast<std::string*>(out) = line.substr(7, line.find('\r') - 7);
   return size * n;
 }
 
@@ -101,7 +101,8 @@ int cli(std::vector<std::string> args) {
 
 TEST_CASE("writes are refused unless enabled, naming the flag; reads always work") {
   Server s(false);
-  for (std::string path : {"/api/v1/runs", "/api/v1/runs/current/phases", "/api/v1/runs/current/stop"}) {
+  for (std::string path :
+       {"/api/v1/runs", "/api/v1/runs/current/phases", "/api/v1/runs/current/stop"}) {
     Reply r = call(s, "POST", path, R"({"name":"x","users":1})");
     CHECK(r.status == 403);
     CHECK(r.json["errorType"] == "forbidden");
@@ -156,7 +157,8 @@ TEST_CASE("refusals carry their status, type and field") {
   CHECK(raw(s, "GET", "/api/v1/runs/a%2fb").status == 404);
   CHECK(call(s, "GET", "/api/v1/runs/current/phases/x").status == 404);
   call(s, "POST", "/api/v1/runs", R"({"name":"x"})");
-  CHECK(call(s, "POST", "/api/v1/runs/current/phases", R"({"users":"5"})").json["field"] == "users");
+  CHECK(call(s, "POST", "/api/v1/runs/current/phases", R"({"users":"5"})").json["field"] ==
+        "users");
   CHECK(call(s, "POST", "/api/v1/runs/current/stop", R"({"now":true})").json["field"] == "now");
   Reply del = raw(s, "DELETE", "/api/v1/runs");
   CHECK(del.status == 405);
@@ -179,9 +181,9 @@ TEST_CASE("loadwatch run start|phase|stop|list talk to the API") {
   CHECK(cli({"list", url}) == 0);
   CHECK(cli({"stop", url}) == 0);
   CHECK_FALSE(s.book.current());
-  CHECK(cli({"stop", url}) == 1);   // refused: no run is open
+  CHECK(cli({"stop", url}) == 1);  // refused: no run is open
   CHECK(cli({"start", url, "--name", "x", "--label", "bad-key=1"}) == 1);  // the server's 400
-  CHECK(cli({"start", url}) == 2);  // --name missing
+  CHECK(cli({"start", url}) == 2);                                         // --name missing
   CHECK(cli({"start", url, "--name", "x", "--label", "novalue"}) == 2);
   CHECK(cli({"phase", url}) == 2);  // neither --name nor --users
   CHECK(cli({"nosuch"}) == 2);

@@ -3,9 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -199,7 +198,10 @@ TEST_CASE("broken run files are set aside; the others are kept") {
   std::string victim = runs + ids[1] + ".json";
   fs::resize_file(victim, fs::file_size(victim) / 2);
   { std::ofstream(runs + "20261201T000000-empty.json"); }
-  { std::ofstream(runs + "20261201T000001-huge.json") << std::string(RunStore::kMaxFileBytes + 10, ' '); }
+  {
+    std::ofstream(runs + "20261201T000001-huge.json")
+        << std::string(RunStore::kMaxFileBytes + 10, ' ');
+  }
   { std::ofstream(runs + "20261201T000002-wrongname.json") << "{\"format\":1}"; }
   { std::ofstream(runs + ".20261201T000003-x.json.tmp") << "half"; }
 
@@ -377,9 +379,12 @@ TEST_CASE("exposed: the open run and the run that ended last") {
   t = 1100;
   book.start_run(start("b"));
   book.finished_run_seen("wrk:old", "old", 10, 20);  // older: not the last to end
+  book.add_phase(users(20));
   auto e = book.exposed();
   CHECK(e.current->name == "b");
-  CHECK(e.last_finished->name == "a");
+  CHECK(e.current->phase->users == 20);
+  CHECK(e.last_finished->id == "19700101T001640-a");
+  CHECK(e.last_finished->end == 1100);
 }
 
 TEST_CASE("concurrent writers and readers leave consistent runs on disk") {
@@ -397,12 +402,18 @@ TEST_CASE("concurrent writers and readers leave consistent runs on disk") {
         for (int i = 0; i < 60; ++i) {
           try {
             switch (rng() % 4) {
-              case 0: book.start_run(start("w" + std::to_string(w))); break;
-              case 1: book.add_phase(users(i)); break;
-              case 2: book.stop_run(); break;
+              case 0:
+                book.start_run(start("w" + std::to_string(w)));
+                break;
+              case 1:
+                book.add_phase(users(i));
+                break;
+              case 2:
+                book.stop_run();
+                break;
               case 3:
-                book.generator_seen(seen("locust:x", GeneratorActivity::Steady, double(i % 7),
-                                         1796144712.0 + i));
+                book.generator_seen(
+                    seen("locust:x", GeneratorActivity::Steady, double(i % 7), 1796144712.0 + i));
                 break;
             }
           } catch (const RunConflict&) {

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -75,8 +74,8 @@ TEST_CASE("JMeter over InfluxDB: its annotations open and close a run") {
   model.set_run_observer(&book);
   std::int64_t t0 = 1796144712;
   auto body = [](const std::string& text, std::int64_t s) {
-    return "events,application=shop,title=ApacheJMeter text=\"" + text + "\" " +
-           std::to_string(s) + "000000000\n";
+    return "events,application=shop,title=ApacheJMeter text=\"" + text + "\" " + std::to_string(s) +
+           "000000000\n";
   };
   model.ingest_influx("jmx", body("Checkout plan started", t0), t0);
   REQUIRE(book.current());
@@ -121,7 +120,8 @@ TEST_CASE("JMeter over Graphite: threads running make a run") {
 TEST_CASE("each wrk summary in the textfile directory is one finished run") {
   char tmpl[] = "/tmp/lw_wrkruns_XXXXXX";
   std::string dir = mkdtemp(tmpl);
-  fs::copy_file(std::string(LOADWATCH_FIXTURES) + "/textfile/ok/wrk_smoke.prom", dir + "/wrk_smoke.prom");
+  fs::copy_file(std::string(LOADWATCH_FIXTURES) + "/textfile/ok/wrk_smoke.prom",
+                dir + "/wrk_smoke.prom");
   RunBook book;
   Options options;
   options.textfile_directory = dir;

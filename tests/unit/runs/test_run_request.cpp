@@ -1,6 +1,5 @@
 // Run API bodies: what is accepted, and that every refusal names the field to fix.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "runs/run_request.h"
@@ -30,7 +29,8 @@ std::string phase_field(const std::string& body) {
 }  // namespace
 
 TEST_CASE("a start body gives the name and labels") {
-  auto r = parse_start_request(R"({"name": "checkout", "labels": {"build": "1234", "env": "stage"}})");
+  auto r =
+      parse_start_request(R"({"name": "checkout", "labels": {"build": "1234", "env": "stage"}})");
   CHECK(r.name == "checkout");
   CHECK(r.labels.size() == 2);
   CHECK(r.labels.at("build") == "1234");
@@ -122,7 +122,9 @@ TEST_CASE("UTF-8 validation follows RFC 3629") {
 
 TEST_CASE("names from generators are cleaned, not refused") {
   CHECK(clean_name("Checkout test", "fallback") == "Checkout test");
-  CHECK(clean_name("a\xff" "b\nc", "fallback") == "a?b?c");
+  CHECK(clean_name("a\xff"
+                   "b\nc",
+                   "fallback") == "a?b?c");
   CHECK(clean_name("", "fallback") == "fallback");
   std::string long_name(200, 'x');
   CHECK(clean_name(long_name, "f").size() == kMaxRunNameBytes);
