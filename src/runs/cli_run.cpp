@@ -268,11 +268,13 @@ int run_cli(int argc, char** argv) {
   ExecPlan plan;
   std::string phase_every;
   CLI::App* exec = app.add_subcommand(
-      "exec",
-      "Start a run, run CMD, stop the run, and exit with CMD's exit code. With --phase-every, a "
-      "phase opens every interval with users = start + k * step: CMD must step its own load on "
-      "the same schedule (or call `loadwatch run phase` itself: LOADWATCH_URL and "
-      "LOADWATCH_RUN_ID are set for it)");
+      "exec", "Start a run, run CMD, stop the run, and exit with CMD's exit code");
+  exec->footer(
+      "With --phase-every, a phase opens at once and then every interval, with users = start + "
+      "k * step: CMD must step its own load on the same schedule. Or CMD opens its phases "
+      "itself with `loadwatch run phase`: LOADWATCH_URL and LOADWATCH_RUN_ID are set for it. "
+      "SIGINT and SIGTERM are passed on to CMD. Exit: CMD's code (128 + signal if killed), 2 "
+      "if the run could not be started (CMD is then not run).");
   common(exec);
   exec->add_option("--name", name, "Run name")->required();
   exec->add_option("--label", labels, "KEY=VALUE, repeatable")
