@@ -6,7 +6,7 @@
 #   /usr/lib/sysusers.d/loadwatch.conf             the loadwatch system user
 #   /etc/loadwatch/loadwatch.yml, /etc/default/loadwatch     (conffiles)
 #   /usr/share/loadwatch/dashboards/*.json, /usr/share/loadwatch/rules/*.yml   (the mixin)
-#   /usr/share/doc/loadwatch/{README.md,service.md}, .../examples/{loadwatch.yml,web-config.example.yml}
+#   /usr/share/doc/loadwatch/{README.md,service.md,runs.md}, .../examples/{loadwatch.yml,web-config.example.yml}
 # With any other prefix, /etc becomes PREFIX/etc and the unit's paths follow.
 
 # Private libraries: PREFIX/lib/loadwatch (not the multiarch libdir: nothing else links them).
@@ -18,7 +18,7 @@ install(DIRECTORY dashboards/grafana/ DESTINATION ${CMAKE_INSTALL_DATADIR}/loadw
         FILES_MATCHING PATTERN "*.json")
 install(DIRECTORY dashboards/rules/ DESTINATION ${CMAKE_INSTALL_DATADIR}/loadwatch/rules
         FILES_MATCHING PATTERN "*.yml")
-install(FILES README.md docs/service.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES README.md docs/service.md docs/runs.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES config/loadwatch.yml config/web-config.example.yml
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 # The unit and /etc: their paths depend on the prefix, known only at install time.
