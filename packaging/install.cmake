@@ -51,7 +51,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 # The binary's DT_NEEDED libraries, by the Debian 12 packages that ship them (dpkg -S);
 # tests/scripts/test_package.sh checks that this list covers them.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "libc6 (>= 2.36), libstdc++6, libgcc-s1, libprometheus-cpp-core1.0, libcivetweb1 (>= 1.15), libspdlog1.10, libfmt9, libyaml-cpp0.7, zlib1g, libcurl4, libsystemd0, libmnl0, libcrypt1, libssl3")
+    "libc6 (>= 2.36), libstdc++6, libgcc-s1, libprometheus-cpp-core1.0, libcivetweb1 (>= 1.15), libspdlog1.10, libfmt9, libyaml-cpp0.7, zlib1g, libcurl4, libsystemd0, libmnl0, libcrypt1, libssl3, libre2-9")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS systemd)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     "${CMAKE_SOURCE_DIR}/packaging/debian/conffiles;${CMAKE_SOURCE_DIR}/packaging/debian/postinst;${CMAKE_SOURCE_DIR}/packaging/debian/prerm;${CMAKE_SOURCE_DIR}/packaging/debian/postrm")

@@ -104,7 +104,8 @@ class ProcessRegistry {
 
   long clock_ticks() const { return clk_tck_; }
   long page_size() const { return page_size_; }
-  std::size_t fds_kept() const { return static_cast<std::size_t>(budget_.used); }
+  /// Fds kept by the whole daemon (the budget is shared, see fd_budget.h).
+  std::size_t fds_kept() const { return static_cast<std::size_t>(budget_->used()); }
 
   /// How often (in samples) the fd limit of a member is re-read: limits change rarely
   /// (prlimit) and /proc/PID/limits costs as much as /proc/PID/stat.
@@ -118,7 +119,7 @@ class ProcessRegistry {
   FsRoot proc_;
   int root_fd_ = -1;
   bool procfs_ = false;  // the root is a real procfs (st_size of fd dirs is trusted)
-  FdBudget budget_;
+  FdBudget* budget_ = &FdBudget::shared();
   std::uint32_t gen_ = 0;
   std::uint32_t listed_gen_ = 0;
   bool listed_full_ = false;
