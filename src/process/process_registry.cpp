@@ -26,7 +26,8 @@ bool parse_pid(const char* name, pid_t& pid) {
 
 }  // namespace
 
-ProcessRegistry::ProcessRegistry(const FsRoot& proc) : proc_(proc) {
+ProcessRegistry::ProcessRegistry(const FsRoot& proc, FdBudget& budget)
+    : proc_(proc), budget_(&budget) {
   root_fd_ = ::open(proc_.root().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (root_fd_ < 0) {
     throw std::runtime_error(proc_.root() + ": " + std::strerror(errno));

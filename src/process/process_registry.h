@@ -52,7 +52,8 @@ struct ProcessRecord {
 class ProcessRegistry {
  public:
   /// Opens the procfs root. Throws std::runtime_error when it cannot be opened.
-  explicit ProcessRegistry(const FsRoot& proc);
+  /// `budget`: where kept fds are counted (the daemon's shared one; tests pass their own).
+  explicit ProcessRegistry(const FsRoot& proc, FdBudget& budget = FdBudget::shared());
   ~ProcessRegistry();
   ProcessRegistry(const ProcessRegistry&) = delete;
   ProcessRegistry& operator=(const ProcessRegistry&) = delete;
@@ -119,7 +120,7 @@ class ProcessRegistry {
   FsRoot proc_;
   int root_fd_ = -1;
   bool procfs_ = false;  // the root is a real procfs (st_size of fd dirs is trusted)
-  FdBudget* budget_ = &FdBudget::shared();
+  FdBudget* budget_;
   std::uint32_t gen_ = 0;
   std::uint32_t listed_gen_ = 0;
   bool listed_full_ = false;
