@@ -28,9 +28,7 @@ bool FsRoot::is_live_procfs() const { return root_ == "/proc"; }
 
 int read_whole_file(const std::string& path, std::string& out) {
   out.clear();
-  // O_NONBLOCK: no effect on kernel files; a FIFO in a fixture tree reads as empty (or
-  // fails with EAGAIN) instead of waiting for a writer.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno;
   char buf[16384];
   for (;;) {
