@@ -16,6 +16,7 @@ inline constexpr std::size_t kMaxConfigFileBytes = 4u << 20;     // --config.fil
 inline constexpr std::size_t kMaxWebConfigFileBytes = 1u << 20;  // --web.config.file
 inline constexpr std::size_t kMaxPidfileBytes = 4096;            // pidfile: selectors
 inline constexpr std::size_t kMaxCgroupProcsBytes = 8u << 20;    // a unit's cgroup.procs
+inline constexpr std::size_t kMaxPemFileBytes = 1u << 20;        // TLS certificates, keys, CAs
 
 enum class Symlinks {
   Follow,  // config files: /etc/... is often a link into a ConfigMap or a package dir

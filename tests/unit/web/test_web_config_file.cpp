@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -240,4 +241,50 @@ TEST_CASE("load_web_config refuses what is not a regular file, without blocking 
   CHECK(error(certs / "big.yml") ==
         certs / "big.yml" + ": cannot read web config file: is larger than " +
             std::to_string(kMaxWebConfigFileBytes) + " bytes");
+}
+
+TEST_CASE("the certificate, key and CA files are read as regular files only, bounded") {
+  Certs certs;
+  std::ofstream(certs / "web.yml")
+      << "tls_server_config: {cert_file: cert.pem, key_file: server.key,\n"
+         "  client_auth_type: RequireAndVerifyClientCert, client_ca_file: ca.pem}\n";
+  auto error = [&] {
+    try {
+      load_web_config(certs / "web.yml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // A chain (leaf, then its CA) and a CA file with two certificates load from memory.
+  std::filesystem::copy_file(certs / "server.crt", certs / "cert.pem");
+  {
+    std::ofstream chain(certs / "cert.pem", std::ios::app);
+    chain << std::ifstream(certs / "ca.crt").rdbuf();
+  }
+  std::filesystem::copy_file(certs / "ca.crt", certs / "ca.pem");
+  {
+    std::ofstream cas(certs / "ca.pem", std::ios::app);
+    cas << std::ifstream(certs / "server.crt").rdbuf();
+  }
+  CHECK(error() == "");
+
+  std::filesystem::remove(certs / "cert.pem");
+  REQUIRE(::mkfifo((certs / "cert.pem").c_str(), 0600) == 0);
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(error().find("cannot load cert_file " + certs / "cert.pem" +
+                     ": is a FIFO, not a regular file") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+  std::filesystem::remove(certs / "cert.pem");
+  std::filesystem::copy_file(certs / "server.crt", certs / "cert.pem");
+  std::filesystem::remove(certs / "ca.pem");
+  std::filesystem::create_symlink("/dev/zero", certs / "ca.pem");
+  CHECK(error().find("cannot load client_ca_file " + certs / "ca.pem" +
+                     ": is a character device, not a regular file") != std::string::npos);
+  std::filesystem::remove(certs / "ca.pem");
+  std::ofstream(certs / "ca.pem") << std::string(kMaxPemFileBytes + 1, 'x');
+  CHECK(error().find("is larger than") != std::string::npos);
+  std::filesystem::remove(certs / "ca.pem");
+  std::ofstream(certs / "ca.pem") << "not a certificate\n";
+  CHECK(error().find("cannot load client_ca_file") != std::string::npos);
 }
