@@ -301,6 +301,37 @@ class FailClosed(unittest.TestCase):
             self.assertIn("is a directory, not a regular file", lw.output())
             os.rmdir(path)
 
+    def test_certificate_swapped_for_a_fifo_keeps_tls_and_sigterm_works(self):
+        d = tempfile.mkdtemp(prefix="cert-", dir=self.dir)
+        for f in ("tls.crt", "tls.key"):
+            shutil.copy(os.path.join(self.dir, f), d)
+        path = write(os.path.join(d, "web.yml"), self.web)
+        good = "YWxpY2U6czNjcmV0"  # alice:s3cret
+        with Loadwatch(["--web.config.file=" + path, "--target=self=comm:loadwatch"],
+                       wait_ready=False) as lw:
+            deadline = time.time() + 15
+            while time.time() < deadline:
+                try:
+                    if self.https_status(lw.port, good) == 200:
+                        break
+                except OSError:
+                    time.sleep(0.1)
+            os.remove(os.path.join(d, "tls.crt"))
+            os.mkfifo(os.path.join(d, "tls.crt"))
+            writer = os.open(os.path.join(d, "tls.crt"), os.O_RDWR | os.O_NONBLOCK)
+            self.addCleanup(os.close, writer)
+            deadline = time.time() + 10
+            while "is a FIFO, not a regular file" not in lw.output() and time.time() < deadline:
+                time.sleep(0.1)
+            self.assertIn("cannot load cert_file %s/tls.crt: is a FIFO" % d, lw.output())
+            lw.proc.send_signal(signal.SIGHUP)
+            time.sleep(0.5)
+            self.assertEqual(self.https_status(lw.port, good), 200)
+            self.assertEqual(self.https_status(lw.port), 401)
+            start = time.time()
+            self.assertEqual(lw.stop(), 0)
+            self.assertLess(time.time() - start, 3)
+
     def test_empty_config_is_refused_by_check_and_sighup_unless_allowed(self):
         cfg = write(os.path.join(self.dir, "lw.yml"), "")
         p = run(["--config.file=" + cfg, "--config.check"])
