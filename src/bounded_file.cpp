@@ -3,8 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 namespace loadwatch {
@@ -33,8 +33,8 @@ BoundedFile::BoundedFile(const std::string& path, Symlinks symlinks) : symlinks_
   // A look before opening, so a device node is not even opened (opening some has effects:
   // a watchdog, a tape). Not the check that counts: the file can change before open(), so
   // the open fd is checked again below.
-  const int rc = symlinks == Symlinks::Refuse ? ::lstat(path.c_str(), &st_)
-                                              : ::stat(path.c_str(), &st_);
+  const int rc =
+      symlinks == Symlinks::Refuse ? ::lstat(path.c_str(), &st_) : ::stat(path.c_str(), &st_);
   if (rc != 0) {
     error_ = errno;
     return;

@@ -10,9 +10,9 @@ namespace loadwatch {
 
 /// Counts kept fds against a limit derived from the soft RLIMIT_NOFILE, read again by
 /// refresh() once a sample (the targets collector raises it at start; prlimit can change
-/// it): half of what is left after kReservedFds for the rest of the daemon, at most kMaxKept. At `ulimit -n 128`
-/// the limit is 0. Past the limit, readers open, read and close each time: slower, the same
-/// results. Thread-safe.
+/// it): half of what is left after kReservedFds for the rest of the daemon, at most kMaxKept. At
+/// `ulimit -n 128` the limit is 0. Past the limit, readers open, read and close each time: slower,
+/// the same results. Thread-safe.
 class FdBudget {
  public:
   static constexpr long kReservedFds = 256;

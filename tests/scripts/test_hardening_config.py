@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import BINARY, Loadwatch, free_port, http_get  # noqa: E402
 
 MARK = "lwhard%d" % os.getpid()  # in the test processes' command lines: no stranger matches
+GOOD_AUTH = "YWxpY2U6czNjcmV0"  # base64 of alice:s3cret, the web config's user
 
 
 def run(args, timeout=10):
@@ -243,6 +244,17 @@ class FailClosed(unittest.TestCase):
         except urllib.error.HTTPError as e:
             return e.code
 
+    def wait_for_https(self, port, auth, timeout=15):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                if self.https_status(port, auth) == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        self.fail("no HTTPS 200 on port %d in %ds" % (port, timeout))
+
     def plain_http_refused(self, port):
         try:
             http_get("http://127.0.0.1:%d/metrics" % port, timeout=3)
@@ -269,17 +281,10 @@ class FailClosed(unittest.TestCase):
 
     def test_web_config_emptied_or_truncated_while_running_keeps_tls_and_auth(self):
         path = write(os.path.join(self.dir, "web.yml"), self.web)
-        good = "YWxpY2U6czNjcmV0"  # alice:s3cret
         with Loadwatch(["--web.config.file=" + path, "--target=self=comm:loadwatch"],
                        wait_ready=False) as lw:
-            deadline = time.time() + 15
-            while time.time() < deadline:
-                try:
-                    if self.https_status(lw.port, good) == 200:
-                        break
-                except OSError:
-                    time.sleep(0.1)
-            self.assertEqual(self.https_status(lw.port, good), 200)
+            self.wait_for_https(lw.port, GOOD_AUTH)
+            self.assertEqual(self.https_status(lw.port, GOOD_AUTH), 200)
             for text, why in (("", "the web config is empty"),
                               ("tls_server_config:\n", "tls_server_config is empty"),
                               ("basic_auth_users:\n  alice: $2b$04$abc", "not a bcrypt hash")):
@@ -291,7 +296,7 @@ class FailClosed(unittest.TestCase):
                 lw.proc.send_signal(signal.SIGHUP)
                 time.sleep(0.5)
                 self.assertEqual(self.https_status(lw.port), 401, text)
-                self.assertEqual(self.https_status(lw.port, good), 200, text)
+                self.assertEqual(self.https_status(lw.port, GOOD_AUTH), 200, text)
                 self.assertTrue(self.plain_http_refused(lw.port), text)
             os.remove(path)
             os.mkdir(path)
@@ -306,16 +311,9 @@ class FailClosed(unittest.TestCase):
         for f in ("tls.crt", "tls.key"):
             shutil.copy(os.path.join(self.dir, f), d)
         path = write(os.path.join(d, "web.yml"), self.web)
-        good = "YWxpY2U6czNjcmV0"  # alice:s3cret
         with Loadwatch(["--web.config.file=" + path, "--target=self=comm:loadwatch"],
                        wait_ready=False) as lw:
-            deadline = time.time() + 15
-            while time.time() < deadline:
-                try:
-                    if self.https_status(lw.port, good) == 200:
-                        break
-                except OSError:
-                    time.sleep(0.1)
+            self.wait_for_https(lw.port, GOOD_AUTH)
             os.remove(os.path.join(d, "tls.crt"))
             os.mkfifo(os.path.join(d, "tls.crt"))
             writer = os.open(os.path.join(d, "tls.crt"), os.O_RDWR | os.O_NONBLOCK)
@@ -326,7 +324,7 @@ class FailClosed(unittest.TestCase):
             self.assertIn("cannot load cert_file %s/tls.crt: is a FIFO" % d, lw.output())
             lw.proc.send_signal(signal.SIGHUP)
             time.sleep(0.5)
-            self.assertEqual(self.https_status(lw.port, good), 200)
+            self.assertEqual(self.https_status(lw.port, GOOD_AUTH), 200)
             self.assertEqual(self.https_status(lw.port), 401)
             start = time.time()
             self.assertEqual(lw.stop(), 0)

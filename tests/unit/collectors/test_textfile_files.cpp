@@ -12,21 +12,13 @@
 #include <string>
 
 #include "collectors/textfile.h"
+#include "tests/lib/temp_dir.h"
 
 using namespace loadwatch;
 namespace fs = std::filesystem;
+using loadwatch::test::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/lw-textfile-files-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const char* name) const { return (path / name).string(); }
-};
 
 /// One collect(): the names of the families exported and the scrape error gauge.
 struct Result {

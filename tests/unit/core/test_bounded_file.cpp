@@ -10,23 +10,11 @@
 #include <fstream>
 
 #include "bounded_file.h"
+#include "tests/lib/temp_dir.h"
 
 using namespace loadwatch;
 namespace fs = std::filesystem;
-
-namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/lw-bounded-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const char* name) const { return (path / name).string(); }
-};
-
-}  // namespace
+using loadwatch::test::TempDir;
 
 TEST_CASE("a regular file is read whole, up to and including the cap") {
   TempDir d;
@@ -58,7 +46,8 @@ TEST_CASE("what is not a regular file is refused without blocking or reading it"
   auto start = std::chrono::steady_clock::now();
   CHECK(read_bounded_file(d / "fifo", 10, out, &error) == EINVAL);
   CHECK(error == d / "fifo" + ": is a FIFO, not a regular file");
-  int writer_side = ::open((d / "fifo").c_str(), O_RDWR | O_NONBLOCK);  // a writer that never writes
+  int writer_side =
+      ::open((d / "fifo").c_str(), O_RDWR | O_NONBLOCK);  // a writer that never writes
   REQUIRE(writer_side >= 0);
   CHECK(read_bounded_file(d / "fifo", 10, out) == EINVAL);
   ::close(writer_side);

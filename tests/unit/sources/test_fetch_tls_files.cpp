@@ -33,8 +33,8 @@ TEST_CASE("a FIFO, a device or a huge file as a TLS file fails the scrape as cre
     return r.message;
   };
   options.tls.ca_file = (dir / "ca.pem").string();
-  CHECK(fetch() == "cannot load tls ca_file " + options.tls.ca_file +
-                       ": is a FIFO, not a regular file");
+  CHECK(fetch() ==
+        "cannot load tls ca_file " + options.tls.ca_file + ": is a FIFO, not a regular file");
   options.tls.ca_file.clear();
   options.tls.cert_file = (dir / "cert.pem").string();
   options.tls.key_file = (dir / "key.pem").string();
