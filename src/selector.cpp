@@ -28,6 +28,7 @@ long parse_positive(const std::string& value, long max, const char* what) {
   }
   return n;
 }
+
 // RE2: matching is linear in the command line and needs no stack proportional to it or to the
 // pattern (std::regex recursed per character and overflowed the sampler's stack).
 std::shared_ptr<const re2::RE2> compile_cmdline_pattern(const std::string& value) {

@@ -44,7 +44,7 @@ class ProcessHandle {
   pid_t pid() const { return pid_; }
 
   /// Reads the whole text of stat, status or io into `buf` (pread at offset 0 on the kept
-  /// fd, or open/read/close when the budget is used up: the handle then keeps none).
+  /// fd, or open/read/close when the budget is used up).
   ReadResult read(File file, std::string& buf);
 
   /// Reads a file that is not kept open, relative to PID/: "limits", "cmdline",
