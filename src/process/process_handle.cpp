@@ -47,19 +47,22 @@ int pread_all(int fd, std::string& buf) {
 }
 
 // Reads the first `max` bytes at most (fewer at EOF), chunk by chunk: most texts are short.
+// As in pread_all, a short read of a /proc file is its end (PID/cmdline hands out all it
+// has up to the count asked), which spares the read that would return 0.
 int read_prefix(int fd, std::size_t max, std::string& buf) {
   buf.clear();
   char chunk[8192];
   while (buf.size() < max) {
-    ssize_t n = ::read(fd, chunk, std::min(sizeof chunk, max - buf.size()));
+    const std::size_t want = std::min(sizeof chunk, max - buf.size());
+    ssize_t n = ::read(fd, chunk, want);
     if (n < 0) {
       if (errno == EINTR) continue;
       int err = errno;
       buf.clear();
       return err;
     }
-    if (n == 0) break;
     buf.append(chunk, static_cast<std::size_t>(n));
+    if (static_cast<std::size_t>(n) < want) break;
   }
   return 0;
 }

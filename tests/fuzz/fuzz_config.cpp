@@ -1,7 +1,9 @@
 // libFuzzer harness: the config loader (YAML, duplicate keys, every section's checks) and the
 // target selectors (RE2 cmdline patterns included).
-// FUZZ_SOURCES: src/config.cpp src/selector.cpp src/duration.cpp src/yaml_reader.cpp
-// src/bounded_file.cpp FUZZ_LIBS: -lyaml-cpp -lre2
+// clang-format off
+// FUZZ_SOURCES: src/config.cpp src/selector.cpp src/duration.cpp src/yaml_reader.cpp src/bounded_file.cpp
+// FUZZ_LIBS: -lyaml-cpp -lre2
+// clang-format on
 //
 // Besides "no crash, no UB, no leak, no stack overflow", it checks the contract:
 //  - parse_config() either returns a config or throws ConfigError naming the file first
