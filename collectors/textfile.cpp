@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bounded_file.h"
 #include "procfs/fs_root.h"
 #include "runs/wrk_summary.h"
 #include "sources/prom_text_parser.h"
@@ -28,7 +29,7 @@ namespace loadwatch {
 
 namespace {
 
-constexpr off_t kMaxFileBytes = 16 << 20;
+constexpr std::size_t kMaxFileBytes = 16 << 20;
 constexpr std::size_t kMaxFiles = 1000;
 
 struct CachedFile {
@@ -135,13 +136,17 @@ class TextfileCollector : public Collector {
   CachedFile load(const std::string& name) {
     CachedFile file;
     std::string path = dir_ + "/" + name;
-    struct stat st {};
-    if (stat(path.c_str(), &st) != 0) return file;  // size stays -1: vanished
-    if (!S_ISREG(st.st_mode)) {
+    // Opened first, then checked on the open fd: not a symlink, a regular file, at most the
+    // cap. A file swapped for a FIFO, a device or a link to /dev/zero between a check and
+    // the read can neither stall nor flood the sampler.
+    BoundedFile in(path, Symlinks::Refuse);
+    if (in.error() == ENOENT) return file;  // size stays -1: vanished
+    if (in.error() != 0) {
       file.size = 0;
-      file.error = "not a regular file";
+      file.error = in.describe(in.error());
       return file;
     }
+    const struct stat& st = in.status();
     auto it = cache_.find(name);
     if (it != cache_.end() && it->second.size == st.st_size && it->second.inode == st.st_ino &&
         it->second.mtime.tv_sec == st.st_mtim.tv_sec &&
@@ -151,17 +156,14 @@ class TextfileCollector : public Collector {
     file.mtime = st.st_mtim;
     file.size = st.st_size;
     file.inode = st.st_ino;
-    if (st.st_size > kMaxFileBytes) {
-      file.error = "larger than " + std::to_string(kMaxFileBytes) + " bytes";
+    if (static_cast<std::uint64_t>(st.st_size) > kMaxFileBytes) {
+      file.error = in.describe(EFBIG, kMaxFileBytes);  // without reading it
       return file;
     }
     std::string text;
-    if (int err = read_whole_file(path, text); err != 0) {
-      if (err == ENOENT) {
-        file.size = -1;
-        return file;
-      }
-      file.error = std::string("cannot read: ") + std::strerror(err);
+    if (int err = in.read(kMaxFileBytes, text); err != 0) {
+      file.error = err == EFBIG ? in.describe(err, kMaxFileBytes)
+                                : "cannot read: " + in.describe(err);
       return file;
     }
     auto parsed = parse_prom_text(text);

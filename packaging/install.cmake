@@ -86,7 +86,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 # postinst, as debhelper's dh_installsysusers depends on it (deb-systemd-helper and
 # deb-systemd-invoke come from init-system-helpers, which is Essential).
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "libc6 (>= 2.36), libstdc++6, libgcc-s1, libprometheus-cpp-core1.0, libcivetweb1 (>= 1.15), libspdlog1.10, libfmt9, libyaml-cpp0.7, zlib1g, libcurl4, libsystemd0, libmnl0, libcrypt1, libssl3, systemd | systemd-standalone-sysusers | systemd-sysusers")
+    "libc6 (>= 2.36), libstdc++6, libgcc-s1, libprometheus-cpp-core1.0, libcivetweb1 (>= 1.15), libspdlog1.10, libfmt9, libyaml-cpp0.7, zlib1g, libcurl4, libsystemd0, libmnl0, libcrypt1, libssl3, libre2-9, systemd | systemd-standalone-sysusers | systemd-sysusers")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     "${CMAKE_SOURCE_DIR}/packaging/debian/conffiles;${CMAKE_SOURCE_DIR}/packaging/debian/postinst;${CMAKE_SOURCE_DIR}/packaging/debian/prerm;${CMAKE_SOURCE_DIR}/packaging/debian/postrm")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)

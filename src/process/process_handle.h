@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <string>
 
+#include "process/fd_budget.h"
+
 namespace loadwatch {
 
 /// Outcome of one read. Gone covers ENOENT/ESRCH (the process exited: a normal race);
@@ -26,16 +28,6 @@ enum class ReadResult { Ok, Gone, Denied, Failed };
 
 /// Maps an errno of a /proc access to a ReadResult.
 ReadResult read_result_from_errno(int err);
-
-/// How many fds the handles of all processes may keep open between samples. When it is
-/// used up, further handles read with open/read/close each time (slower, same results).
-/// Owned by the registry; single-threaded (sampler thread).
-struct FdBudget {
-  long limit = 0;
-  long used = 0;
-  bool take() { return used < limit ? (++used, true) : false; }
-  void give() { --used; }
-};
 
 /// The handles of one process. Not copyable; closes its fds when destroyed. Used only from
 /// the sampler thread. `root_fd` (an fd on the procfs root) must outlive the handle.
@@ -56,8 +48,9 @@ class ProcessHandle {
   ReadResult read(File file, std::string& buf);
 
   /// Reads a file that is not kept open, relative to PID/: "limits", "cmdline",
-  /// "task/TID/children".
-  ReadResult read_other(const char* relative, std::string& buf);
+  /// "task/TID/children". With `max_bytes`, only the first max_bytes of it (the rest is
+  /// not read: "cmdline" can be megabytes).
+  ReadResult read_other(const char* relative, std::string& buf, std::size_t max_bytes = 0);
 
   /// readlink() of PID/relative ("exe", "fd/12").
   ReadResult readlink(const char* relative, std::string& out);

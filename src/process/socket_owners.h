@@ -11,18 +11,21 @@
 #include <unordered_map>
 #include <vector>
 
+#include "process/fd_budget.h"
 #include "procfs/fs_root.h"
 
 namespace loadwatch {
 
 /// Cache of fd -> socket inode per process. Not thread-safe: owned by the tcp collector and
-/// used from the sampler thread only. Holds up to kMaxDirFds open /proc/PID/fd directory fds.
+/// used from the sampler thread only. Holds up to kMaxDirFds open /proc/PID/fd directory fds,
+/// each taken from `budget` (the daemon's shared one by default); past either, a process's
+/// directory is opened by path each time.
 class SocketOwners {
  public:
   static constexpr std::size_t kMaxDirFds = 256;
   static constexpr unsigned kVerifySlices = 32;
 
-  SocketOwners() = default;
+  explicit SocketOwners(FdBudget& budget = FdBudget::shared()) : budget_(budget) {}
   ~SocketOwners();
   SocketOwners(const SocketOwners&) = delete;
   SocketOwners& operator=(const SocketOwners&) = delete;
@@ -64,10 +67,12 @@ class SocketOwners {
   int read_link(const FsRoot& proc, pid_t pid, const Proc& p, int fd, FdEntry& e);
   bool list_fds(const FsRoot& proc, pid_t pid, Proc& p, std::vector<int>& out);
   bool is_alive(std::uint64_t inode) const;
+  void close_dirfd(Proc& p);
 
   std::unordered_map<pid_t, Proc> procs_;
   std::vector<std::uint64_t> alive_;  // this sample's dump (sorted)
   std::vector<std::uint64_t> prev_alive_;
+  FdBudget& budget_;
   std::size_t open_dirfds_ = 0;
   unsigned sample_ = 0;
   Stats stats_;

@@ -46,6 +46,11 @@ std::unique_ptr<TargetResolver> make_target_resolver(const Selector& selector);
 /// most. nullopt for anything else (empty, garbage, "123abc", 0, negative).
 std::optional<pid_t> parse_pidfile(std::string_view text);
 
+/// How much of /proc/PID/cmdline a cmdline: selector reads and matches: a JVM's classpath can
+/// pass 50 KB; the kernel's limit is far larger (MAX_ARG_STRLEN pages per argument). A
+/// pattern matches within the first kMaxCmdlineBytes only (docs/limits.md).
+inline constexpr std::size_t kMaxCmdlineBytes = 128u << 10;
+
 /// Joins /proc/PID/cmdline's NUL-separated arguments with spaces (trailing NULs dropped).
 std::string join_cmdline(std::string_view raw);
 

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <deque>
 
+#include "bounded_file.h"
 #include "procfs/tokenizer.h"
 
 namespace loadwatch {
@@ -98,7 +99,8 @@ std::optional<std::string> find_unit_cgroup(const FsRoot& sys, std::string_view 
 
 bool UnitCgroup::read_tree(const FsRoot& sys, std::vector<pid_t>& out) {
   const std::string top = sys.path(dir_);
-  if (read_whole_file(top + "/cgroup.procs", buf_) != 0) return false;
+  // Bounded, regular files only: --path.sysfs may point at a tree others can write to.
+  if (read_bounded_file(top + "/cgroup.procs", kMaxCgroupProcsBytes, buf_) != 0) return false;
   parse_cgroup_procs(buf_, out);
   std::deque<std::string> queue{top};
   std::size_t seen = 0;
@@ -108,7 +110,9 @@ bool UnitCgroup::read_tree(const FsRoot& sys, std::vector<pid_t>& out) {
     for (const std::string& sub : subdirs(dir)) {
       if (++seen > kMaxUnitDirs) break;
       std::string child = dir + "/" + sub;
-      if (read_whole_file(child + "/cgroup.procs", buf_) == 0) parse_cgroup_procs(buf_, out);
+      if (read_bounded_file(child + "/cgroup.procs", kMaxCgroupProcsBytes, buf_) == 0) {
+        parse_cgroup_procs(buf_, out);
+      }
       queue.push_back(std::move(child));
     }
   }
