@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "exposition.h"
 
@@ -30,7 +30,6 @@ class Guard {
 
   void run() {
     alive_.assign(fams_.size(), true);
-    dedup_.assign(fams_.size(), options_.dedup_all);
     index_names();
     drop_reserved();
     drop_name_collisions();
@@ -91,7 +90,6 @@ class Guard {
       f.metric.clear();
       origins_[i].clear();
       alive_[i] = false;
-      dedup_[first] = true;
     }
   }
 
@@ -226,29 +224,25 @@ class Guard {
                      [](const auto& a, const auto& b) { return a.upper_bound < b.upper_bound; });
   }
 
-  void fix_text(std::string& text, std::uint16_t origin, bool& replaced) {
+  void fix_text(std::string& text, std::uint16_t origin) {
     if (options_.fix_utf8 && replace_invalid_utf8(text)) {
       report_.invalid_utf8[origin_id(origin)] += 1;
-      replaced = true;
     }
   }
 
   void check_family(std::size_t i) {
     auto& f = fams_[i];
     auto& o = origins_[i];
-    bool replaced = false;
     if (!f.help.empty()) {
-      fix_text(f.help, o.empty() ? 0 : o[0], replaced);
+      fix_text(f.help, o.empty() ? 0 : o[0]);
       if (f.help.size() > kMaxHelpBytes) truncate_utf8(f.help, kMaxHelpBytes);
     }
     std::vector<const char*> problem(f.metric.size(), nullptr);
-    bool several_origins = false;
     for (std::size_t k = 0; k < f.metric.size(); ++k) {
       auto& m = f.metric[k];
-      several_origins = several_origins || o[k] != o[0];
       problem[k] = label_problem(m, f.type);
       if (problem[k]) continue;
-      for (auto& l : m.label) fix_text(l.value, o[k], replaced);
+      for (auto& l : m.label) fix_text(l.value, o[k]);
       if (f.type == MetricType::Summary) check_quantiles(i, k);
       if (f.type == MetricType::Histogram) check_buckets(i, k);
     }
@@ -256,30 +250,76 @@ class Guard {
       if (problem[k]) count(o[k], problem[k], f.name, double(series_count(f.metric[k], f.type)));
     }
     filter(i, nullptr, [&](std::size_t k) { return !problem[k]; });
-    if ((dedup_[i] || replaced || several_origins || has_foreign(i)) && f.metric.size() > 1) {
-      dedup(i);
-    }
+    if (f.metric.size() > 1) dedup(i);
   }
 
+  // Hashes each label set (order-free: a sum of mixed per-label hashes), sorts the hashes
+  // and compares label sets only where two hashes meet: no string is built per series.
   void dedup(std::size_t i) {
     auto& f = fams_[i];
-    std::unordered_set<std::string> seen;
-    seen.reserve(f.metric.size());
-    std::vector<const ClientMetric::Label*> sorted;
-    filter(i, drop_reason::kDuplicate, [&](std::size_t k) {
-      const auto& labels = f.metric[k].label;
-      sorted.clear();
-      for (const auto& l : labels) sorted.push_back(&l);
-      std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->name < b->name; });
-      std::string sig;
-      for (const auto* l : sorted) {
-        sig += l->name;
-        sig.push_back('\0');
-        sig += l->value;
-        sig.push_back('\0');
+    std::size_t n = f.metric.size();
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> keys(n);
+    std::hash<std::string_view> h;
+    for (std::size_t k = 0; k < n; ++k) {
+      std::uint64_t sum = 0;
+      for (const auto& l : f.metric[k].label) {
+        sum += mix(h(l.name) * 0x9E3779B97F4A7C15ull ^ h(l.value));
       }
-      return seen.insert(std::move(sig)).second;
-    });
+      keys[k] = {sum, static_cast<std::uint32_t>(k)};
+    }
+    std::sort(keys.begin(), keys.end());
+    std::vector<bool> repeat(n, false);
+    for (std::size_t a = 0; a < n;) {
+      std::size_t e = a + 1;
+      while (e < n && keys[e].first == keys[a].first) ++e;
+      if (e - a <= 8) {
+        for (std::size_t x = a; x < e; ++x) {
+          for (std::size_t y = x + 1; y < e; ++y) {  // keys[x].second < keys[y].second
+            std::uint32_t p = keys[x].second, q = keys[y].second;
+            if (!repeat[q] && same_labels(f.metric[p], f.metric[q])) repeat[q] = true;
+          }
+        }
+      } else {
+        // Many equal hashes (crafted collisions): sorted signatures, not pairs.
+        std::set<std::string> seen;
+        for (std::size_t x = a; x < e; ++x) {
+          std::uint32_t p = keys[x].second;
+          if (!seen.insert(signature(f.metric[p])).second) repeat[p] = true;
+        }
+      }
+      a = e;
+    }
+    filter(i, drop_reason::kDuplicate, [&](std::size_t k) { return !repeat[k]; });
+  }
+
+  static std::string signature(const ClientMetric& m) {
+    std::vector<const ClientMetric::Label*> sorted;
+    for (const auto& l : m.label) sorted.push_back(&l);
+    std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->name < b->name; });
+    std::string sig;
+    for (const auto* l : sorted) {
+      sig += l->name;
+      sig.push_back('\0');
+      sig += l->value;
+      sig.push_back('\0');
+    }
+    return sig;
+  }
+
+  static std::uint64_t mix(std::uint64_t z) {  // splitmix64's finalizer
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+
+  // Label names are unique within a series here (label_problem), so equal sizes and every
+  // label of one found in the other mean the same set.
+  static bool same_labels(const ClientMetric& a, const ClientMetric& b) {
+    if (a.label.size() != b.label.size()) return false;
+    for (const auto& l : a.label) {
+      if (std::find(b.label.begin(), b.label.end(), l) == b.label.end()) return false;
+    }
+    return true;
   }
 
   void cap_total() {
@@ -303,7 +343,7 @@ class Guard {
   SeriesOrigins& origins_;
   const GuardOptions& options_;
   GuardReport& report_;
-  std::vector<bool> alive_, dedup_;
+  std::vector<bool> alive_;
   std::unordered_map<std::string, std::size_t> by_name_;
 };
 

@@ -33,9 +33,6 @@ struct GuardOptions {
   std::size_t max_series = kMaxPageSeries;
   /// Replace invalid UTF-8 in HELP and label values with U+FFFD (and count it).
   bool fix_utf8 = true;
-  /// Look for repeated series in every family, not only in those with foreign metrics,
-  /// several origins or a replaced value (loadwatch's own code does not repeat a series).
-  bool dedup_all = false;
 };
 
 /// What a guard pass changed, by origin (without kForeignOrigin).

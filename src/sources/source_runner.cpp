@@ -38,7 +38,6 @@ void finish_scrape(std::vector<prometheus::MetricFamily>& families, const Source
                    DropCounts& dropped) {
   GuardOptions options;
   options.fix_utf8 = false;
-  options.dedup_all = true;  // a kind's own families too: Locust may list a row twice
   GuardReport report;
   guard_families(families, nullptr, options, report);
   for (const auto& [key, n] : report.dropped) count_drop(dropped, key.second, n);

@@ -62,7 +62,6 @@ void add_source(ScrapeResult& result, const std::string& kind, MetricSink& sink)
   if (result.error != FetchError::None) return;
   GuardOptions options;
   options.fix_utf8 = false;
-  options.dedup_all = true;
   GuardReport report;
   guard_families(result.families, nullptr, options, report);
   cap_series(result.families, source_config().max_series);
