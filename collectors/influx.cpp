@@ -8,6 +8,7 @@
 #include <chrono>
 #include <string>
 
+#include "heap_trim.h"
 #include "web/gzip.h"
 
 namespace loadwatch {
@@ -95,6 +96,7 @@ HttpHandler make_influx_write_handler(std::shared_ptr<JMeterModel> model, bool v
                                  "\" is not supported: use gzip or identity");
     }
     auto outcome = model->ingest_influx(source, body, unix_now(), *ns);
+    note_heap_freed(req.body.size() + inflated.data.size());  // both go after the answer
     if (outcome.refused) {
       // InfluxDB answers a full database with an error the writer logs; a 204 here would
       // lose the run's numbers silently.

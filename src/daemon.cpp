@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "flags.h"
+#include "heap_trim.h"
 #include "logging.h"
 #include "sampler.h"
 #include "version.h"
@@ -72,6 +73,7 @@ void reload(const Options& options, Sampler& sampler, HttpServer& http) {
 }
 
 int serve(const Options& options, Config config) {
+  tune_heap();
   // Signals are taken synchronously by this thread; every thread started below inherits the mask.
   sigset_t signals;
   sigemptyset(&signals);

@@ -6,13 +6,18 @@
 
 namespace loadwatch {
 
-void note_heap_freed(std::size_t bytes) {
-  static std::atomic<std::size_t> freed{0};
-  if (bytes == 0) return;
-  std::size_t total = freed.fetch_add(bytes) + bytes;
-  if (total < kHeapTrimAfterBytes) return;
-  // One thread trims; others that cross the mark meanwhile find the counter reset.
-  if (freed.exchange(0) >= kHeapTrimAfterBytes) malloc_trim(0);
+namespace {
+std::atomic<std::size_t> freed{0};
+}  // namespace
+
+void tune_heap() { mallopt(M_MMAP_THRESHOLD, 256 * 1024); }
+
+void note_heap_freed(std::size_t bytes) { freed.fetch_add(bytes, std::memory_order_relaxed); }
+
+void trim_heap_if_due() {
+  if (freed.load(std::memory_order_relaxed) < kHeapTrimAfterBytes) return;
+  freed.store(0, std::memory_order_relaxed);
+  malloc_trim(0);
 }
 
 }  // namespace loadwatch

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "heap_trim.h"
 #include "series_guard.h"
 #include "version.h"
 
@@ -152,6 +153,8 @@ void Sampler::sample_once() {
     latest_ = std::move(snap);
   }
   samples_.fetch_add(1);
+  previous.reset();
+  trim_heap_if_due();  // after a burst of big inputs, off every request path
 }
 
 std::string Sampler::origin_name(std::uint16_t origin) const {

@@ -423,16 +423,18 @@ TEST_CASE("jmeter influx: summaryOnly aggregate: _sum only while nothing failed"
   CHECK(std::isnan(v["loadwatch_generator_latency_seconds_sum{source=p}"]));
 }
 
-TEST_CASE("jmeter influx: 128,000 distinct pctN fields keep 32 quantiles, in linear time") {
-  // Before the cap every new field scanned every kept quantile under the model's lock:
-  // 20 s for this line. Now each field costs at most kMaxQuantilesPerSeries compares.
+TEST_CASE("jmeter influx: distinct pctN fields past the cap are dropped, in linear time") {
+  // Before the cap every new field scanned every kept quantile under the model's lock
+  // (20 s for a line of 128,000; such a line is now malformed: kInfluxMaxFields). Now each
+  // field costs at most kMaxQuantilesPerSeries compares.
   std::string line = "jmeter,transaction=t,statut=all count=1";
-  for (int i = 0; i < 128000; ++i) {
-    line += ",pct" + std::to_string(i / 1000) + "." + std::to_string(i % 1000) + "=1";
+  for (std::size_t i = 0; i + 1 < kInfluxMaxFields; ++i) {
+    line += ",pct" + std::to_string(i / 100) + "." + std::to_string(i % 100) + "=1";
   }
   line += "\n";
   JMeterModel m("influx");
   auto outcome = m.ingest_influx("db", line, 1000);
+  CHECK(outcome.malformed == 0);
   CHECK(outcome.taken == 1);
   MetricSink sink;
   m.collect(sink);
@@ -443,6 +445,13 @@ TEST_CASE("jmeter influx: 128,000 distinct pctN fields keep 32 quantiles, in lin
   }
   auto v = flatten(m);
   CHECK(v["loadwatch_push_rejected_lines_total{protocol=influx,reason=max_quantiles}"] == 1);
+
+  std::string huge = "jmeter,transaction=t,statut=all count=1";
+  for (int i = 0; i < 128000; ++i) huge += ",pct" + std::to_string(i) + "=1";
+  auto refused = m.ingest_influx("db", huge + "\n", 1000);
+  CHECK(refused.malformed == 1);
+  REQUIRE(refused.errors.size() == 1);
+  CHECK(std::string(refused.errors[0].message) == "too many fields");
 }
 
 TEST_CASE("jmeter: names past the label cap are refused, not stored") {
