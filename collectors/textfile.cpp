@@ -175,6 +175,7 @@ class TextfileCollector : public Collector {
       return file;
     }
     std::string text;
+    text.reserve(static_cast<std::size_t>(st.st_size));  // one buffer, not a doubling one
     if (int err = read_whole_file(path, text); err != 0) {
       if (err == ENOENT) {
         file.size = -1;
