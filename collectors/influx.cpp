@@ -101,11 +101,12 @@ HttpHandler make_influx_write_handler(std::shared_ptr<JMeterModel> model, bool v
       // InfluxDB answers a full database with an error the writer logs; a 204 here would
       // lose the run's numbers silently.
       std::string_view reason = outcome.refused;
-      std::string why = std::string(param) + " \"" + source + "\" refused (reason " +
-                        std::string(reason) + "): ";
+      std::string why =
+          std::string(param) + " \"" + source + "\" refused (reason " + std::string(reason) + "): ";
       if (reason == "max_sources") {
-        why += "too many databases, and none of those kept has been quiet long enough to be "
-               "replaced";
+        why +=
+            "too many databases, and none of those kept has been quiet long enough to be "
+            "replaced";
       } else if (reason == "max_series") {
         why += "the series cap of this listener is reached";
       } else {

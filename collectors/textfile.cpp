@@ -38,10 +38,10 @@ struct CachedFile {
   ino_t inode = 0;
   std::vector<prometheus::MetricFamily> families;
   std::string error;  // why the file is skipped; empty when it is fine
-  std::size_t series = 0;     // kept
-  DropCounts dropped;         // not kept, noted at each sample
-  bool truncated = false;     // the directory's series budget cut it
-  std::size_t budget = 0;     // the budget it was parsed with
+  std::size_t series = 0;      // kept
+  DropCounts dropped;          // not kept, noted at each sample
+  bool truncated = false;      // the directory's series budget cut it
+  std::size_t budget = 0;      // the budget it was parsed with
   std::size_t text_bytes = 0;  // of the text parsed, freed with the entry
 };
 

@@ -24,8 +24,7 @@ TextfileContent parse_textfile(std::string_view text, std::size_t max_series) {
     }
   }
   out.dropped = std::move(parsed.dropped);
-  count_drop(out.dropped, drop_reason::kMaxSeries,
-             double(cap_series(parsed.families, max_series)));
+  count_drop(out.dropped, drop_reason::kMaxSeries, double(cap_series(parsed.families, max_series)));
   out.truncated = out.dropped.count(drop_reason::kMaxSeries) > 0;
   for (const auto& f : parsed.families) {
     for (const auto& m : f.metric) out.series += series_count(m, f.type);

@@ -140,7 +140,8 @@ void Sampler::sample_once() {
   GuardReport report;
   guard_families(families, &origins, GuardOptions{}, report);
   account(report, out);
-  auto snap = std::make_shared<const Snapshot>(std::move(families), std::move(ctx.targets), ctx.now);
+  auto snap =
+      std::make_shared<const Snapshot>(std::move(families), std::move(ctx.targets), ctx.now);
   std::shared_ptr<const Snapshot> previous;
   {
     std::lock_guard lock(mutex_);
@@ -184,9 +185,10 @@ void Sampler::account(const GuardReport& report, const MetricSink& sink) {
     std::string collector = origin_name(origin);
     invalid_utf8_[collector] += n;
     if (logged_.size() <= 1000 && logged_.insert(collector + "\x1futf8").second) {
-      spdlog::warn("collector {}: {} HELP text(s) or label value(s) with invalid UTF-8, written "
-                   "with U+FFFD (logged once)",
-                   collector, n);
+      spdlog::warn(
+          "collector {}: {} HELP text(s) or label value(s) with invalid UTF-8, written "
+          "with U+FFFD (logged once)",
+          collector, n);
     }
   }
 }

@@ -279,8 +279,7 @@ JMeterModel::Result JMeterModel::ingest_graphite(const GraphiteLine& line, doubl
 }
 
 void JMeterModel::apply_influx_locked(Source& s, const InfluxPoint& p, double now,
-                                      std::int64_t ns_per_unit, bool& taken,
-                                      const char*& dropped) {
+                                      std::int64_t ns_per_unit, bool& taken, const char*& dropped) {
   if (p.measurement == "events") {
     const InfluxField* text = p.field("text");
     if (!text || text->type != InfluxField::Type::String) return;

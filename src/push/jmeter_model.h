@@ -11,8 +11,8 @@
 
 #include "metric_sink.h"
 #include "push/graphite_parser.h"
-#include "series_limits.h"
 #include "push/influx_line_protocol.h"
+#include "series_limits.h"
 
 namespace loadwatch {
 

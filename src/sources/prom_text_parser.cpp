@@ -504,9 +504,9 @@ class Parser {
   std::vector<FamilyState> families_;
   std::unordered_map<std::string, size_t> index_;
   DropCounts dropped_;
-  std::size_t kept_ = 0;               // sample lines stored
-  const char* sample_drop_ = nullptr;  // why the sample being read will be dropped
-  std::size_t last_touched_ = SIZE_MAX;  // index in families_
+  std::size_t kept_ = 0;                         // sample lines stored
+  const char* sample_drop_ = nullptr;            // why the sample being read will be dropped
+  std::size_t last_touched_ = SIZE_MAX;          // index in families_
   std::unordered_set<std::string> seen_series_;  // strict mode only
 };
 

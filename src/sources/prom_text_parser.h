@@ -24,12 +24,12 @@ struct PromTextLimits {
   /// Sample lines kept (each is one series); later ones are dropped as max_series. Also
   /// bounds the families held while parsing.
   std::size_t max_series = SIZE_MAX;
-  std::size_t max_label_name = kMaxLabelNameBytes;    // else label_limit
-  std::size_t max_label_value = kMaxLabelValueBytes;  // else label_limit
-  std::size_t max_labels = kMaxLabelsPerSeries;       // else label_limit
-  std::size_t max_quantiles = kMaxQuantilesPerSeries; // per summary series
-  std::size_t max_buckets = kMaxBucketsPerSeries;     // per histogram series
-  std::size_t max_help = kMaxHelpBytes;               // longer HELP is cut
+  std::size_t max_label_name = kMaxLabelNameBytes;     // else label_limit
+  std::size_t max_label_value = kMaxLabelValueBytes;   // else label_limit
+  std::size_t max_labels = kMaxLabelsPerSeries;        // else label_limit
+  std::size_t max_quantiles = kMaxQuantilesPerSeries;  // per summary series
+  std::size_t max_buckets = kMaxBucketsPerSeries;      // per histogram series
+  std::size_t max_help = kMaxHelpBytes;                // longer HELP is cut
   /// Strict mode, for checking loadwatch's own /metrics: no caps, and besides the format
   /// rules every HELP and label value must be valid UTF-8, no series may appear twice
   /// (sample name and labels, quantile/le included), a family's lines must be contiguous

@@ -164,9 +164,10 @@ void SourceRunner::run() {
             spdlog::warn("source {}: more than {} series, dropping {} (warned once)", cfg.name,
                          cfg.max_series, n);
           } else {
-            spdlog::warn("source {}: dropped {} series (reason {}; see docs/limits.md; warned "
-                         "once)",
-                         cfg.name, n, reason);
+            spdlog::warn(
+                "source {}: dropped {} series (reason {}; see docs/limits.md; warned "
+                "once)",
+                cfg.name, n, reason);
           }
         }
       }

@@ -62,7 +62,7 @@ struct SourceSnapshot {
   std::array<double, std::size(kFetchErrorReasons)> errors{};
   /// Series dropped (max_series cap, parse caps, repeats), by reason, summed over scrapes.
   DropCounts dropped_series;
-  std::string last_error;     // message of the last failure, for logs and the API
+  std::string last_error;  // message of the last failure, for logs and the API
   /// Families of the last scrape when it succeeded; empty while the source is down (stale
   /// numbers of a dead peer are worse than none).
   std::vector<prometheus::MetricFamily> families;

@@ -264,7 +264,8 @@ TEST_CASE("textfile: the directory's series cap is shared by its files, noted ea
     auto p = h.page();
     CHECK(p.notes.at({1, "max_series"}) == 500 + 1);
     std::size_t kept = 0;
-    for (std::size_t at = 0; (at = p.text.find("\njob_big{", at)) != std::string::npos; ++at) ++kept;
+    for (std::size_t at = 0; (at = p.text.find("\njob_big{", at)) != std::string::npos; ++at)
+      ++kept;
     CHECK(kept == kMaxTextfileSeries);
     CHECK(p.text.find("job_small 1") == std::string::npos);
   }

@@ -50,8 +50,8 @@ std::vector<MetricFamily> random_families(std::mt19937_64& rng) {
   const MetricType types[] = {MetricType::Counter, MetricType::Gauge, MetricType::Summary,
                               MetricType::Histogram, MetricType::Untyped};
   for (int f = 0; f < 12; ++f) {
-    MetricFamily fam{"fam_" + std::to_string(f), rng() % 3 ? "help text é" : "", types[rng() % 5],
-                     {}};
+    MetricFamily fam{
+        "fam_" + std::to_string(f), rng() % 3 ? "help text é" : "", types[rng() % 5], {}};
     for (int k = int(rng() % 4); k > 0; --k) {
       ClientMetric m;
       for (int l = int(rng() % 3); l > 0; --l) {
@@ -123,7 +123,7 @@ TEST_CASE("valid_utf8 follows Unicode's well-formed table") {
   CHECK(valid_utf8(""));
   CHECK(valid_utf8("plain ascii"));
   CHECK(valid_utf8("é中文😀"));
-  CHECK(valid_utf8("\xF4\x8F\xBF\xBF"));      // U+10FFFF
+  CHECK(valid_utf8("\xF4\x8F\xBF\xBF"));        // U+10FFFF
   CHECK_FALSE(valid_utf8("\xF4\x90\x80\x80"));  // past U+10FFFF
   CHECK_FALSE(valid_utf8("\xC0\xAF"));          // overlong '/'
   CHECK_FALSE(valid_utf8("\xE0\x80\xAF"));      // overlong

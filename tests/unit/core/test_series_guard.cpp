@@ -220,10 +220,10 @@ TEST_CASE("guard: an invalid metric name or a family repeated in the vector") {
 
 TEST_CASE("guard: random hostile families always serialize into a strict page") {
   std::mt19937_64 rng(7);
-  const std::string names[] = {"a", "a_count", "a_sum", "a_bucket", "loadwatch_load1", "b",
-                               "0x", ""};
-  const std::string values[] = {"", "v", "\xff", "\xc3", "é", "\\", "\n", "\"",
-                                std::string(kMaxLabelValueBytes + 1, 'x')};
+  const std::string names[] = {"a", "a_count", "a_sum", "a_bucket", "loadwatch_load1",
+                               "b", "0x",      ""};
+  const std::string values[] = {
+      "", "v", "\xff", "\xc3", "é", "\\", "\n", "\"", std::string(kMaxLabelValueBytes + 1, 'x')};
   const std::string lnames[] = {"l", "m", "le", "quantile", "__name__", "1", "", "source"};
   const MetricType types[] = {MetricType::Counter, MetricType::Gauge, MetricType::Summary,
                               MetricType::Histogram, MetricType::Untyped};
@@ -238,8 +238,10 @@ TEST_CASE("guard: random hostile families always serialize into a strict page") 
         for (int l = int(rng() % 3); l > 0; --l) {
           m.label.push_back({lnames[rng() % std::size(lnames)], values[rng() % std::size(values)]});
         }
-        for (int q = int(rng() % 3); q > 0; --q) m.summary.quantile.push_back({double(rng() % 3) / 2, 1});
-        for (int b = int(rng() % 3); b > 0; --b) m.histogram.bucket.push_back({1, double(rng() % 3)});
+        for (int q = int(rng() % 3); q > 0; --q)
+          m.summary.quantile.push_back({double(rng() % 3) / 2, 1});
+        for (int b = int(rng() % 3); b > 0; --b)
+          m.histogram.bucket.push_back({1, double(rng() % 3)});
         fam.metric.push_back(m);
       }
       if (rng() % 2) {

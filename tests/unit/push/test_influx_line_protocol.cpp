@@ -218,7 +218,7 @@ TEST_CASE("influx: fields and tags per point are capped; the next line is still 
   std::string tags;
   for (std::size_t i = 0; i < kInfluxMaxTags; ++i) tags += ",t" + std::to_string(i) + "=v";
   auto r = parse("m" + tags + " " + fields + "\n" +         // exactly at both caps: taken
-                 "m " + fields + ",one=1 2\n" +              // a field too many
+                 "m " + fields + ",one=1 2\n" +             // a field too many
                  "m" + tags + ",one=v v=1\n" + "m v=2\n");  // a tag too many, then a good line
   REQUIRE(r.points.size() == 2);
   CHECK(r.points[0].fields.size() == kInfluxMaxFields);

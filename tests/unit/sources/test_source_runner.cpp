@@ -1,6 +1,8 @@
 // SourceRunner without a network: a scripted kind (no requests, so process() is called
 // directly) drives up/down, error reasons, the series cap, HELP escaping, and stopping;
 // secret files and the `credentials` reason on temporary files.
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -16,9 +18,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
-
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 
 #include "sources/prometheus.h"
 #include "sources/secret_file.h"
@@ -226,8 +225,8 @@ TEST_CASE("HELP stays raw (the serializer escapes it); a throwing kind is a pars
 TEST_CASE("repeated series and oversized labels of a scrape are dropped, counted by reason",
           "[runner]") {
   auto fam = counter_family("c", 3);
-  fam.metric.push_back(fam.metric[1]);                           // a repeat
-  fam.metric.push_back(fam.metric[0]);                           // and another
+  fam.metric.push_back(fam.metric[1]);                             // a repeat
+  fam.metric.push_back(fam.metric[0]);                             // and another
   fam.metric[0].label.push_back({"big", std::string(3000, 'x')});  // past kMaxLabelValueBytes
   SourceRunner r(config(), std::make_unique<Scripted>(std::vector<std::function<ScrapeResult()>>{
                                [fam] { return ok({fam}); }}));
