@@ -42,9 +42,9 @@ using namespace loadwatch;
 JMeterModel::Limits small_limits() {
   JMeterModel::Limits l;
   l.max_sources = 4;
-  l.max_transactions = 20;
-  l.max_series = 400;
-  l.max_series_per_source = 200;
+  l.max_transactions = 8;
+  l.max_series = 160;
+  l.max_series_per_source = 80;
   return l;
 }
 
@@ -52,7 +52,7 @@ SourceConfig source_config() {
   SourceConfig c;
   c.name = "fuzz";
   c.url = "http://127.0.0.1:1";
-  c.max_series = 200;
+  c.max_series = 100;
   return c;
 }
 
