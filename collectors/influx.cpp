@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "heap_trim.h"
 #include "unix_time.h"
 #include "web/gzip.h"
 
@@ -77,6 +78,29 @@ HttpHandler make_influx_write_handler(std::shared_ptr<JMeterModel> model, bool v
                                  "\" is not supported: use gzip or identity");
     }
     auto outcome = model->ingest_influx(source, body, unix_now(), *ns);
+    note_heap_freed(req.body.size() + inflated.data.size());  // both go after the answer
+    if (outcome.refused) {
+      // InfluxDB answers a full database with an error the writer logs; a 204 here would
+      // lose the run's numbers silently.
+      std::string_view reason = outcome.refused;
+      std::string why =
+          std::string(param) + " \"" + source + "\" refused (reason " + std::string(reason) + "): ";
+      if (reason == "max_sources") {
+        why +=
+            "too many databases, and none of those kept has been quiet long enough to be "
+            "replaced";
+      } else if (reason == "max_series") {
+        why += "the series cap of this listener is reached";
+      } else {
+        why += "the name is too long";
+      }
+      auto r = json_error(reason == "label_limit" ? 400 : 429, why);
+      if (outcome.retry_after_s > 0) {
+        r.headers.emplace_back("Retry-After",
+                               std::to_string(static_cast<long long>(outcome.retry_after_s)));
+      }
+      return r;
+    }
     if (outcome.malformed == 0) {
       HttpResponse r;
       r.status = 204;

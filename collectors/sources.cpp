@@ -21,6 +21,10 @@ std::unique_ptr<SourceScraper> make_source_scraper(const std::string& kind, RunO
 
 namespace {
 
+const char* const kDroppedHelp =
+    "Series of the source not exported, by reason: max_series (its cap), label_limit, "
+    "max_quantiles, max_buckets, duplicate, invalid_label; summed over scrapes.";
+
 bool same_endpoint(const SourceConfig& a, const SourceConfig& b) {
   return a.name == b.name && a.kind == b.kind && a.url == b.url;
 }
@@ -65,9 +69,17 @@ class SourcesCollector : public Collector {
                     {{"source", cfg.name}, {"reason", fetch_error_reason(kFetchErrorReasons[k])}},
                     s.errors[k]);
       }
-      out.counter("loadwatch_source_dropped_series_total",
-                  "Series dropped because the source exceeded its max_series, summed over scrapes.",
-                  {{"source", cfg.name}}, s.dropped_series);
+      // max_series always has a series, so a dashboard sees 0 before the first drop.
+      out.counter("loadwatch_source_dropped_series_total", kDroppedHelp,
+                  {{"source", cfg.name}, {"reason", drop_reason::kMaxSeries}},
+                  s.dropped_series.count(drop_reason::kMaxSeries)
+                      ? s.dropped_series.at(drop_reason::kMaxSeries)
+                      : 0);
+      for (const auto& [reason, n] : s.dropped_series) {
+        if (reason == drop_reason::kMaxSeries) continue;
+        out.counter("loadwatch_source_dropped_series_total", kDroppedHelp,
+                    {{"source", cfg.name}, {"reason", reason}}, n);
+      }
     }
     for (const auto& f : out.families()) types.emplace(f.name, f.type);
 
@@ -84,7 +96,15 @@ class SourcesCollector : public Collector {
           }
           continue;
         }
-        out.family(fam);
+        // Families a kind built itself (loadwatch_generator_*, loadwatch_mock_*) are
+        // loadwatch's own; re-exported text (any family of a prometheus source, mb_*) never
+        // displaces a family loadwatch exports.
+        bool own = runners_[i].config.kind != "prometheus" && fam.name.rfind("loadwatch_", 0) == 0;
+        if (own) {
+          out.family(fam);
+        } else {
+          out.foreign(fam);
+        }
       }
     }
   }

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "flags.h"
+#include "heap_trim.h"
 #include "logging.h"
 #include "runs/run_book.h"
 #include "runs/run_routes.h"
@@ -74,6 +75,7 @@ void reload(const Options& options, Sampler& sampler, HttpServer& http) {
 }
 
 int serve(const Options& options, Config config) {
+  tune_heap();
   // Signals are taken synchronously by this thread; every thread started below inherits the mask.
   sigset_t signals;
   sigemptyset(&signals);

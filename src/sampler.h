@@ -4,9 +4,11 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -52,6 +54,10 @@ class Sampler {
   };
   void run();
   void apply_pending_config();
+  /// Adds what guard_families and the collectors dropped or fixed to the running totals,
+  /// logging each new (collector, reason, family) once.
+  void account(const GuardReport& report, const MetricSink& sink);
+  std::string origin_name(std::uint16_t origin) const;
 
   Options options_;
   Config config_;
@@ -67,6 +73,11 @@ class Sampler {
   bool stop_ = false;
   bool finished_ = false;  // the thread has left run()
   std::atomic<std::uint64_t> samples_{0};
+  // Sampler thread only: loadwatch_dropped_series_total{collector,reason} and
+  // loadwatch_invalid_utf8_total{collector} so far, and what was logged.
+  std::map<std::pair<std::string, std::string>, double> dropped_;
+  std::map<std::string, double> invalid_utf8_;
+  std::set<std::string> logged_;
   std::thread thread_;
 };
 

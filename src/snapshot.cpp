@@ -1,9 +1,6 @@
 #include "snapshot.h"
 
-#include <prometheus/text_serializer.h>
-
-#include <sstream>
-
+#include "exposition.h"
 #include "web/gzip.h"
 
 namespace loadwatch {
@@ -32,9 +29,7 @@ void Snapshot::prepare_like(const Snapshot& previous) const {
 
 const std::string& Snapshot::make_text() const {
   std::call_once(text_once_, [this] {
-    std::ostringstream out;
-    prometheus::TextSerializer().Serialize(out, families_);
-    text_ = std::move(out).str();
+    text_ = serialize_text(families_);
     text_made_ = true;
   });
   return text_;

@@ -13,6 +13,7 @@
 // Times are milliseconds; they are exported in seconds.
 #include "push/jmeter_model.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -84,27 +85,29 @@ std::string percentile_to_quantile(std::string_view pct) {
   return "0." + digits;
 }
 
-void JMeterModel::Stats::set_quantile(std::string_view key, double seconds) {
+bool JMeterModel::Stats::set_quantile(std::string_view key, double seconds, bool room) {
   for (auto& q : quantiles) {
     if (q.key == key) {
       q.seconds = seconds;
-      return;
+      return true;
     }
   }
   std::string label = percentile_to_quantile(key);
   double quantile = 0;
   if (label.empty() ||
       std::from_chars(label.data(), label.data() + label.size(), quantile).ec != std::errc()) {
-    return;
+    return true;  // not a percentile: ignored, not refused
   }
   for (auto& q : quantiles) {
     if (q.quantile == quantile) {  // same quantile spelled differently ("90" and "90.0")
       q.key = std::string(key);
       q.seconds = seconds;
-      return;
+      return true;
     }
   }
+  if (!room) return false;
   quantiles.push_back({std::string(key), quantile, seconds});
+  return true;
 }
 
 void JMeterModel::Stats::add_interval(double count, double avg_ms) {
@@ -121,27 +124,71 @@ JMeterModel::JMeterModel(std::string protocol) : JMeterModel(std::move(protocol)
 JMeterModel::JMeterModel(std::string protocol, Limits limits)
     : protocol_(std::move(protocol)), limits_(limits) {}
 
-JMeterModel::Source* JMeterModel::source_locked(std::string_view name, double now) {
+JMeterModel::Source* JMeterModel::source_locked(std::string_view name, double now,
+                                                const char*& why) {
   if (auto it = sources_.find(name); it != sources_.end()) return &it->second;
+  if (name.size() > limits_.max_name_bytes) {
+    why = "label_limit";
+    return nullptr;
+  }
   if (sources_.size() >= limits_.max_sources) {
     // Full: make room by forgetting the source that pushed least recently, if it has been
-    // quiet for a while (CI runs that each push to a new database); else drop the newcomer.
+    // quiet for a while (CI runs that each push to a new database); else refuse the newcomer.
     auto oldest = sources_.begin();
     for (auto it = sources_.begin(); it != sources_.end(); ++it) {
       if (it->second.last_push < oldest->second.last_push) oldest = it;
     }
     if (oldest == sources_.end() || oldest->second.last_push > now - limits_.evict_after_s) {
+      why = "max_sources";
       return nullptr;
     }
+    series_ -= oldest->second.series;
     sources_.erase(oldest);
   }
+  if (series_ + kSourceSeries > limits_.max_series) {
+    why = "max_series";
+    return nullptr;
+  }
+  series_ += kSourceSeries;
   return &sources_.emplace(std::string(name), Source{}).first->second;
 }
 
-JMeterModel::Stats* JMeterModel::endpoint_locked(Source& s, std::string_view name) {
+JMeterModel::Stats* JMeterModel::endpoint_locked(Source& s, std::string_view name,
+                                                 const char*& why) {
   if (auto it = s.endpoints.find(name); it != s.endpoints.end()) return &it->second;
-  if (s.endpoints.size() >= limits_.max_transactions) return nullptr;
+  if (name.size() > limits_.max_name_bytes) {
+    why = "label_limit";
+    return nullptr;
+  }
+  if (s.endpoints.size() >= limits_.max_transactions) {
+    why = "max_transactions";
+    return nullptr;
+  }
+  if (s.series + kEndpointSeries > limits_.max_series_per_source ||
+      series_ + kEndpointSeries > limits_.max_series) {
+    why = "max_series";
+    return nullptr;
+  }
+  s.series += kEndpointSeries;
+  series_ += kEndpointSeries;
   return &s.endpoints.emplace(std::string(name), Stats{}).first->second;
+}
+
+bool JMeterModel::quantile_locked(Source& s, Stats& st, std::string_view key, double seconds,
+                                  const char*& why) {
+  bool per_series = st.quantiles.size() < limits_.max_quantiles;
+  bool series_room =
+      s.series + 1 <= limits_.max_series_per_source && series_ + 1 <= limits_.max_series;
+  std::size_t before = st.quantiles.size();
+  if (!st.set_quantile(key, seconds, per_series && series_room)) {
+    why = per_series ? "max_series" : "max_quantiles";
+    return false;
+  }
+  if (st.quantiles.size() > before) {
+    s.series += 1;
+    series_ += 1;
+  }
+  return true;
 }
 
 void JMeterModel::reject_locked(const char* reason, std::uint64_t n) {
@@ -177,9 +224,10 @@ JMeterModel::Result JMeterModel::ingest_graphite(const GraphiteLine& line, doubl
     }
   }
   // An empty rootMetricsPrefix leaves no name: call the source "jmeter" (JMeter's default).
-  Source* s = source_locked(p.prefix.empty() ? std::string_view("jmeter") : p.prefix, now);
+  const char* why = nullptr;
+  Source* s = source_locked(p.prefix.empty() ? std::string_view("jmeter") : p.prefix, now, why);
   if (!s) {
-    reject_locked("limit", 1);
+    reject_locked(why, 1);
     return Result::Dropped;
   }
   double v = line.value;
@@ -200,9 +248,9 @@ JMeterModel::Result JMeterModel::ingest_graphite(const GraphiteLine& line, doubl
     }
     return Result::Taken;
   }
-  Stats* st = p.context == "all" ? &s->all : endpoint_locked(*s, p.context);
+  Stats* st = p.context == "all" ? &s->all : endpoint_locked(*s, p.context, why);
   if (!st) {
-    reject_locked("limit", 1);
+    reject_locked(why, 1);
     return Result::Dropped;
   }
   s->last_push = now;
@@ -235,12 +283,15 @@ JMeterModel::Result JMeterModel::ingest_graphite(const GraphiteLine& line, doubl
       st->g_count_paired = true;
     }
   }
-  if (stat.substr(0, 3) == "pct") st->set_quantile(stat.substr(3), v * kMs);
+  if (stat.substr(0, 3) == "pct" && !quantile_locked(*s, *st, stat.substr(3), v * kMs, why)) {
+    reject_locked(why, 1);
+    return Result::Dropped;
+  }
   return Result::Taken;
 }
 
 void JMeterModel::apply_influx_locked(Source& s, const InfluxPoint& p, double now,
-                                      std::int64_t ns_per_unit, bool& taken, bool& dropped) {
+                                      std::int64_t ns_per_unit, bool& taken, const char*& dropped) {
   if (p.measurement == "events") {
     const InfluxField* text = p.field("text");
     if (!text || text->type != InfluxField::Type::String) return;
@@ -283,11 +334,8 @@ void JMeterModel::apply_influx_locked(Source& s, const InfluxPoint& p, double no
     return;
   }
   bool aggregate = *transaction == "all";
-  Stats* st = aggregate ? &s.all : endpoint_locked(s, *transaction);
-  if (!st) {
-    dropped = true;
-    return;
-  }
+  Stats* st = aggregate ? &s.all : endpoint_locked(s, *transaction, dropped);
+  if (!st) return;
   taken = true;
   if (statut == "all") {
     // count and avg come in the same point. The aggregate's avg is JMeter's mean of the OK
@@ -326,7 +374,11 @@ void JMeterModel::apply_influx_locked(Source& s, const InfluxPoint& p, double no
     } else if (f.key == "max") {
       st->max = v * kMs;
     } else if (f.key.substr(0, 3) == "pct") {
-      st->set_quantile(f.key.substr(3), v * kMs);
+      // Past the caps the rest of the point is still taken; the line counts as not fully
+      // used. Each field costs at most kMaxQuantilesPerSeries compares: 128,000 pctN
+      // fields stay linear.
+      const char* why = nullptr;
+      if (!quantile_locked(s, *st, f.key.substr(3), v * kMs, why)) dropped = why;
     } else if (aggregate && (f.key == "sb" || f.key == "rb") && count_ok) {
       (f.key == "sb" ? s.sent_bytes : s.received_bytes) += v;
       s.seen_bytes = true;
@@ -340,24 +392,26 @@ JMeterModel::InfluxOutcome JMeterModel::ingest_influx(std::string_view source,
   InfluxOutcome out;
   std::unique_lock lock(mutex_);
   bool existed = sources_.find(source) != sources_.end();
-  Source* s = source_locked(source, now);
+  const char* refused = nullptr;
+  Source* s = source_locked(source, now, refused);
   const double start_before = s ? s->run_start : -1, end_before = s ? s->run_end : -1;
-  std::uint64_t unknown = 0, dropped_n = 0;
+  std::uint64_t unknown = 0;
+  std::map<std::string_view, std::uint64_t> dropped_by;  // reason -> lines
   parse_influx_lines(
       body,
       [&](const InfluxPoint& p) {
         ++out.points;
         if (!s) {
-          ++dropped_n;
+          ++dropped_by[refused];
           return;
         }
-        bool taken = false, dropped = false;
+        bool taken = false;
+        const char* dropped = nullptr;
         apply_influx_locked(*s, p, now, ns_per_unit, taken, dropped);
-        if (taken) {
-          ++out.taken;
-        } else if (dropped) {
-          ++dropped_n;
-        } else {
+        if (taken) ++out.taken;
+        if (dropped) {
+          ++dropped_by[dropped];
+        } else if (!taken) {
           ++unknown;
         }
       },
@@ -368,13 +422,25 @@ JMeterModel::InfluxOutcome JMeterModel::ingest_influx(std::string_view source,
   lines_ += out.points + out.malformed;
   if (out.malformed) reject_locked("parse", out.malformed);
   if (unknown) reject_locked("unknown", unknown);
-  if (dropped_n) reject_locked("limit", dropped_n);
-  if (s && out.taken) s->last_push = now;
-  if (!runs_ || !s || !out.taken) {
-    // A body with nothing JMeter-shaped in it does not create a source.
-    if (s && !existed && !out.taken) sources_.erase(sources_.find(source));
+  for (const auto& [reason, n] : dropped_by) reject_locked(reason.data(), n);
+  if (!s) {
+    out.refused = refused;
+    if (std::string_view(refused) == "max_sources") {
+      double quiet = now;
+      for (const auto& [_, src] : sources_) quiet = std::min(quiet, src.last_push);
+      out.retry_after_s = std::max(1.0, quiet + limits_.evict_after_s - now);
+    }
     return out;
   }
+  if (out.taken) s->last_push = now;
+  // A body with nothing JMeter-shaped in it does not create a source.
+  if (!existed && !out.taken) {
+    auto it = sources_.find(source);
+    series_ -= it->second.series;
+    sources_.erase(it);
+    return out;
+  }
+  if (!runs_ || !out.taken) return out;
   const double start = s->run_start, end = s->run_end;
   const std::string title = s->run_title;
   lock.unlock();
@@ -447,8 +513,9 @@ void JMeterModel::collect(MetricSink& out) const {
               {{"protocol", protocol_}}, static_cast<double>(lines_));
   for (const auto& [reason, n] : rejected_) {
     out.counter("loadwatch_push_rejected_lines_total",
-                "Lines not used: parse (malformed), too_long, unknown (not JMeter-shaped), "
-                "limit (source/series cap).",
+                "Lines not (fully) used: parse (malformed), too_long, unknown (not "
+                "JMeter-shaped), or a cap: max_sources, max_transactions, max_series, "
+                "max_quantiles, label_limit.",
                 {{"protocol", protocol_}, {"reason", reason}}, static_cast<double>(n));
   }
 }

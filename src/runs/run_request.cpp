@@ -3,6 +3,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "exposition.h"
+
 namespace loadwatch {
 
 namespace {
@@ -49,7 +51,7 @@ std::string name_field(const nlohmann::json& j, const char* field) {
 }
 
 bool label_name_ok(const std::string& k) {
-  if (k.empty() || k.size() > kMaxLabelNameBytes || k.rfind("__", 0) == 0) return false;
+  if (k.empty() || k.size() > kMaxRunLabelNameBytes || k.rfind("__", 0) == 0) return false;
   for (std::size_t i = 0; i < k.size(); ++i) {
     char c = k[i];
     bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
@@ -85,15 +87,6 @@ std::size_t utf8_char(std::string_view s, std::size_t i) {
 }
 
 }  // namespace
-
-bool valid_utf8(std::string_view text) {
-  for (std::size_t i = 0; i < text.size();) {
-    std::size_t n = utf8_char(text, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
 
 std::string name_problem(std::string_view name) {
   if (name.empty()) return "must not be empty";
@@ -138,13 +131,13 @@ StartRunRequest parse_start_request(std::string_view body) {
     std::string field = "labels." + key;
     if (!label_name_ok(key)) {
       throw RunRequestError(field, "label names match [a-zA-Z_][a-zA-Z0-9_]* (at most " +
-                                       std::to_string(kMaxLabelNameBytes) +
+                                       std::to_string(kMaxRunLabelNameBytes) +
                                        " bytes, no leading __)");
     }
     if (!value.is_string()) throw RunRequestError(field, "want a string");
     std::string v = value.get<std::string>();
-    if (v.size() > kMaxLabelValueBytes) {
-      throw RunRequestError(field, "longer than " + std::to_string(kMaxLabelValueBytes) + " bytes");
+    if (v.size() > kMaxRunLabelValueBytes) {
+      throw RunRequestError(field, "longer than " + std::to_string(kMaxRunLabelValueBytes) + " bytes");
     }
     if (!valid_utf8(v)) throw RunRequestError(field, "not valid UTF-8");
     if (has_control(v)) throw RunRequestError(field, "contains control characters");

@@ -16,8 +16,8 @@ namespace loadwatch {
 inline constexpr std::size_t kMaxRunBodyBytes = 64 * 1024;
 inline constexpr std::size_t kMaxRunNameBytes = 128;
 inline constexpr std::size_t kMaxLabels = 32;
-inline constexpr std::size_t kMaxLabelNameBytes = 64;
-inline constexpr std::size_t kMaxLabelValueBytes = 256;
+inline constexpr std::size_t kMaxRunLabelNameBytes = 64;
+inline constexpr std::size_t kMaxRunLabelValueBytes = 256;
 inline constexpr std::int64_t kMaxUsers = 1'000'000'000;
 
 /// A body that cannot be used; `field` names the offending field ("body" for the whole).
@@ -48,7 +48,6 @@ PhaseRequest parse_phase_request(std::string_view body);
 /// Empty, or an empty JSON object (stop takes no fields). Throws RunRequestError.
 void parse_empty_request(std::string_view body);
 
-bool valid_utf8(std::string_view text);
 /// Why `name` cannot name a run or phase (empty, too long, not UTF-8, control characters), or
 /// "" when it can.
 std::string name_problem(std::string_view name);

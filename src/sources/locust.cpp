@@ -24,7 +24,9 @@ std::optional<double> parse_quantile(std::string_view text) {
 
 // Sets quantile q to v; `strong` values (response_time_percentile_*) win over the older
 // spellings of the same quantile when a version writes both.
-void put(std::vector<std::pair<double, double>>& qs, std::vector<bool>& strong, double q, double v,
+// At most kMaxQuantilesPerSeries quantiles, so a row of 100,000 percentile keys stays linear;
+// false for one past the cap.
+bool put(std::vector<std::pair<double, double>>& qs, std::vector<bool>& strong, double q, double v,
          bool is_strong) {
   for (size_t i = 0; i < qs.size(); ++i) {
     if (qs[i].first == q) {
@@ -32,11 +34,13 @@ void put(std::vector<std::pair<double, double>>& qs, std::vector<bool>& strong, 
         qs[i].second = v;
         strong[i] = strong[i] || is_strong;
       }
-      return;
+      return true;
     }
   }
+  if (qs.size() >= kMaxQuantilesPerSeries) return false;
   qs.emplace_back(q, v);
   strong.push_back(is_strong);
+  return true;
 }
 
 constexpr std::string_view kPercentilePrefix = "response_time_percentile_";
@@ -47,7 +51,7 @@ constexpr std::string_view kCurrentPrefix = "current_response_time_percentile_";
 // loadwatch exports and keeps a small stack of where it is.
 class StatsHandler : public JsonHandler {
  public:
-  explicit StatsHandler(LocustStats& out) : out_(out) {}
+  StatsHandler(LocustStats& out, std::size_t max_rows) : out_(out), max_rows_(max_rows) {}
 
   bool null() override { return scalar(Scalar{}); }
   bool boolean(bool) override { return scalar(Scalar{}); }
@@ -80,6 +84,7 @@ class StatsHandler : public JsonHandler {
       role = Role::Row;
       row_ = LocustRow{};
       row_named_ = false;
+      row_too_long_ = false;
       row_strong_.clear();
     } else if (top() == Role::Workers) {
       role = Role::Worker;  // counted at its end unless its state is "missing"
@@ -92,7 +97,13 @@ class StatsHandler : public JsonHandler {
   bool end_object() override {
     Role role = top();
     stack_.pop_back();
-    if (role == Role::Row && row_named_) {
+    bool is_aggregate = row_.name == "Aggregated" && row_.method.empty();
+    if (role == Role::Row && row_named_ && row_too_long_) {
+      count_drop(out_.dropped, drop_reason::kLabelLimit);
+    } else if (role == Role::Row && row_named_ && !is_aggregate &&
+               out_.endpoints.size() >= max_rows_) {
+      count_drop(out_.dropped, drop_reason::kMaxSeries);
+    } else if (role == Role::Row && row_named_) {
       std::sort(row_.quantiles_ms.begin(), row_.quantiles_ms.end());
       // The aggregate row is Locust's stats.total, named "Aggregated" (its method is
       // ""/null); it feeds the aggregate metrics, never a name="Aggregated" label.
@@ -194,14 +205,14 @@ class StatsHandler : public JsonHandler {
       // 2.15-2.20 number them by position in PERCENTILES_TO_CHART, default [0.5, 0.95];
       // 2.12 writes the percentile itself (_95, _50).
       double q = n == 1 ? 0.5 : n == 2 ? 0.95 : n / 100.0;
-      put(out_.current_quantiles_ms, current_strong_, q, s.value, false);
+      quantile(put(out_.current_quantiles_ms, current_strong_, q, s.value, false));
     }
   }
 
   void current_value(const Scalar& s) {
     if (!s.is_number || key_.rfind(kPercentilePrefix, 0) != 0) return;
     if (auto q = parse_quantile(std::string_view(key_).substr(kPercentilePrefix.size()))) {
-      put(out_.current_quantiles_ms, current_strong_, *q, s.value, true);
+      quantile(put(out_.current_quantiles_ms, current_strong_, *q, s.value, true));
     }
   }
 
@@ -209,9 +220,12 @@ class StatsHandler : public JsonHandler {
     const std::string& k = key_;
     if (k == "name") {
       row_named_ = s.is_string;
-      row_.name.assign(s.text);
+      // A name or method past the label cap drops the row; it is not copied.
+      row_too_long_ = row_too_long_ || s.text.size() > kMaxLabelValueBytes;
+      if (!row_too_long_) row_.name.assign(s.text);
     } else if (k == "method") {
-      row_.method.assign(s.text);  // "" for null
+      row_too_long_ = row_too_long_ || s.text.size() > kMaxLabelValueBytes;
+      if (!row_too_long_) row_.method.assign(s.text);  // "" for null
     } else if (k == "num_requests") {
       row_.requests = s.is_number ? s.value : 0;
     } else if (k == "num_failures") {
@@ -221,19 +235,25 @@ class StatsHandler : public JsonHandler {
     } else if (!s.is_number) {
       return;  // a null percentile: the endpoint has no requests yet
     } else if (k == "median_response_time") {
-      put(row_.quantiles_ms, row_strong_, 0.5, s.value, false);
+      quantile(put(row_.quantiles_ms, row_strong_, 0.5, s.value, false));
     } else if (k == "ninetieth_response_time") {
-      put(row_.quantiles_ms, row_strong_, 0.9, s.value, false);
+      quantile(put(row_.quantiles_ms, row_strong_, 0.9, s.value, false));
     } else if (k == "ninety_ninth_response_time") {
-      put(row_.quantiles_ms, row_strong_, 0.99, s.value, false);
+      quantile(put(row_.quantiles_ms, row_strong_, 0.99, s.value, false));
     } else if (k.rfind(kPercentilePrefix, 0) == 0) {
       if (auto q = parse_quantile(std::string_view(k).substr(kPercentilePrefix.size()))) {
-        put(row_.quantiles_ms, row_strong_, *q, s.value, true);
+        quantile(put(row_.quantiles_ms, row_strong_, *q, s.value, true));
       }
     }
   }
 
+  void quantile(bool kept) {
+    if (!kept) count_drop(out_.dropped, drop_reason::kMaxQuantiles);
+  }
+
   LocustStats& out_;
+  std::size_t max_rows_;
+  bool row_too_long_ = false;
   std::vector<Role> stack_;
   std::string key_;
   bool root_is_object_ = false;
@@ -250,9 +270,10 @@ class StatsHandler : public JsonHandler {
 
 }  // namespace
 
-bool parse_locust_stats(std::string_view text, LocustStats& out, std::string& error) {
+bool parse_locust_stats(std::string_view text, LocustStats& out, std::string& error,
+                        std::size_t max_rows) {
   out = LocustStats{};
-  StatsHandler handler(out);
+  StatsHandler handler(out, max_rows);
   std::string why;
   if (!read_json_events(text, handler, why)) {
     out = LocustStats{};
@@ -354,12 +375,13 @@ class LocustScraper : public SourceScraper {
     if (answers.empty()) return result;
     LocustStats stats;
     std::string error;
-    if (!parse_locust_stats(answers[0].body, stats, error)) {
+    if (!parse_locust_stats(answers[0].body, stats, error, config.max_series)) {
       result.error = FetchError::Parse;
       result.message = config.url + error;
       return result;
     }
     if (runs_ && !stats.state.empty()) runs_->generator_seen(sighting(config, stats));
+    result.dropped = std::move(stats.dropped);
     MetricSink sink;
     mapper_.map(stats, config.name, sink);
     mapper_.end_scrape(config.max_series * 4);

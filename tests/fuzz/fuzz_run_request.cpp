@@ -1,7 +1,7 @@
 // libFuzzer harness: the run API's bodies (src/runs/run_request.cpp) and stored run files
 // (src/runs/run.cpp). Any input either fails with the documented exception or yields a run
 // whose name, labels and id obey the documented rules and survive the stored form.
-// FUZZ_SOURCES: src/runs/run_request.cpp src/runs/run.cpp
+// FUZZ_SOURCES: src/runs/run_request.cpp src/runs/run.cpp src/exposition.cpp
 // FUZZ_LIBS:
 #include <cstddef>
 #include <cstdint>
@@ -45,8 +45,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     require(name_problem(req.name).empty());
     require(req.labels.size() <= kMaxLabels);
     for (const auto& [k, v] : req.labels) {
-      require(!k.empty() && k.size() <= kMaxLabelNameBytes && valid_utf8(v));
-      require(v.size() <= kMaxLabelValueBytes);
+      require(!k.empty() && k.size() <= kMaxRunLabelNameBytes && valid_utf8(v));
+      require(v.size() <= kMaxRunLabelValueBytes);
     }
     check_run_round_trip(req.name, req.labels, start);
   } catch (const RunRequestError& e) {
