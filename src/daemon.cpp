@@ -12,11 +12,13 @@
 #include <spdlog/spdlog.h>
 
 #include "flags.h"
+#include "history/history.h"
 #include "logging.h"
 #include "sampler.h"
 #include "version.h"
 #include "web/http_server.h"
 #include "web/web_config.h"
+#include "web/live_routes.h"
 #include "web/web_routes.h"
 
 namespace loadwatch {
@@ -93,7 +95,14 @@ int serve(const Options& options, Config config) {
     return 1;
   }
   Sampler& sampler = *sampler_ptr;
+  std::unique_ptr<History> history;
+  if (options.history_points > 0) {
+    history = std::make_unique<History>(
+        HistorySettings{options.history_points, options.history_max_series});
+    sampler.set_history(history.get());
+  }
   add_web_routes(http, sampler);
+  add_live_routes(http, sampler, history.get());
   sampler.sample_once();  // /metrics has data from the first request on
   try {
     http.start();

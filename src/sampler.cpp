@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "history/history.h"
 #include "version.h"
 
 namespace loadwatch {
@@ -97,6 +98,7 @@ void Sampler::sample_once() {
              "Unix time of the sample being served; its age shows a stuck sampler.", {}, ctx.now);
   out.append(self.take());
   auto snap = std::make_shared<const Snapshot>(out.take(), std::move(ctx.targets), ctx.now);
+  if (history_) history_->record(snap->families(), ctx.now);
   std::shared_ptr<const Snapshot> previous;
   {
     std::lock_guard lock(mutex_);
