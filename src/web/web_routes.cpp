@@ -86,7 +86,7 @@ HttpResponse landing(const Sampler& sampler) {
   r.headers.push_back({"Content-Security-Policy", kLivePageCsp});
   r.body = R"(<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>loadwatch</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
 <link rel="stylesheet" href="/static/uPlot.min.css"><link rel="stylesheet" href="/static/live.css">
 </head><body><h1>loadwatch</h1>
 <p>Version )" LOADWATCH_VERSION " (" LOADWATCH_REVISION R"()</p>

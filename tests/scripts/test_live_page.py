@@ -85,6 +85,15 @@ class LivePage(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="lw-live-")
         cls.children = []
+        cls.lw = None
+        try:
+            cls.start_peers()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def start_peers(cls):
         mb = find_mb()
         if mb is None:
             raise AssertionError("Mountebank not found: run scripts/install-deps test")
@@ -113,7 +122,7 @@ class LivePage(unittest.TestCase):
                    "--web-port", str(web_port), "--loglevel", "WARNING"], "locust.log")
         cls.config = os.path.join(cls.dir, "lw.yml")
         with open(cls.config, "w") as f:
-            f.write("targets:\n  - {name: mb, selector: 'port:%d'}\n" % cls.imposter_port)
+            f.write("targets:\n  - {name: mb, match: 'port:%d'}\n" % cls.imposter_port)
             f.write("sources:\n  - {name: mb, kind: mountebank, url: '%s', interval: 500ms}\n"
                     "  - {name: locust, kind: locust, url: 'http://127.0.0.1:%d', "
                     "interval: 500ms}\n" % (admin, web_port))
@@ -123,7 +132,8 @@ class LivePage(unittest.TestCase):
         args = ["--config.file=" + cls.config]
         if cls.runs_api:
             args.append("--web.enable-run-api")
-        cls.lw = Loadwatch(args).__enter__()
+        cls.lw = Loadwatch(args)
+        cls.lw.__enter__()
         cls.lw.wait_for(lambda s: cls.lw.value("loadwatch_generator_users", s, source="locust")
                         == 3 and cls.lw.value("loadwatch_mock_requests_total", s, source="mb",
                                               imposter="http:%d" % cls.imposter_port) > 0,
@@ -137,7 +147,8 @@ class LivePage(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        cls.lw.__exit__(None, None, None)
+        if cls.lw:
+            cls.lw.__exit__(None, None, None)
         for c in reversed(cls.children):
             c.stop()
         shutil.rmtree(cls.dir)
@@ -234,13 +245,12 @@ class LivePage(unittest.TestCase):
                 time.sleep(0.2)
                 cells = [c.text for c in el.find_elements(By.CSS_SELECTOR, ".u-legend .u-value")]
                 when, value = cells[0], cells[1]
-                m = re.match(r"(\d{4})-(\d\d)-(\d\d) (\d{1,2}):(\d\d):(\d\d)(am|pm)", when)
+                m = re.match(r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)$", when)
                 self.assertTrue(m, "legend time %r" % when)
-                hour = int(m.group(4)) % 12 + (12 if m.group(7) == "pm" else 0)
-                at = datetime.datetime(int(m.group(1)), int(m.group(2)), int(m.group(3)), hour,
-                                       int(m.group(5)), int(m.group(6))).timestamp()
-                # Every /metrics value of the samples within one interval (1 s) of that point.
-                near = [v for ts, v in seen.get(title, {}).items() if abs(ts - at) <= 1.0 + 1]
+                at = datetime.datetime(*map(int, m.groups())).timestamp()
+                # The point's time t is in [at, at + 1) (the legend shows whole seconds): every
+                # /metrics value of the samples within one interval (1 s) of it.
+                near = [v for ts, v in seen.get(title, {}).items() if at - 1 <= ts < at + 2]
                 self.assertTrue(near, "no /metrics sample near %s" % when)
                 if title == "RSS":
                     num, unit = value.split()

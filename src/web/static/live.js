@@ -135,6 +135,7 @@
       chartsEl.appendChild(p);
       return;
     }
+    const pending = [];
     for (const [group, defs] of groups) {
       const g = document.createElement("section");
       g.className = "live-group";
@@ -148,23 +149,30 @@
       for (const def of defs.values()) {
         const el = document.createElement("div");
         el.className = "live-chart";
-        grid.appendChild(el);
-        const series = [{}];
-        def.labels.forEach(function (label, i) {
-          series.push({label: label, stroke: COLORS[i % COLORS.length], width: 1.5,
-                       value: fmtValue(def.unit), spanGaps: false});
-        });
-        const data = [[]].concat(def.keys.map(function () { return []; }));
-        const opts = {
-          title: def.title, width: width(el), height: 200, series: series,
-          scales: {x: {time: true}},
-          axes: [{}, {size: 60, values: function (u, vals) { return vals.map(function (v) { return fmtValue(def.unit)(u, v); }); }}],
-          hooks: {drawClear: [phaseBands]},
-        };
-        const plot = new uPlot(opts, data, el);
         el.dataset.title = def.title;
-        charts.push({def: def, plot: plot, data: data, el: el});
+        grid.appendChild(el);
+        pending.push({def: def, el: el});
       }
+    }
+    // Sized once every chart's box is laid out, so that charts sharing a row share its width.
+    for (const p of pending) {
+      const def = p.def;
+      const series = [{value: "{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}"}];
+      def.labels.forEach(function (label, i) {
+        // Idle hides the busy modes: off until its legend entry is clicked.
+        series.push({label: label, stroke: COLORS[i % COLORS.length], width: 1.5,
+                     value: fmtValue(def.unit), spanGaps: false, show: label !== "idle"});
+      });
+      const data = [[]].concat(def.keys.map(function () { return []; }));
+      const opts = {
+        title: def.title, width: width(p.el), height: 200, series: series,
+        scales: {x: {time: true}},
+        axes: [{}, {size: 80, values: function (u, vals) {
+          return vals.map(function (v) { return fmtValue(def.unit)(u, v); });
+        }}],
+        hooks: {drawClear: [phaseBands]},
+      };
+      charts.push({def: def, plot: new uPlot(opts, data, p.el), data: data, el: p.el});
     }
   }
 
