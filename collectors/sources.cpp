@@ -38,7 +38,7 @@ class SourcesCollector : public Collector {
 
   void reconfigure(const CollectorEnv& env) override { build(env.config); }
 
-  void collect(SampleContext&, MetricSink& out) override {
+  void collect(SampleContext& ctx, MetricSink& out) override {
     std::unordered_map<std::string, prometheus::MetricType> types;
     for (const auto& f : out.families()) types.emplace(f.name, f.type);
 
@@ -49,6 +49,10 @@ class SourcesCollector : public Collector {
     for (size_t i = 0; i < runners_.size(); ++i) {
       const SourceConfig& cfg = runners_[i].config;
       const SourceSnapshot& s = *snaps[i];
+      ctx.sources.push_back(SourceState{
+          cfg.name, cfg.kind, s.up, s.scrapes,
+          s.last_error_kind == FetchError::None ? "" : fetch_error_reason(s.last_error_kind),
+          s.last_error, s.last_success});
       out.gauge("loadwatch_source_up", "1 if the last scrape of the source succeeded.",
                 {{"source", cfg.name}, {"kind", cfg.kind}}, s.up ? 1 : 0);
       out.gauge("loadwatch_source_scrape_duration_seconds", "Duration of the last scrape.",

@@ -13,7 +13,8 @@ namespace loadwatch {
 ///
 /// Exports, per target (label target="NAME"): loadwatch_target_up, _processes,
 /// _restarts_total, _partial_reads_total and the loadwatch_process_* metrics of PRODUCT.md
-/// except loadwatch_process_tcp_connections (the network collector's).
+/// except loadwatch_process_tcp_connections (the network collector's). The per-process
+/// gauges only while the target is up; the counters always.
 std::unique_ptr<Collector> make_targets_collector(const CollectorEnv& env);
 
 }  // namespace loadwatch

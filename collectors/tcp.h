@@ -1,9 +1,11 @@
 #pragma once
 // Collector "tcp": TCP sockets by state for the whole host, per watched port (tcp.ports plus
-// every port a target listens on), listener accept queues, ephemeral-port usage, and per
-// target (sockets owned by the target's fds). Reads netlink sock_diag; falls back to
-// /proc/net/tcp{,6} when netlink is refused, with --tcp.force-procfs, or when --path.procfs
-// is not /proc (a fixture tree or another host's procfs: netlink can only see this kernel).
+// every port a target listens on), listener accept queues, the host's fullest listeners
+// whatever their port (tcp_listen_top.h; owners by socket inode, socket_inode_owners.h),
+// ephemeral-port usage, and per target (sockets owned by the target's fds). Reads netlink
+// sock_diag; falls back to /proc/net/tcp{,6} when netlink is refused, with
+// --tcp.force-procfs, or when --path.procfs is not /proc (a fixture tree or another host's
+// procfs: netlink can only see this kernel).
 //
 // Cost design (60,000 TIME_WAIT sockets, kernel 6.18, see bench/README-network.md):
 //  - the host-wide TIME_WAIT count comes from /proc/net/sockstat "tw" (exact, ~0 ms) minus

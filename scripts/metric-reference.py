@@ -103,6 +103,14 @@ def main():
             "--source=app=prometheus," + base + "/metrics",
             "--graphite.listen-address=127.0.0.1:%d" % gport,
             "--collector.textfile.directory=" + textdir, "--sample.interval=200ms"]
+    # A listener that never accepts, with a full accept queue: the host-wide top listeners.
+    full = socket.socket()
+    full.bind(("127.0.0.1", 0))
+    full.listen(1)
+    clients = [socket.socket() for _ in range(3)]
+    for c in clients:
+        c.setblocking(False)
+        c.connect_ex(full.getsockname())
     try:
         with Loadwatch(args) as lw:
             now = int(time.time())
@@ -123,6 +131,8 @@ def main():
             time.sleep(6)  # sources scrape every 5s by default
             text = lw.metrics_text()
     finally:
+        for c in clients + [full]:
+            c.close()
         server.shutdown()
         shutil.rmtree(textdir)
     fams = {n: f for n, f in families(text).items() if n.startswith("loadwatch_")}

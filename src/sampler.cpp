@@ -97,7 +97,8 @@ void Sampler::sample_once() {
   self.gauge("loadwatch_last_sample_timestamp_seconds",
              "Unix time of the sample being served; its age shows a stuck sampler.", {}, ctx.now);
   out.append(self.take());
-  auto snap = std::make_shared<const Snapshot>(out.take(), std::move(ctx.targets), ctx.now);
+  auto snap = std::make_shared<const Snapshot>(out.take(), std::move(ctx.targets), ctx.now,
+                                               std::move(ctx.sources));
   if (history_) history_->record(snap->families(), ctx.now);
   std::shared_ptr<const Snapshot> previous;
   {

@@ -8,9 +8,12 @@
 
 namespace loadwatch {
 
-Snapshot::Snapshot(std::vector<prometheus::MetricFamily> families,
-                   std::vector<TargetState> targets, double timestamp)
-    : families_(std::move(families)), targets_(std::move(targets)), timestamp_(timestamp) {}
+Snapshot::Snapshot(std::vector<prometheus::MetricFamily> families, std::vector<TargetState> targets,
+                   double timestamp, std::vector<SourceState> sources)
+    : families_(std::move(families)),
+      targets_(std::move(targets)),
+      sources_(std::move(sources)),
+      timestamp_(timestamp) {}
 
 const std::string& Snapshot::text() const {
   text_asked_.store(true, std::memory_order_relaxed);

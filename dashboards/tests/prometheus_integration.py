@@ -113,12 +113,15 @@ def helper(mode, marker, arg):
         lst.bind(("127.0.0.1", int(arg)))
         lst.listen(1)  # never accepted: the queue holds 2, the kernel overflows the rest
         clients = []
-        for _ in range(6):
-            c = socket.socket()
-            c.setblocking(False)
-            c.connect_ex(("127.0.0.1", int(arg)))  # SYNs to a full queue are retried by the kernel
-            clients.append(c)
+        # SYNs to a full queue are dropped and retried by the kernel with a growing backoff;
+        # a new client every 0.5s keeps the overflows steady, so a short-window rate of them
+        # never drops to 0 between two retries. Bounded: 300 clients.
         while time.monotonic() < stop_at:
+            if len(clients) < 300:
+                c = socket.socket()
+                c.setblocking(False)
+                c.connect_ex(("127.0.0.1", int(arg)))
+                clients.append(c)
             time.sleep(0.5)
     elif mode == "victim":
         while time.monotonic() < stop_at:

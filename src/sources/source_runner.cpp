@@ -174,6 +174,8 @@ void SourceRunner::run() {
     snap->errors = prev->errors;
     snap->dropped_series = prev->dropped_series;
     snap->last_success = prev->last_success;
+    snap->last_error_kind = prev->last_error_kind;
+    snap->last_error = prev->last_error;
     snap->duration_seconds = seconds;
     if (result.error == FetchError::None) {
       for (auto& f : result.families) {
@@ -198,6 +200,7 @@ void SourceRunner::run() {
       for (std::size_t i = 0; i < std::size(kFetchErrorReasons); ++i) {
         if (kFetchErrorReasons[i] == result.error) snap->errors[i] += 1;
       }
+      snap->last_error_kind = result.error;
       snap->last_error = result.message;
       // Log transitions only: a source that stays down must not flood the log.
       if (prev->up || prev->scrapes == 0) {

@@ -57,7 +57,10 @@ struct SourceSnapshot {
   /// Errors so far, indexed like kFetchErrorReasons.
   std::array<double, std::size(kFetchErrorReasons)> errors{};
   double dropped_series = 0;  // series dropped by the max_series cap, summed over scrapes
-  std::string last_error;     // message of the last failure, for logs and the API
+  /// The last failure, kept while the source is up again: the landing page and the API
+  /// show why it was last down.
+  FetchError last_error_kind = FetchError::None;
+  std::string last_error;  // its message, for logs and the API
   /// Families of the last scrape when it succeeded; empty while the source is down (stale
   /// numbers of a dead peer are worse than none).
   std::vector<prometheus::MetricFamily> families;

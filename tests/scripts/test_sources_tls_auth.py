@@ -2,7 +2,7 @@
 loadwatch that serves its own /metrics over HTTPS (--web.config.file) with basic auth, and a
 third that also requires client certificates. Every case is one `kind: prometheus` source of
 the same scraping daemon, so all run in parallel. Secrets must never show in its debug log,
-/metrics, /api/v1/targets or landing page.
+/metrics, /api/v1/targets, /api/v1/sources or landing page.
 
 Certificates are made at test time with openssl (the Pki of test_web_config.py); loopback only;
 every process started here is stopped by its PID.
@@ -123,7 +123,7 @@ class SourcesTlsAuth(unittest.TestCase):
                             timeout=10, what="rotated password")
 
                 seen = {"log": lw.output(), "/metrics": lw.metrics_text()}
-                for path in ("/", "/api/v1/targets"):
+                for path in ("/", "/api/v1/targets", "/api/v1/sources"):
                     status, _, body = lw.get(path)
                     self.assertEqual(status, 200, path)
                     seen[path] = body.decode(errors="replace")

@@ -142,6 +142,7 @@ TEST_CASE("a runner publishes up/down, reasons and last success", "[runner]") {
   CHECK(s1->last_success == 0);
   CHECK(s1->errors[reason_index(FetchError::Connect)] == 1);
   CHECK(s1->last_error == "boom");
+  CHECK(s1->last_error_kind == FetchError::Connect);
 
   gate->release(2);
   REQUIRE(r.wait_for_scrapes(3, 5s));
@@ -151,6 +152,8 @@ TEST_CASE("a runner publishes up/down, reasons and last success", "[runner]") {
   CHECK(s3->last_success > 1.7e9);
   REQUIRE(s3->families.size() == 1);
   CHECK(s3->errors[reason_index(FetchError::Timeout)] == 1);
+  CHECK(s3->last_error_kind == FetchError::Timeout);  // up again: why it was last down stays
+  CHECK(s3->last_error == "boom");
 
   gate->release(1);
   REQUIRE(r.wait_for_scrapes(4, 5s));
@@ -158,6 +161,7 @@ TEST_CASE("a runner publishes up/down, reasons and last success", "[runner]") {
   CHECK(s4->scrapes == 4);
   CHECK_FALSE(s4->up);
   CHECK(s4->families.empty());  // no stale numbers while down
+  CHECK(s4->last_error_kind == FetchError::Parse);
   CHECK(s4->last_success == s3->last_success);
   CHECK(s4->errors[reason_index(FetchError::Parse)] == 1);
   CHECK(s4->errors[reason_index(FetchError::Connect)] == 1);
