@@ -205,6 +205,8 @@ class LivePage(unittest.TestCase):
             "return [...document.querySelectorAll('.live-chart canvas')]"
             ".map(c => c.getBoundingClientRect().right)")
         self.assertLessEqual(max(widths), 390, "a chart overflows a 390 px wide screen")
+        self.assertLessEqual(d.execute_script("return document.documentElement.scrollWidth"), 390,
+                             "the page scrolls sideways on a 390 px wide screen")
         shot(d, "live_390x844")
         self.check_clean(d, self.lw.url)
 
