@@ -162,7 +162,8 @@ HttpResponse history_response(const History& history, const HttpRequest& req) {
   out += std::string("],\"rate\":") + (q.rate ? "true" : "false") + ",\"data\":[";
   // Numbers are written straight into the buffer: the answer can hold a million of them.
   std::size_t head = out.size();
-  out.resize(head + values * 34 + 16);
+  // Room for every number with its comma, and the brackets of every column even when empty.
+  out.resize(head + values * 34 + (cols.values.size() + 1) * 4 + 16);
   char* p = out.data() + head;
   *p++ = '[';
   for (std::size_t i = 0; i < cols.time.size(); ++i) {

@@ -152,6 +152,11 @@ TEST_CASE("the history endpoint: uPlot columns, null for gaps, errors name the p
   CHECK(j["data"][1][1].is_null());
   CHECK(j["data"][2][0].is_null());  // a rate needs an earlier point
   CHECK(j["data"][2][1] == 0);
+  HttpRequest none;  // nothing new yet: empty columns, one per series
+  none.query = "series=loadwatch_process_cpu_seconds_total,loadwatch_cpu_seconds_total&since=200";
+  auto empty = nlohmann::json::parse(history_response(h, none).body);
+  CHECK(empty["data"] == nlohmann::json::array({nlohmann::json::array(), nlohmann::json::array(),
+                                                nlohmann::json::array()}));
   for (const char* bad : {"since=abc&series=x", "series=", "series=x&rate=2", "series=x&until=1e999"}) {
     HttpRequest b;
     b.query = bad;
