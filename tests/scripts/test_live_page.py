@@ -195,6 +195,16 @@ class LivePage(unittest.TestCase):
         d.set_window_size(1280, 2400)
         time.sleep(1)
         shot(d, "live_1280_full")
+        # The README's picture (docs/img/live.png): the tables and the target's and host's charts.
+        box = d.execute_script("""
+          const top = document.querySelector('h2').getBoundingClientRect().top + scrollY - 8;
+          const host = document.querySelectorAll('.live-group')[1].getBoundingClientRect();
+          return [top, host.bottom + scrollY + 8 - top];""")
+        png = d.execute_cdp_cmd("Page.captureScreenshot", {
+            "format": "png", "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": box[0], "width": 1280, "height": box[1], "scale": 0.75}})
+        with open(os.path.join(SHOTS, "live_readme.png"), "wb") as f:
+            f.write(base64.b64decode(png["data"]))
         self.check_clean(d, self.lw.url)
         self.assertTrue(pixels)
 
