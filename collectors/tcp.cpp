@@ -14,8 +14,6 @@
 #include <string>
 #include <tuple>
 
-#include "collectors/sockstat.h"
-#include "collectors/sysctl.h"
 #include "collectors/tcp_ephemeral_use.h"
 #include "collectors/tcp_listen_top.h"
 #include "collectors/tcp_tally.h"
@@ -23,6 +21,8 @@
 #include "process/socket_owners.h"
 #include "procfs/proc_net_tcp.h"
 #include "procfs/sock_diag.h"
+#include "procfs/sockstat.h"
+#include "procfs/sysctl.h"
 
 namespace loadwatch {
 

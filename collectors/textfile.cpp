@@ -20,14 +20,16 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bounded_file.h"
 #include "procfs/fs_root.h"
+#include "runs/wrk_summary.h"
 #include "sources/prom_text_parser.h"
 
 namespace loadwatch {
 
 namespace {
 
-constexpr off_t kMaxFileBytes = 16 << 20;
+constexpr std::size_t kMaxFileBytes = 16 << 20;
 constexpr std::size_t kMaxFiles = 1000;
 
 struct CachedFile {
@@ -57,7 +59,7 @@ std::string check_parsed(const PromTextParse& parsed) {
 
 class TextfileCollector : public Collector {
  public:
-  explicit TextfileCollector(std::string dir) : dir_(std::move(dir)) {}
+  TextfileCollector(std::string dir, RunObserver* runs) : dir_(std::move(dir)), runs_(runs) {}
 
   void collect(SampleContext&, MetricSink& out) override {
     if (dir_.empty()) return;
@@ -134,13 +136,17 @@ class TextfileCollector : public Collector {
   CachedFile load(const std::string& name) {
     CachedFile file;
     std::string path = dir_ + "/" + name;
-    struct stat st {};
-    if (stat(path.c_str(), &st) != 0) return file;  // size stays -1: vanished
-    if (!S_ISREG(st.st_mode)) {
+    // Opened first, then checked on the open fd: not a symlink, a regular file, at most the
+    // cap. A file swapped for a FIFO, a device or a link to /dev/zero between a check and
+    // the read can neither stall nor flood the sampler.
+    BoundedFile in(path, Symlinks::Refuse);
+    if (in.error() == ENOENT) return file;  // size stays -1: vanished
+    if (in.error() != 0) {
       file.size = 0;
-      file.error = "not a regular file";
+      file.error = in.describe(in.error());
       return file;
     }
+    const struct stat& st = in.status();
     auto it = cache_.find(name);
     if (it != cache_.end() && it->second.size == st.st_size && it->second.inode == st.st_ino &&
         it->second.mtime.tv_sec == st.st_mtim.tv_sec &&
@@ -150,22 +156,23 @@ class TextfileCollector : public Collector {
     file.mtime = st.st_mtim;
     file.size = st.st_size;
     file.inode = st.st_ino;
-    if (st.st_size > kMaxFileBytes) {
-      file.error = "larger than " + std::to_string(kMaxFileBytes) + " bytes";
+    if (static_cast<std::uint64_t>(st.st_size) > kMaxFileBytes) {
+      file.error = in.describe(EFBIG, kMaxFileBytes);  // without reading it
       return file;
     }
     std::string text;
-    if (int err = read_whole_file(path, text); err != 0) {
-      if (err == ENOENT) {
-        file.size = -1;
-        return file;
-      }
-      file.error = std::string("cannot read: ") + std::strerror(err);
+    if (int err = in.read(kMaxFileBytes, text); err != 0) {
+      file.error = err == EFBIG ? in.describe(err, kMaxFileBytes)
+                                : "cannot read: " + in.describe(err);
       return file;
     }
     auto parsed = parse_prom_text(text);
     file.error = check_parsed(parsed);
     if (file.error.empty()) file.families = std::move(parsed.families);
+    // Only when (re)parsed: a summary is one run, however many samples read it.
+    if (file.error.empty() && runs_) {
+      report_wrk_summaries(file.families, st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9, *runs_);
+    }
     return file;
   }
 
@@ -175,6 +182,7 @@ class TextfileCollector : public Collector {
   }
 
   std::string dir_;
+  RunObserver* runs_;
   std::map<std::string, CachedFile> cache_;
   std::set<std::string> warned_;
 };
@@ -182,7 +190,7 @@ class TextfileCollector : public Collector {
 }  // namespace
 
 std::unique_ptr<Collector> make_textfile_collector(const CollectorEnv& env) {
-  return std::make_unique<TextfileCollector>(env.options.textfile_directory);
+  return std::make_unique<TextfileCollector>(env.options.textfile_directory, env.runs);
 }
 
 }  // namespace loadwatch

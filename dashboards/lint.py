@@ -8,11 +8,11 @@ Checks, printing one "path: problem" line each and exiting 1 if there is any:
               panels, the datasource / job / instance / target variables, every panel, query,
               annotation and variable on the ${datasource} variable, every selector scoped by
               job=~"$job", instance=~"$instance" (and target=~"$target" for target metrics).
-  metrics     every metric a panel, rule or alert reads is in metrics.txt (the product's metric
+  metrics     every metric a panel, rule or alert reads is in metrics.txt (loadwatch's metric
               table) or is a recording rule of rules/; label matchers name labels the metric
               has; rate()/increase() only on counters, deriv()/predict_linear() only on gauges;
-              every name in metrics.txt appears in README.md's "Metric reference" section once
-              README.md has one.
+              every name in metrics.txt appears in the "Metric reference" of docs/metrics.md once
+              there is one.
   rules       in rules/ and every profile's rules/<profile>/: level:metric:operations record
               names; alerts with a severity label (warning or critical), a summary and a
               description; every threshold written as
@@ -359,12 +359,12 @@ class Lint:
                 self.check_expr(path, f"{where} query {t.get('refId')}", t.get("expr") or "",
                                 scoped=True)
 
-    # -- README metric reference --------------------------------------------------------------
-    def check_readme_reference(self):
-        readme = self.root / "README.md"
-        if not readme.exists():
+    # -- metric reference (docs/metrics.md) ----------------------------------------------------
+    def check_metric_reference(self):
+        reference = self.root / "docs" / "metrics.md"
+        if not reference.exists():
             return
-        lines = readme.read_text().splitlines()
+        lines = reference.read_text().splitlines()
         start = next((n for n, l in enumerate(lines)
                       if re.match(r"#+\s.*metric reference", l, re.I)), None)
         if start is None:
@@ -381,7 +381,7 @@ class Lint:
             names.update(_expand_braces(re.sub(r"\{[^{}]*\}$", "", tok)))
         for name in self.metrics:
             if name not in names and name not in section:
-                self.problem(readme, f"Metric reference lacks {name} (listed in dashboards/metrics.txt)")
+                self.problem(reference, f"Metric reference lacks {name} (listed in dashboards/metrics.txt)")
 
     def run(self):
         self.load_metrics()
@@ -399,7 +399,7 @@ class Lint:
             self.problem(self.mixin / "grafana", "no dashboards")
         for path in dashboards:
             self.check_dashboard(path, uids)
-        self.check_readme_reference()
+        self.check_metric_reference()
         return self.problems
 
 
@@ -417,7 +417,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", type=pathlib.Path,
                     default=pathlib.Path(__file__).resolve().parent.parent,
-                    help="repository root (holds dashboards/ and README.md)")
+                    help="repository root (holds dashboards/ and docs/metrics.md)")
     args = ap.parse_args()
     problems = Lint(args.root.resolve()).run()
     for p in problems:

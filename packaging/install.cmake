@@ -6,7 +6,7 @@
 #   /usr/lib/sysusers.d/loadwatch.conf             the loadwatch system user
 #   /etc/loadwatch/loadwatch.yml, /etc/default/loadwatch     (conffiles)
 #   /usr/share/loadwatch/dashboards/*.json, /usr/share/loadwatch/rules/{,short-soak/}*.yml   (the mixin)
-#   /usr/share/doc/loadwatch/{README.md,service.md,soak.md}, .../examples/{loadwatch.yml,web-config.example.yml}
+#   /usr/share/doc/loadwatch/{README.md,service.md,soak.md,runs.md}, .../examples/{loadwatch.yml,web-config.example.yml}
 #   /usr/share/doc/loadwatch/{copyright,changelog.gz}, /usr/share/man/man1/loadwatch.1.gz
 # With any other prefix, /etc becomes PREFIX/etc and the unit's paths follow.
 
@@ -19,7 +19,7 @@ install(DIRECTORY dashboards/grafana/ DESTINATION ${CMAKE_INSTALL_DATADIR}/loadw
         FILES_MATCHING PATTERN "*.json")
 install(DIRECTORY dashboards/rules/ DESTINATION ${CMAKE_INSTALL_DATADIR}/loadwatch/rules
         FILES_MATCHING PATTERN "*.yml")
-install(FILES README.md docs/service.md docs/soak.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES README.md docs/service.md docs/soak.md docs/runs.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES config/loadwatch.yml config/web-config.example.yml
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 
@@ -86,7 +86,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 # postinst, as debhelper's dh_installsysusers depends on it (deb-systemd-helper and
 # deb-systemd-invoke come from init-system-helpers, which is Essential).
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "libc6 (>= 2.36), libstdc++6, libgcc-s1, libprometheus-cpp-core1.0, libcivetweb1 (>= 1.15), libspdlog1.10, libfmt9, libyaml-cpp0.7, zlib1g, libcurl4, libsystemd0, libmnl0, libcrypt1, libssl3, systemd | systemd-standalone-sysusers | systemd-sysusers")
+    "libc6 (>= 2.36), libstdc++6, libgcc-s1, libprometheus-cpp-core1.0, libcivetweb1 (>= 1.15), libspdlog1.10, libfmt9, libyaml-cpp0.7, zlib1g, libcurl4, libsystemd0, libmnl0, libcrypt1, libssl3, libre2-9, systemd | systemd-standalone-sysusers | systemd-sysusers")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     "${CMAKE_SOURCE_DIR}/packaging/debian/conffiles;${CMAKE_SOURCE_DIR}/packaging/debian/postinst;${CMAKE_SOURCE_DIR}/packaging/debian/prerm;${CMAKE_SOURCE_DIR}/packaging/debian/postrm")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)

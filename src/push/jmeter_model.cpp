@@ -17,6 +17,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "sources/generator_families.h"
+
 namespace loadwatch {
 
 namespace {
@@ -155,7 +157,7 @@ void JMeterModel::count_rejected(const char* reason, std::uint64_t n) {
 }
 
 JMeterModel::Result JMeterModel::ingest_graphite(const GraphiteLine& line, double now) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   ++lines_;
   JMeterGraphitePath p;
   if (!split_jmeter_graphite_path(line.path, p)) {
@@ -186,6 +188,16 @@ JMeterModel::Result JMeterModel::ingest_graphite(const GraphiteLine& line, doubl
     if (p.metric == "endedT") s->ended_threads = v;
     if (p.metric == "meanAT") s->mean_threads = v;
     s->last_push = now;
+    if (runs_ && (p.metric == "startedT" || p.metric == "endedT") && s->started_threads >= 0 &&
+        s->ended_threads >= 0) {
+      GeneratorSighting seen;
+      seen.origin = "jmeter:" + std::string(p.prefix.empty() ? "jmeter" : p.prefix);
+      seen.activity = s->started_threads > s->ended_threads ? GeneratorActivity::Steady
+                                                            : GeneratorActivity::Idle;
+      seen.at = now;
+      lock.unlock();
+      runs_->generator_seen(seen);
+    }
     return Result::Taken;
   }
   Stats* st = p.context == "all" ? &s->all : endpoint_locked(*s, p.context);
@@ -238,6 +250,8 @@ void JMeterModel::apply_influx_locked(Source& s, const InfluxPoint& p, double no
     if (ends_with(text->text, " started") || text->text == "started") {
       s.run_start = ts;
       s.run_end = -1;  // a new run has not ended yet
+      s.run_title = text->text.substr(0, text->text.size() - std::string_view("started").size());
+      while (!s.run_title.empty() && s.run_title.back() == ' ') s.run_title.pop_back();
     } else if (ends_with(text->text, " ended") || text->text == "ended") {
       s.run_end = ts;
     } else {
@@ -324,9 +338,10 @@ JMeterModel::InfluxOutcome JMeterModel::ingest_influx(std::string_view source,
                                                       std::string_view body, double now,
                                                       std::int64_t ns_per_unit) {
   InfluxOutcome out;
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   bool existed = sources_.find(source) != sources_.end();
   Source* s = source_locked(source, now);
+  const double start_before = s ? s->run_start : -1, end_before = s ? s->run_end : -1;
   std::uint64_t unknown = 0, dropped_n = 0;
   parse_influx_lines(
       body,
@@ -355,27 +370,37 @@ JMeterModel::InfluxOutcome JMeterModel::ingest_influx(std::string_view source,
   if (unknown) reject_locked("unknown", unknown);
   if (dropped_n) reject_locked("limit", dropped_n);
   if (s && out.taken) s->last_push = now;
-  // A body with nothing JMeter-shaped in it does not create a source.
-  if (s && !existed && !out.taken) sources_.erase(sources_.find(source));
+  if (!runs_ || !s || !out.taken) {
+    // A body with nothing JMeter-shaped in it does not create a source.
+    if (s && !existed && !out.taken) sources_.erase(sources_.find(source));
+    return out;
+  }
+  const double start = s->run_start, end = s->run_end;
+  const std::string title = s->run_title;
+  lock.unlock();
+  const std::string origin = "jmeter:" + std::string(source);
+  if (start >= 0 && start != start_before) runs_->generator_run_started(origin, title, start);
+  if (end >= 0 && end != end_before) runs_->generator_run_ended(origin, end);
+  GeneratorSighting alive;  // keeps an annotated run open while JMeter keeps pushing
+  alive.origin = origin;
+  alive.activity = GeneratorActivity::Unknown;
+  alive.at = now;
+  alive.stale_after = 60;
+  runs_->generator_seen(alive);
   return out;
 }
 
 void JMeterModel::collect(MetricSink& out) const {
-  auto summary = [&out](const char* name, const char* help, const Labels& labels, const Stats& st,
-                        double sum) {
-    auto& m = out.add(name, help, prometheus::MetricType::Summary, labels);
-    m.summary.sample_count =
-        st.requests >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(st.requests);
-    m.summary.sample_sum = sum;
+  using F = GeneratorFamily;
+  auto summary = [&out](GeneratorFamily family, const Labels& labels, const Stats& st, double sum) {
+    auto& m = add_generator_summary(out, family, labels, st.requests, sum);
     for (const auto& q : st.quantiles) m.summary.quantile.push_back({q.quantile, q.seconds});
   };
   std::lock_guard lock(mutex_);
   for (const auto& [name, s] : sources_) {
     const Labels src{{"source", name}};
-    out.counter("loadwatch_generator_requests_total",
-                "Requests the load generator made in the whole test.", src, s.all.requests);
-    out.counter("loadwatch_generator_failures_total",
-                "Requests of the load generator that failed, whole test.", src, s.all.failures);
+    add_generator_sample(out, F::kRequests, src, s.all.requests);
+    add_generator_sample(out, F::kFailures, src, s.all.failures);
     // Prefer the endpoints' sums when they cover every request: exact even where JMeter's
     // aggregate mean is the OK-only one.
     double all_sum = s.all.sum_known() ? s.all.sum_seconds : std::nan("");
@@ -389,75 +414,30 @@ void JMeterModel::collect(MetricSink& out) const {
       }
       if (known && n == s.all.requests) all_sum = sum;
     }
-    summary("loadwatch_generator_latency_seconds",
-            "Response time of all requests: quantiles as the load generator reports them "
-            "(Locust: over the whole test; JMeter: over its last send interval); _count and "
-            "_sum over the whole test.",
-            src, s.all, all_sum);
-    if (s.all.min >= 0) {
-      out.gauge("loadwatch_generator_latency_min_seconds",
-                "Fastest response time of the last reporting interval, as reported.", src,
-                s.all.min);
-    }
-    if (s.all.max >= 0) {
-      out.gauge("loadwatch_generator_latency_max_seconds",
-                "Slowest response time of the last reporting interval, as reported.", src,
-                s.all.max);
-    }
-    if (s.all.avg >= 0) {
-      out.gauge("loadwatch_generator_latency_avg_seconds",
-                "Mean response time of the last reporting interval, as reported.", src, s.all.avg);
-    }
+    summary(F::kLatency, src, s.all, all_sum);
+    if (s.all.min >= 0) add_generator_sample(out, F::kLatencyMin, src, s.all.min);
+    if (s.all.max >= 0) add_generator_sample(out, F::kLatencyMax, src, s.all.max);
+    if (s.all.avg >= 0) add_generator_sample(out, F::kLatencyAvg, src, s.all.avg);
     // JMeter's startedT/endedT are totals since the run began, so their difference is the
     // number of threads running now; meanAT (mean over the interval) is the fallback.
     double users = s.started_threads >= 0 && s.ended_threads >= 0
                        ? s.started_threads - s.ended_threads
                        : s.mean_threads;
-    if (users >= 0) {
-      out.gauge("loadwatch_generator_users", "Simulated users the load generator runs.", src,
-                users);
-    }
+    if (users >= 0) add_generator_sample(out, F::kUsers, src, users);
     if (s.seen_bytes) {
-      out.counter("loadwatch_generator_sent_bytes_total", "Bytes the load generator sent.", src,
-                  s.sent_bytes);
-      out.counter("loadwatch_generator_received_bytes_total", "Bytes the load generator received.",
-                  src, s.received_bytes);
+      add_generator_sample(out, F::kSentBytes, src, s.sent_bytes);
+      add_generator_sample(out, F::kReceivedBytes, src, s.received_bytes);
     }
-    if (s.run_start >= 0) {
-      out.gauge("loadwatch_generator_run_start_timestamp_seconds",
-                "Unix time the last test run started (JMeter's start annotation).", src,
-                s.run_start);
-    }
-    if (s.run_end >= 0) {
-      out.gauge("loadwatch_generator_run_end_timestamp_seconds",
-                "Unix time the last test run ended (JMeter's end annotation).", src, s.run_end);
-    }
+    if (s.run_start >= 0) add_generator_sample(out, F::kRunStart, src, s.run_start);
+    if (s.run_end >= 0) add_generator_sample(out, F::kRunEnd, src, s.run_end);
     for (const auto& [endpoint, e] : s.endpoints) {
       const Labels ep{{"source", name}, {"name", endpoint}, {"method", ""}};
-      out.counter("loadwatch_generator_endpoint_requests_total",
-                  "Requests the load generator made, per request name and method.", ep, e.requests);
-      out.counter("loadwatch_generator_endpoint_failures_total",
-                  "Failed requests of the load generator, per request name and method.", ep,
-                  e.failures);
-      summary("loadwatch_generator_endpoint_latency_seconds",
-              "Response time per request name and method: quantiles as reported (Locust: over "
-              "the whole test; JMeter: over its last send interval); _count and _sum over the "
-              "whole test.",
-              ep, e, e.sum_known() ? e.sum_seconds : std::nan(""));
-      if (e.min >= 0) {
-        out.gauge("loadwatch_generator_endpoint_latency_min_seconds",
-                  "Fastest response time per request name in the last reporting interval.", ep,
-                  e.min);
-      }
-      if (e.max >= 0) {
-        out.gauge("loadwatch_generator_endpoint_latency_max_seconds",
-                  "Slowest response time per request name in the last reporting interval.", ep,
-                  e.max);
-      }
-      if (e.avg >= 0) {
-        out.gauge("loadwatch_generator_endpoint_latency_avg_seconds",
-                  "Mean response time per request name in the last reporting interval.", ep, e.avg);
-      }
+      add_generator_sample(out, F::kEndpointRequests, ep, e.requests);
+      add_generator_sample(out, F::kEndpointFailures, ep, e.failures);
+      summary(F::kEndpointLatency, ep, e, e.sum_known() ? e.sum_seconds : std::nan(""));
+      if (e.min >= 0) add_generator_sample(out, F::kEndpointLatencyMin, ep, e.min);
+      if (e.max >= 0) add_generator_sample(out, F::kEndpointLatencyMax, ep, e.max);
+      if (e.avg >= 0) add_generator_sample(out, F::kEndpointLatencyAvg, ep, e.avg);
     }
     out.gauge("loadwatch_push_last_timestamp_seconds",
               "Unix time this push source last delivered data loadwatch could use.",

@@ -1,11 +1,13 @@
 #include "sources/locust.h"
 
 #include <algorithm>
+#include <chrono>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 
-#include "sources/json_sax.h"
+#include "sources/generator_families.h"
+#include "sources/json_events.h"
 
 namespace loadwatch {
 
@@ -252,7 +254,7 @@ bool parse_locust_stats(std::string_view text, LocustStats& out, std::string& er
   out = LocustStats{};
   StatsHandler handler(out);
   std::string why;
-  if (!json_sax(text, handler, why)) {
+  if (!read_json_events(text, handler, why)) {
     out = LocustStats{};
     error = "/stats/requests: not JSON (" + why + ")";
     return false;
@@ -266,26 +268,6 @@ bool parse_locust_stats(std::string_view text, LocustStats& out, std::string& er
 }
 
 namespace {
-
-const char* const kHelpRequests = "Requests the load generator made in the whole test.";
-const char* const kHelpFailures = "Requests of the load generator that failed, whole test.";
-const char* const kHelpEpRequests =
-    "Requests the load generator made, per request name and method.";
-const char* const kHelpEpFailures =
-    "Failed requests of the load generator, per request name and method.";
-const char* const kHelpLatency =
-    "Response time of all requests: quantiles over the whole test as the load generator "
-    "reports them; _count and _sum over the whole test.";
-const char* const kHelpEpLatency =
-    "Response time per request name and method: quantiles over the whole test as reported; "
-    "_count and _sum over the whole test.";
-const char* const kHelpCurrent =
-    "Response time of all requests: quantiles over the generator's recent window (Locust: "
-    "10 s) as reported; _count and _sum over the whole test.";
-const char* const kHelpUsers = "Simulated users the load generator runs.";
-const char* const kHelpRps = "Requests per second, as the load generator reports it.";
-const char* const kHelpRunning = "1 while the load generator is spawning or running a test.";
-const char* const kHelpWorkers = "Workers connected to the load generator's master.";
 
 bool running_state(const std::string& s) { return s == "spawning" || s == "running"; }
 
@@ -318,49 +300,42 @@ void LocustMapper::map(const LocustStats& stats, const std::string& source, Metr
     t.sum_seconds = carry_.update(key, row.avg_ms.value_or(0) * row.requests / 1000.0, 1e-9);
     return t;
   };
-  auto summary = [&](const char* name, const char* help, Labels labels,
+  auto summary = [&](GeneratorFamily family, Labels labels,
                      const std::vector<std::pair<double, double>>& quantiles_ms, const Totals& t) {
-    auto& m = out.add(name, help, prometheus::MetricType::Summary, std::move(labels));
-    m.summary.sample_count = t.requests >= 1.8e19 ? UINT64_MAX : std::uint64_t(t.requests);
-    m.summary.sample_sum = t.sum_seconds;
+    auto& m = add_generator_summary(out, family, std::move(labels), t.requests, t.sum_seconds);
     for (const auto& [q, ms] : quantiles_ms) m.summary.quantile.push_back({q, ms / 1000.0});
   };
+  using F = GeneratorFamily;
 
   std::optional<Totals> all;
   if (const auto& agg = stats.aggregated) {
     all = totals(*agg, 'A');
-    out.counter("loadwatch_generator_requests_total", kHelpRequests, {{"source", source}},
-                all->requests);
-    out.counter("loadwatch_generator_failures_total", kHelpFailures, {{"source", source}},
-                all->failures);
-    summary("loadwatch_generator_latency_seconds", kHelpLatency, {{"source", source}},
-            agg->quantiles_ms, *all);
+    add_generator_sample(out, F::kRequests, {{"source", source}}, all->requests);
+    add_generator_sample(out, F::kFailures, {{"source", source}}, all->failures);
+    summary(F::kLatency, {{"source", source}}, agg->quantiles_ms, *all);
     if (!stats.current_quantiles_ms.empty()) {
-      summary("loadwatch_generator_current_latency_seconds", kHelpCurrent, {{"source", source}},
-              stats.current_quantiles_ms, *all);
+      summary(F::kCurrentLatency, {{"source", source}}, stats.current_quantiles_ms, *all);
     }
   }
   for (const auto& ep : stats.endpoints) {
     Totals t = totals(ep, 'a');
     Labels labels{{"source", source}, {"name", ep.name}, {"method", ep.method}};
-    out.counter("loadwatch_generator_endpoint_requests_total", kHelpEpRequests, labels, t.requests);
-    out.counter("loadwatch_generator_endpoint_failures_total", kHelpEpFailures, labels, t.failures);
-    summary("loadwatch_generator_endpoint_latency_seconds", kHelpEpLatency, std::move(labels),
-            ep.quantiles_ms, t);
+    add_generator_sample(out, F::kEndpointRequests, labels, t.requests);
+    add_generator_sample(out, F::kEndpointFailures, labels, t.failures);
+    summary(F::kEndpointLatency, std::move(labels), ep.quantiles_ms, t);
   }
   if (stats.user_count) {
-    out.gauge("loadwatch_generator_users", kHelpUsers, {{"source", source}}, *stats.user_count);
+    add_generator_sample(out, F::kUsers, {{"source", source}}, *stats.user_count);
   }
   if (stats.total_rps) {
-    out.gauge("loadwatch_generator_requests_per_second", kHelpRps, {{"source", source}},
-              *stats.total_rps);
+    add_generator_sample(out, F::kRequestsPerSecond, {{"source", source}}, *stats.total_rps);
   }
   if (!stats.state.empty()) {
-    out.gauge("loadwatch_generator_running", kHelpRunning, {{"source", source}},
-              running_state(stats.state) ? 1 : 0);
+    add_generator_sample(out, F::kRunning, {{"source", source}},
+                         running_state(stats.state) ? 1 : 0);
   }
   if (stats.workers) {
-    out.gauge("loadwatch_generator_workers", kHelpWorkers, {{"source", source}}, *stats.workers);
+    add_generator_sample(out, F::kWorkers, {{"source", source}}, *stats.workers);
   }
 }
 
@@ -368,6 +343,8 @@ namespace {
 
 class LocustScraper : public SourceScraper {
  public:
+  explicit LocustScraper(RunObserver* runs) : runs_(runs) {}
+
   std::vector<SourceRequest> requests(const SourceConfig& config) const override {
     return {{config.url + "/stats/requests", "application/json", false}};
   }
@@ -382,6 +359,7 @@ class LocustScraper : public SourceScraper {
       result.message = config.url + error;
       return result;
     }
+    if (runs_ && !stats.state.empty()) runs_->generator_seen(sighting(config, stats));
     MetricSink sink;
     mapper_.map(stats, config.name, sink);
     mapper_.end_scrape(config.max_series * 4);
@@ -390,11 +368,29 @@ class LocustScraper : public SourceScraper {
   }
 
  private:
+  static GeneratorSighting sighting(const SourceConfig& config, const LocustStats& stats) {
+    GeneratorSighting s;
+    s.origin = "locust:" + config.name;
+    s.activity = stats.state == "running"    ? GeneratorActivity::Steady
+                 : stats.state == "spawning" ? GeneratorActivity::Ramping
+                                             : GeneratorActivity::Idle;
+    s.users = stats.user_count;
+    s.at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+               .count();
+    // Three missed scrapes: the Locust is gone (e.g. --autoquit right after its test).
+    auto quiet = 3 * config.interval + config.timeout;
+    s.stale_after = std::max(15.0, std::chrono::duration<double>(quiet).count());
+    return s;
+  }
+
+  RunObserver* runs_;
   LocustMapper mapper_;
 };
 
 }  // namespace
 
-std::unique_ptr<SourceScraper> make_locust_scraper() { return std::make_unique<LocustScraper>(); }
+std::unique_ptr<SourceScraper> make_locust_scraper(RunObserver* runs) {
+  return std::make_unique<LocustScraper>(runs);
+}
 
 }  // namespace loadwatch

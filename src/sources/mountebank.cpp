@@ -5,7 +5,7 @@
 #include <map>
 #include <optional>
 
-#include "sources/json_sax.h"
+#include "sources/json_events.h"
 #include "sources/prom_text_parser.h"
 #include "sources/prometheus.h"
 
@@ -139,7 +139,7 @@ bool parse_mountebank_imposters(std::string_view json, std::vector<MountebankImp
   out.clear();
   ImpostersHandler handler(out);
   std::string why;
-  if (!json_sax(json, handler, why)) {
+  if (!read_json_events(json, handler, why)) {
     out.clear();
     error = "/imposters: not JSON (" + why + ")";
     return false;

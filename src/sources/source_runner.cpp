@@ -8,6 +8,7 @@
 
 #include "sources/prom_text_parser.h"
 #include "sources/secret_file.h"
+#include "unix_time.h"
 
 namespace loadwatch {
 
@@ -191,9 +192,7 @@ void SourceRunner::run() {
         }
       }
       snap->up = true;
-      snap->last_success =
-          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-              .count();
+      snap->last_success = unix_now();
       snap->families = std::move(result.families);
       if (!prev->up && prev->scrapes > 0) spdlog::info("source {}: up again", cfg.name);
     } else {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <ctime>
 
+#include "unix_time.h"
 #include "version.h"
 #include "web/gzip.h"
 #include "web/live_routes.h"
@@ -12,11 +13,6 @@
 namespace loadwatch {
 
 namespace {
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string html_escape(const std::string& s) {
   std::string out;
@@ -122,6 +118,7 @@ HttpResponse landing(const Sampler& sampler) {
 <p><a href="/metrics">Metrics</a> · <a href="/api/v1/targets">Targets (JSON)</a> ·
 <a href="/api/v1/sources">Sources (JSON)</a> ·
 <a href="/api/v1/history/series">History (JSON)</a> ·
+<a href="/api/v1/runs">Runs (JSON)</a> ·
 <a href="/-/healthy">Health</a> · <a href="/-/ready">Readiness</a></p>
 <h2>Targets</h2>
 <table><tr><th>Name</th><th>Selector</th><th>State</th><th>PIDs</th></tr>

@@ -18,7 +18,7 @@ expect_lint_failure() {
   local what=$1 message=$2 mutation=$3
   rm -rf "$tmp/repo"; mkdir -p "$tmp/repo"
   cp -r "$src/dashboards" "$tmp/repo/"
-  [ -f "$src/README.md" ] && cp "$src/README.md" "$tmp/repo/"
+  [ -f "$src/docs/metrics.md" ] && mkdir -p "$tmp/repo/docs" && cp "$src/docs/metrics.md" "$tmp/repo/docs/"
   (cd "$tmp/repo" && "$py" -c "$mutation")
   if "$py" "$tmp/repo/dashboards/lint.py" --root "$tmp/repo" >"$tmp/out" 2>&1; then
     echo "FAIL: lint passed with $what"; exit 1
@@ -86,11 +86,11 @@ s = open(p).read().replace("""      - eval_time: 1m  # pending
         exp_alerts: []
 """, "")
 open(p, "w").write(s)'
-expect_lint_failure "a README metric reference that lacks a metric" \
+expect_lint_failure "a metric reference that lacks a metric" \
   "Metric reference lacks loadwatch_tcp_listen_overflows_total" '
 names = [l.split()[0] for l in open("dashboards/metrics.txt") if l.strip() and not l.startswith("#")]
 names.remove("loadwatch_tcp_listen_overflows_total")
-open("README.md", "w").write("# x\n\n## Metric reference\n\n" + "\n".join("- `%s`" % n for n in names) + "\n\n## Next\n\nloadwatch_tcp_listen_overflows_total\n")'
+open("docs/metrics.md", "w").write("# x\n\n## Metric reference\n\n" + "\n".join("- `%s`" % n for n in names) + "\n\n## Next\n\nloadwatch_tcp_listen_overflows_total\n")'
 
 # expect_generate_failure "what" "expected message (grep -F)" shell-mutation
 expect_generate_failure() {
@@ -124,16 +124,16 @@ expect_generate_failure "a for: in config.yml of an alert that does not exist" \
   "for: of alerts that do not exist: LoadwatchNoSuchAlert" \
   "sed -i 's/^  for:\$/  for:\n    LoadwatchNoSuchAlert: 1m/' config.yml"
 
-# And a README whose Metric reference uses the product brief's compact forms passes.
-rm -rf "$tmp/repo"; mkdir -p "$tmp/repo"; cp -r "$src/dashboards" "$tmp/repo/"
+# And a metric reference that uses compact brace forms passes.
+rm -rf "$tmp/repo"; mkdir -p "$tmp/repo/docs"; cp -r "$src/dashboards" "$tmp/repo/"
 (cd "$tmp/repo" && "$py" -c '
 names = [l.split()[0] for l in open("dashboards/metrics.txt") if l.strip() and not l.startswith("#")]
 net = [n for n in names if n.startswith("loadwatch_network_")]
 rest = [n for n in names if n not in net]
-open("README.md", "w").write("# x\n\n## Metric reference\n\n| metric |\n| --- |\n"
+open("docs/metrics.md", "w").write("# x\n\n## Metric reference\n\n| metric |\n| --- |\n"
     + "".join("| `%s` |\n" % n for n in rest)
     + "| `loadwatch_network_{receive,transmit}_{bytes,packets,drop,errors}_total{device}` |\n")')
 "$py" "$tmp/repo/dashboards/lint.py" --root "$tmp/repo" >/dev/null \
-  || { echo "FAIL: lint rejects a complete README metric reference"; exit 1; }
-echo "ok: lint accepts a complete README metric reference (brace forms expanded)"
+  || { echo "FAIL: lint rejects a complete metric reference"; exit 1; }
+echo "ok: lint accepts a complete metric reference (brace forms expanded)"
 echo "PASS"

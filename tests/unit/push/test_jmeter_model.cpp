@@ -6,9 +6,11 @@
 #include <string>
 
 #include "push/jmeter_model.h"
+#include "tests/lib/fixture_file.h"
 #include "tests/lib/sample_values.h"
 
 using namespace loadwatch;
+using loadwatch::test::read_fixture;
 
 namespace {
 
@@ -27,14 +29,6 @@ void graphite(JMeterModel& m, std::string_view text, double now = 1000) {
     REQUIRE(parse_graphite_line(line, l) == nullptr);
     m.ingest_graphite(l, now);
   }
-}
-
-std::string read_fixture(const std::string& name) {
-  std::ifstream in(std::string(LOADWATCH_FIXTURES) + "/" + name);
-  REQUIRE(in);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace

@@ -8,20 +8,14 @@
 #include <sstream>
 
 #include "sources/prom_text_parser.h"
+#include "tests/lib/fixture_file.h"
 
 using loadwatch::parse_prom_text;
 using loadwatch::parse_prom_value;
+using loadwatch::test::read_fixture;
 using prometheus::MetricType;
 
 namespace {
-
-std::string read_fixture(const std::string& rel) {
-  std::ifstream in(std::string(LOADWATCH_FIXTURES) + "/" + rel, std::ios::binary);
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 const prometheus::MetricFamily* family(const loadwatch::PromTextParse& p, const std::string& name) {
   for (const auto& f : p.families) {
