@@ -29,8 +29,13 @@ try:
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
-except ImportError:  # reported by the test itself
-    webdriver = None
+except ImportError:
+    # Debian's python3-selenium lives in the system interpreter; a python3 earlier on PATH
+    # (e.g. pyenv) does not see it.
+    if os.path.exists("/usr/bin/python3") and \
+            os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3"):
+        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+    webdriver = None  # reported by each test
 
 BUILD_DIR = os.environ.get("LOADWATCH_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
 SHOTS = os.path.join(BUILD_DIR, "screenshots")
@@ -38,7 +43,7 @@ SHOTS = os.path.join(BUILD_DIR, "screenshots")
 
 def browser(width, height, auth=None):
     if webdriver is None:
-        raise unittest.SkipTest("python3-selenium missing: run scripts/install-deps test")
+        raise AssertionError("python3-selenium missing: run scripts/install-deps test")
     for tool in ("chromium", "chromedriver"):
         if shutil.which(tool) is None:
             raise AssertionError(tool + " missing: run scripts/install-deps test")
