@@ -27,6 +27,9 @@ struct Options {
   std::string textfile_directory;
   std::string graphite_listen_address;
   int max_requests = 40;
+  /// Points the in-memory history keeps per series (one per sample); 0 turns it off.
+  std::size_t history_points = 7200;
+  std::size_t history_max_series = 512;
   /// POST /api/v1/runs... allowed (reads are always on).
   bool enable_run_api = false;
   /// Directory for state that outlives the daemon (runs); empty = memory only.

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include "heap_trim.h"
+#include "history/history.h"
+#include "unix_time.h"
 #include "runs/run_book.h"
 #include "runs/run_metrics.h"
 #include "series_guard.h"
@@ -144,6 +146,7 @@ void Sampler::sample_once() {
   account(report, out);
   auto snap = std::make_shared<const Snapshot>(std::move(families), std::move(ctx.targets), ctx.now,
                                                std::move(ctx.sources));
+  if (history_) history_->record(snap->families(), ctx.now);
   std::shared_ptr<const Snapshot> previous;
   {
     std::lock_guard lock(mutex_);

@@ -18,6 +18,7 @@
 
 namespace loadwatch {
 
+class History;
 class RunBook;
 
 /// Owns the collectors. start() launches the thread; latest() and the counters may be read
@@ -44,6 +45,10 @@ class Sampler {
   /// Names of enabled collectors, in sample order.
   std::vector<std::string> collector_names() const;
 
+  /// Records every published sample into `history` (nullptr: none), from the sampler thread.
+  /// Call before start(); `history` must outlive the sampler.
+  void set_history(History* history) { history_ = history; }
+
   /// Queues a new config; collectors are reconfigured before the next sample.
   void reload(Config config);
 
@@ -63,6 +68,7 @@ class Sampler {
   Config config_;
   FsRoot proc_, sys_;
   HttpServer* http_;
+  History* history_ = nullptr;
   RunBook* runs_;
   std::vector<Entry> collectors_;
 
