@@ -220,6 +220,7 @@ void GraphiteListener::run() {
 
 std::unique_ptr<Collector> make_graphite_collector(const CollectorEnv& env) {
   auto model = std::make_shared<JMeterModel>("graphite");
+  model->set_run_observer(env.runs);
   std::unique_ptr<GraphiteListener> listener;
   if (!env.options.graphite_listen_address.empty()) {
     listener = std::make_unique<GraphiteListener>(

@@ -12,9 +12,9 @@
 
 namespace loadwatch {
 
-std::unique_ptr<SourceScraper> make_source_scraper(const std::string& kind) {
+std::unique_ptr<SourceScraper> make_source_scraper(const std::string& kind, RunObserver* runs) {
   if (kind == "mountebank") return make_mountebank_scraper();
-  if (kind == "locust") return make_locust_scraper();
+  if (kind == "locust") return make_locust_scraper(runs);
   if (kind == "prometheus") return make_prometheus_scraper();
   return nullptr;
 }
@@ -32,7 +32,7 @@ bool same_settings(const SourceConfig& a, const SourceConfig& b) {
 
 class SourcesCollector : public Collector {
  public:
-  explicit SourcesCollector(const CollectorEnv& env) { build(env.config); }
+  explicit SourcesCollector(const CollectorEnv& env) : runs_(env.runs) { build(env.config); }
 
   ~SourcesCollector() override { stop_all(runners_); }
 
@@ -112,7 +112,7 @@ class SourcesCollector : public Collector {
         next.push_back({cfg, std::move(it->runner)});
         continue;
       }
-      auto scraper = make_source_scraper(cfg.kind);
+      auto scraper = make_source_scraper(cfg.kind, runs_);
       if (!scraper) {
         spdlog::error("source {}: unknown kind \"{}\", skipped", cfg.name, cfg.kind);
         continue;
@@ -124,6 +124,7 @@ class SourcesCollector : public Collector {
     runners_ = std::move(next);
   }
 
+  RunObserver* runs_;
   std::vector<Entry> runners_;
   std::set<std::string> warned_;
 };

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "procfs/fs_root.h"
+#include "runs/wrk_summary.h"
 #include "sources/prom_text_parser.h"
 
 namespace loadwatch {
@@ -57,7 +58,7 @@ std::string check_parsed(const PromTextParse& parsed) {
 
 class TextfileCollector : public Collector {
  public:
-  explicit TextfileCollector(std::string dir) : dir_(std::move(dir)) {}
+  TextfileCollector(std::string dir, RunObserver* runs) : dir_(std::move(dir)), runs_(runs) {}
 
   void collect(SampleContext&, MetricSink& out) override {
     if (dir_.empty()) return;
@@ -166,6 +167,10 @@ class TextfileCollector : public Collector {
     auto parsed = parse_prom_text(text);
     file.error = check_parsed(parsed);
     if (file.error.empty()) file.families = std::move(parsed.families);
+    // Only when (re)parsed: a summary is one run, however many samples read it.
+    if (file.error.empty() && runs_) {
+      report_wrk_summaries(file.families, st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9, *runs_);
+    }
     return file;
   }
 
@@ -175,6 +180,7 @@ class TextfileCollector : public Collector {
   }
 
   std::string dir_;
+  RunObserver* runs_;
   std::map<std::string, CachedFile> cache_;
   std::set<std::string> warned_;
 };
@@ -182,7 +188,7 @@ class TextfileCollector : public Collector {
 }  // namespace
 
 std::unique_ptr<Collector> make_textfile_collector(const CollectorEnv& env) {
-  return std::make_unique<TextfileCollector>(env.options.textfile_directory);
+  return std::make_unique<TextfileCollector>(env.options.textfile_directory, env.runs);
 }
 
 }  // namespace loadwatch

@@ -3,8 +3,8 @@
 
 Starts the built binary on the host with a target, every push source, a textfile directory and
 pull sources served from the committed fixtures (tests/fixtures/sources) by a local HTTP server,
-pushes one Graphite and one Influx line, then turns HELP/TYPE/labels of every loadwatch_* family
-into a Markdown table between the README's reference markers. Re-run after adding a metric:
+pushes one Graphite and one Influx line, starts a run with a phase, then turns HELP/TYPE/labels
+of every loadwatch_* family into a Markdown table between the README's reference markers. Re-run after adding a metric:
     python3 scripts/metric-reference.py [--build build]
 """
 import argparse
@@ -102,7 +102,8 @@ def main():
             "--source=workers=locust," + base + "/distributed",
             "--source=app=prometheus," + base + "/metrics",
             "--graphite.listen-address=127.0.0.1:%d" % gport,
-            "--collector.textfile.directory=" + textdir, "--sample.interval=200ms"]
+            "--collector.textfile.directory=" + textdir, "--sample.interval=200ms",
+            "--web.enable-run-api"]
     # A listener that never accepts, with a full accept queue: the host-wide top listeners.
     full = socket.socket()
     full.bind(("127.0.0.1", 0))
@@ -129,6 +130,13 @@ def main():
             except urllib.error.HTTPError:
                 pass
             time.sleep(6)  # sources scrape every 5s by default
+            # A run with a phase: it also ends the run inferred from the Locust source, so the
+            # last finished run's families appear too.
+            for path, doc in (("/api/v1/runs", b'{"name":"reference"}'),
+                              ("/api/v1/runs/current/phases", b'{"users":10}')):
+                urllib.request.urlopen(urllib.request.Request(
+                    lw.url + path, method="POST", data=doc)).read()
+            time.sleep(0.5)  # the next sample
             text = lw.metrics_text()
     finally:
         for c in clients + [full]:

@@ -47,6 +47,7 @@ struct SampleContext {
 
 /// Everything a collector may read when it is built or reconfigured.
 class HttpServer;
+class RunObserver;
 
 struct CollectorEnv {
   const Options& options;
@@ -56,6 +57,9 @@ struct CollectorEnv {
   /// The daemon's HTTP server, for collectors that take pushed data (may be null in tests).
   /// Routes must be added while the collector is built, before the server starts.
   HttpServer* http = nullptr;
+  /// Told about load-generator runs that sources, push listeners and textfiles reveal (may be
+  /// null). Outlives the collectors.
+  RunObserver* runs = nullptr;
 };
 
 /// A collector adds its metrics to the sample. Called only from the sampler thread, one call

@@ -13,6 +13,8 @@
 
 #include "flags.h"
 #include "logging.h"
+#include "runs/run_book.h"
+#include "runs/run_routes.h"
 #include "sampler.h"
 #include "version.h"
 #include "web/http_server.h"
@@ -79,6 +81,18 @@ int serve(const Options& options, Config config) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  // Before the server and the sampler, which both hold on to it.
+  std::unique_ptr<RunBook> runs_ptr;
+  try {
+    std::unique_ptr<RunStore> store;
+    if (!options.storage_path.empty()) store = std::make_unique<RunStore>(options.storage_path);
+    runs_ptr = std::make_unique<RunBook>(std::move(store));
+  } catch (const std::exception& e) {
+    spdlog::critical("--storage.path: {}", e.what());
+    return 1;
+  }
+  RunBook& runs = *runs_ptr;
+
   HttpServerSettings http_settings;
   http_settings.listen_address = options.listen_address;
   http_settings.max_requests = options.max_requests;
@@ -87,13 +101,14 @@ int serve(const Options& options, Config config) {
   std::unique_ptr<Sampler> sampler_ptr;
   try {
     // Collectors are built here; one that cannot start (e.g. its listen port is taken) is fatal.
-    sampler_ptr = std::make_unique<Sampler>(options, std::move(config), &http);
+    sampler_ptr = std::make_unique<Sampler>(options, std::move(config), &http, &runs);
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());
     return 1;
   }
   Sampler& sampler = *sampler_ptr;
   add_web_routes(http, sampler);
+  add_run_routes(http, runs, options.enable_run_api);
   sampler.sample_once();  // /metrics has data from the first request on
   try {
     http.start();
@@ -127,6 +142,7 @@ int serve(const Options& options, Config config) {
   }
   http.stop();
   spdlog::debug("http server stopped");
+  runs.checkpoint();  // an open run is interrupted by this stop: record when
   if (!sampler.stop()) {
     // A sample is stuck in the kernel (a hung file); exiting is all that is left to do.
     spdlog::warn("sampler did not stop in time; exiting without waiting for it");

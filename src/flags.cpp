@@ -40,6 +40,10 @@ ParsedFlags parse_flags(int argc, char** argv) {
                  "Directory of *.prom files to export (wrk summaries)");
   app.add_option("--graphite.listen-address", o.graphite_listen_address,
                  "Graphite plaintext listener for JMeter's Backend Listener (off when empty)");
+  app.add_flag("--web.enable-run-api", o.enable_run_api,
+               "Allow starting, phasing and stopping runs over HTTP (POST /api/v1/runs...)");
+  app.add_option("--storage.path", o.storage_path,
+                 "Directory where runs are kept across restarts (empty: in memory only)");
   app.add_flag("--version", parsed.show_version, "Print version, git revision and build date");
 
   // --collector.NAME / --no-collector.NAME for every collector in the table.

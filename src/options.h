@@ -27,6 +27,10 @@ struct Options {
   std::string textfile_directory;
   std::string graphite_listen_address;
   int max_requests = 40;
+  /// POST /api/v1/runs... allowed (reads are always on).
+  bool enable_run_api = false;
+  /// Directory for state that outlives the daemon (runs); empty = memory only.
+  std::string storage_path;
 };
 
 }  // namespace loadwatch

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runs/run_book.h"
+#include "runs/run_metrics.h"
 #include "version.h"
 
 namespace loadwatch {
@@ -23,10 +25,10 @@ bool collector_enabled(const CollectorSpec& spec, const Options& options, const 
   return spec.enabled_by_default;
 }
 
-Sampler::Sampler(const Options& options, Config config, HttpServer* http)
+Sampler::Sampler(const Options& options, Config config, HttpServer* http, RunBook* runs)
     : options_(options), config_(std::move(config)), proc_(options.procfs), sys_(options.sysfs),
-      http_(http) {
-  CollectorEnv env{options_, config_, proc_, sys_, http_};
+      http_(http), runs_(runs) {
+  CollectorEnv env{options_, config_, proc_, sys_, http_, runs_};
   for (const auto& spec : collector_table()) {
     if (!collector_enabled(spec, options_, config_)) continue;
     collectors_.push_back(Entry{&spec, spec.make(env)});
@@ -63,7 +65,7 @@ void Sampler::apply_pending_config() {
     }
   }
   config_ = std::move(*next);
-  CollectorEnv env{options_, config_, proc_, sys_, nullptr};
+  CollectorEnv env{options_, config_, proc_, sys_, nullptr, runs_};
   for (auto& e : collectors_) e.collector->reconfigure(env);
   spdlog::info("config reloaded: {} targets, {} sources", config_.targets.size(),
                config_.sources.size());
@@ -92,6 +94,10 @@ void Sampler::sample_once() {
     self.gauge("loadwatch_collector_success",
                "1 if the collector succeeded in the last sample, 0 if it failed.",
                {{"collector", e.spec->name}}, ok ? 1 : 0);
+  }
+  if (runs_) {
+    runs_->tick(ctx.now);
+    add_run_metrics(runs_->exposed(), out);
   }
   self.gauge("loadwatch_last_sample_timestamp_seconds",
              "Unix time of the sample being served; its age shows a stuck sampler.", {}, ctx.now);

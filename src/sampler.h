@@ -16,11 +16,15 @@
 
 namespace loadwatch {
 
+class RunBook;
+
 /// Owns the collectors. start() launches the thread; latest() and the counters may be read
 /// from any thread; reload() may be called from any thread (applied before the next sample).
 class Sampler {
  public:
-  Sampler(const Options& options, Config config, HttpServer* http);
+  /// `runs` (may be null) is told what collectors see of generators' runs, and its runs are
+  /// exported with each sample; it must outlive the sampler.
+  Sampler(const Options& options, Config config, HttpServer* http, RunBook* runs = nullptr);
   ~Sampler();
 
   /// Takes one sample synchronously on the calling thread (used before start() so the first
@@ -53,6 +57,7 @@ class Sampler {
   Config config_;
   FsRoot proc_, sys_;
   HttpServer* http_;
+  RunBook* runs_;
   std::vector<Entry> collectors_;
 
   mutable std::mutex mutex_;  // guards latest_, pending_, stop_

@@ -1,6 +1,7 @@
 #include "subcommands.h"
 
 #include "analysis/cli.h"
+#include "runs/cli_run.h"
 
 namespace loadwatch {
 
@@ -11,6 +12,7 @@ const std::vector<Subcommand>& subcommands() {
        analysis::run_capacity},
       {"compare", "a run against a baseline, for CI (exit 1 on a regression)",
        analysis::run_compare},
+      {"run", "start, phase, stop and list test runs; run a load generator inside a run", run_cli},
   };
   return table;
 }

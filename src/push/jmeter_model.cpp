@@ -155,7 +155,7 @@ void JMeterModel::count_rejected(const char* reason, std::uint64_t n) {
 }
 
 JMeterModel::Result JMeterModel::ingest_graphite(const GraphiteLine& line, double now) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   ++lines_;
   JMeterGraphitePath p;
   if (!split_jmeter_graphite_path(line.path, p)) {
@@ -186,6 +186,16 @@ JMeterModel::Result JMeterModel::ingest_graphite(const GraphiteLine& line, doubl
     if (p.metric == "endedT") s->ended_threads = v;
     if (p.metric == "meanAT") s->mean_threads = v;
     s->last_push = now;
+    if (runs_ && (p.metric == "startedT" || p.metric == "endedT") && s->started_threads >= 0 &&
+        s->ended_threads >= 0) {
+      GeneratorSighting seen;
+      seen.origin = "jmeter:" + std::string(p.prefix.empty() ? "jmeter" : p.prefix);
+      seen.activity = s->started_threads > s->ended_threads ? GeneratorActivity::Steady
+                                                            : GeneratorActivity::Idle;
+      seen.at = now;
+      lock.unlock();
+      runs_->generator_seen(seen);
+    }
     return Result::Taken;
   }
   Stats* st = p.context == "all" ? &s->all : endpoint_locked(*s, p.context);
@@ -238,6 +248,8 @@ void JMeterModel::apply_influx_locked(Source& s, const InfluxPoint& p, double no
     if (ends_with(text->text, " started") || text->text == "started") {
       s.run_start = ts;
       s.run_end = -1;  // a new run has not ended yet
+      s.run_title = text->text.substr(0, text->text.size() - std::string_view("started").size());
+      while (!s.run_title.empty() && s.run_title.back() == ' ') s.run_title.pop_back();
     } else if (ends_with(text->text, " ended") || text->text == "ended") {
       s.run_end = ts;
     } else {
@@ -324,9 +336,10 @@ JMeterModel::InfluxOutcome JMeterModel::ingest_influx(std::string_view source,
                                                       std::string_view body, double now,
                                                       std::int64_t ns_per_unit) {
   InfluxOutcome out;
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   bool existed = sources_.find(source) != sources_.end();
   Source* s = source_locked(source, now);
+  const double start_before = s ? s->run_start : -1, end_before = s ? s->run_end : -1;
   std::uint64_t unknown = 0, dropped_n = 0;
   parse_influx_lines(
       body,
@@ -355,8 +368,23 @@ JMeterModel::InfluxOutcome JMeterModel::ingest_influx(std::string_view source,
   if (unknown) reject_locked("unknown", unknown);
   if (dropped_n) reject_locked("limit", dropped_n);
   if (s && out.taken) s->last_push = now;
-  // A body with nothing JMeter-shaped in it does not create a source.
-  if (s && !existed && !out.taken) sources_.erase(sources_.find(source));
+  if (!runs_ || !s || !out.taken) {
+    // A body with nothing JMeter-shaped in it does not create a source.
+    if (s && !existed && !out.taken) sources_.erase(sources_.find(source));
+    return out;
+  }
+  const double start = s->run_start, end = s->run_end;
+  const std::string title = s->run_title;
+  lock.unlock();
+  const std::string origin = "jmeter:" + std::string(source);
+  if (start >= 0 && start != start_before) runs_->generator_run_started(origin, title, start);
+  if (end >= 0 && end != end_before) runs_->generator_run_ended(origin, end);
+  GeneratorSighting alive;  // keeps an annotated run open while JMeter keeps pushing
+  alive.origin = origin;
+  alive.activity = GeneratorActivity::Unknown;
+  alive.at = now;
+  alive.stale_after = 60;
+  runs_->generator_seen(alive);
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include "metric_sink.h"
 #include "push/graphite_parser.h"
 #include "push/influx_line_protocol.h"
+#include "runs/run_observer.h"
 
 namespace loadwatch {
 
@@ -79,6 +80,11 @@ class JMeterModel {
   InfluxOutcome ingest_influx(std::string_view source, std::string_view body, double now,
                               std::int64_t ns_per_unit = 1);
 
+  /// Tells `runs` about test runs (origin "jmeter:SOURCE"): the InfluxDB listener's start and
+  /// end annotations; over Graphite, which has none, threads running (startedT > endedT) as
+  /// a run in progress. Set before the first push; may be null.
+  void set_run_observer(RunObserver* runs) { runs_ = runs; }
+
   /// Counts a line rejected before it reached the model (e.g. "too_long", "parse").
   void count_rejected(const char* reason, std::uint64_t n = 1);
 
@@ -114,6 +120,7 @@ class JMeterModel {
     double sent_bytes = 0, received_bytes = 0;
     bool seen_bytes = false;
     double run_start = -1, run_end = -1;
+    std::string run_title;  // "<title>" of JMeter's "<title> started" annotation
     double last_push = 0;
   };
 
@@ -125,6 +132,7 @@ class JMeterModel {
 
   const std::string protocol_;
   const Limits limits_;
+  RunObserver* runs_ = nullptr;  // told after mutex_ is released: it may write to disk
   mutable std::mutex mutex_;
   std::map<std::string, Source, std::less<>> sources_;
   std::uint64_t lines_ = 0;

@@ -1,6 +1,7 @@
 #include "sources/locust.h"
 
 #include <algorithm>
+#include <chrono>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -368,6 +369,8 @@ namespace {
 
 class LocustScraper : public SourceScraper {
  public:
+  explicit LocustScraper(RunObserver* runs) : runs_(runs) {}
+
   std::vector<SourceRequest> requests(const SourceConfig& config) const override {
     return {{config.url + "/stats/requests", "application/json", false}};
   }
@@ -382,6 +385,7 @@ class LocustScraper : public SourceScraper {
       result.message = config.url + error;
       return result;
     }
+    if (runs_ && !stats.state.empty()) runs_->generator_seen(sighting(config, stats));
     MetricSink sink;
     mapper_.map(stats, config.name, sink);
     mapper_.end_scrape(config.max_series * 4);
@@ -390,11 +394,29 @@ class LocustScraper : public SourceScraper {
   }
 
  private:
+  static GeneratorSighting sighting(const SourceConfig& config, const LocustStats& stats) {
+    GeneratorSighting s;
+    s.origin = "locust:" + config.name;
+    s.activity = stats.state == "running"    ? GeneratorActivity::Steady
+                 : stats.state == "spawning" ? GeneratorActivity::Ramping
+                                             : GeneratorActivity::Idle;
+    s.users = stats.user_count;
+    s.at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+               .count();
+    // Three missed scrapes: the Locust is gone (e.g. --autoquit right after its test).
+    auto quiet = 3 * config.interval + config.timeout;
+    s.stale_after = std::max(15.0, std::chrono::duration<double>(quiet).count());
+    return s;
+  }
+
+  RunObserver* runs_;
   LocustMapper mapper_;
 };
 
 }  // namespace
 
-std::unique_ptr<SourceScraper> make_locust_scraper() { return std::make_unique<LocustScraper>(); }
+std::unique_ptr<SourceScraper> make_locust_scraper(RunObserver* runs) {
+  return std::make_unique<LocustScraper>(runs);
+}
 
 }  // namespace loadwatch

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "metric_sink.h"
+#include "runs/run_observer.h"
 #include "sources/counter_carry.h"
 #include "sources/source_runner.h"
 
@@ -71,6 +72,8 @@ class LocustMapper {
   double last_failures_ = 0;
 };
 
-std::unique_ptr<SourceScraper> make_locust_scraper();
+/// `runs` (may be null) is told the test's state and user count after every scrape: a test
+/// starting or stopping opens or closes a run, a new user count opens a phase.
+std::unique_ptr<SourceScraper> make_locust_scraper(RunObserver* runs = nullptr);
 
 }  // namespace loadwatch

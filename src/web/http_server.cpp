@@ -181,6 +181,7 @@ struct WebState {
 struct HttpServer::Impl {
   HttpServerSettings settings;
   std::unordered_map<std::string, Route> routes;
+  std::vector<std::pair<std::string, Route>> prefix_routes;  // "/api/v1/runs/" for ".../*"
   mg_context* ctx = nullptr;
   std::atomic<int> in_flight{0};
   int bound_port = 0;  // kept across listener restarts (a :0 address keeps its port)
@@ -269,12 +270,16 @@ struct HttpServer::Impl {
       send(conn, r, web.get());
       return 401;
     }
-    auto it = routes.find(req.path);
-    if (it == routes.end()) {
+    const Route* found = nullptr;
+    if (auto it = routes.find(req.path); it != routes.end()) found = &it->second;
+    for (const auto& [prefix, r] : prefix_routes) {
+      if (!found && req.path.size() > prefix.size() && req.path.rfind(prefix, 0) == 0) found = &r;
+    }
+    if (!found) {
       send(conn, plain(404, "404 page not found\n"), web.get());
       return 404;
     }
-    const Route& route = it->second;
+    const Route& route = *found;
     std::size_t limit = route.max_body ? route.max_body : settings.max_body_bytes;
     if (info->content_length > 0 && static_cast<std::size_t>(info->content_length) > limit) {
       mg_disable_connection_keep_alive(conn);  // the unread body makes the stream unusable
@@ -316,6 +321,11 @@ HttpServer::HttpServer(HttpServerSettings settings) : impl_(std::make_unique<Imp
 HttpServer::~HttpServer() { stop(); }
 
 void HttpServer::route(const std::string& path, HttpHandler handler, std::size_t max_body) {
+  if (path.size() > 1 && path.back() == '*') {
+    impl_->prefix_routes.emplace_back(path.substr(0, path.size() - 1),
+                                      Route{std::move(handler), max_body});
+    return;
+  }
   impl_->routes[path] = Route{std::move(handler), max_body};
 }
 

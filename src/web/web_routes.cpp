@@ -118,6 +118,7 @@ td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}.up{color:#080}.down
 <p>Version )" LOADWATCH_VERSION " (" LOADWATCH_REVISION R"()</p>
 <p><a href="/metrics">Metrics</a> · <a href="/api/v1/targets">Targets (JSON)</a> ·
 <a href="/api/v1/sources">Sources (JSON)</a> ·
+<a href="/api/v1/runs">Runs (JSON)</a> ·
 <a href="/-/healthy">Health</a> · <a href="/-/ready">Readiness</a></p>
 <h2>Targets</h2>
 <table><tr><th>Name</th><th>Selector</th><th>State</th><th>PIDs</th></tr>

@@ -51,7 +51,8 @@ for want in 'Type=notify' 'WatchdogSec=' 'ExecReload=/bin/kill -HUP $MAINPID' \
   'ProtectKernelTunables=yes' 'ProtectKernelModules=yes' 'ProtectKernelLogs=yes' \
   'ProtectControlGroups=yes' 'RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK' \
   'SystemCallFilter=@system-service' 'SystemCallArchitectures=native' \
-  'MemoryDenyWriteExecute=yes' 'LockPersonality=yes'; do
+  'MemoryDenyWriteExecute=yes' 'LockPersonality=yes' \
+  'StateDirectory=loadwatch' '--storage.path=/var/lib/loadwatch'; do
   grep -qF -- "$want" "$unit" && ok "has $want" || fail "missing $want"
 done
 # Nothing that hides processes or their /proc files from loadwatch.
