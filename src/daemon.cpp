@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "flags.h"
+#include "history/history.h"
 #include "logging.h"
 #include "runs/run_book.h"
 #include "runs/run_routes.h"
@@ -19,6 +20,7 @@
 #include "version.h"
 #include "web/http_server.h"
 #include "web/web_config.h"
+#include "web/live_routes.h"
 #include "web/web_routes.h"
 
 namespace loadwatch {
@@ -107,8 +109,15 @@ int serve(const Options& options, Config config) {
     return 1;
   }
   Sampler& sampler = *sampler_ptr;
+  std::unique_ptr<History> history;
+  if (options.history_points > 0) {
+    history = std::make_unique<History>(
+        HistorySettings{options.history_points, options.history_max_series});
+    sampler.set_history(history.get());
+  }
   add_web_routes(http, sampler);
   add_run_routes(http, runs, options.enable_run_api);
+  add_live_routes(http, sampler, history.get());
   sampler.sample_once();  // /metrics has data from the first request on
   try {
     http.start();

@@ -28,6 +28,12 @@ ParsedFlags parse_flags(int argc, char** argv) {
   app.add_option("--web.max-requests", o.max_requests, "Concurrent HTTP requests before 503")
       ->check(CLI::Range(1, 10000));
   app.add_option("--sample.interval", interval, "How often /proc is sampled (500ms, 1s, 2m)");
+  app.add_option("--history.points", o.history_points,
+                 "Samples the in-memory history keeps (7200 = 2h at 1s); 0 turns it off")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--history.max-series", o.history_max_series,
+                 "Most series the history keeps (4 bytes per point each)")
+      ->check(CLI::Range(1, 100000));
   app.add_option("--target", o.targets, "NAME=SELECTOR, repeatable (e.g. mb=port:2525)");
   app.add_option("--source", o.sources, "NAME=KIND,URL, repeatable (e.g. lc=locust,http://...)");
   app.add_option("--path.procfs", o.procfs, "procfs mount point");

@@ -31,6 +31,9 @@ struct Options {
   bool enable_run_api = false;
   /// Directory for state that outlives the daemon (runs); empty = memory only.
   std::string storage_path;
+  /// Points the in-memory history keeps per series (one per sample); 0 turns it off.
+  std::size_t history_points = 7200;
+  std::size_t history_max_series = 512;
 };
 
 }  // namespace loadwatch

@@ -4,6 +4,7 @@
 
 #include "runs/run_book.h"
 #include "runs/run_metrics.h"
+#include "history/history.h"
 #include "version.h"
 
 namespace loadwatch {
@@ -104,6 +105,7 @@ void Sampler::sample_once() {
   out.append(self.take());
   auto snap = std::make_shared<const Snapshot>(out.take(), std::move(ctx.targets), ctx.now,
                                                std::move(ctx.sources));
+  if (history_) history_->record(snap->families(), ctx.now);
   std::shared_ptr<const Snapshot> previous;
   {
     std::lock_guard lock(mutex_);

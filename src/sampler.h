@@ -17,6 +17,7 @@
 namespace loadwatch {
 
 class RunBook;
+class History;
 
 /// Owns the collectors. start() launches the thread; latest() and the counters may be read
 /// from any thread; reload() may be called from any thread (applied before the next sample).
@@ -42,6 +43,10 @@ class Sampler {
   /// Names of enabled collectors, in sample order.
   std::vector<std::string> collector_names() const;
 
+  /// Records every published sample into `history` (nullptr: none), from the sampler thread.
+  /// Call before start(); `history` must outlive the sampler.
+  void set_history(History* history) { history_ = history; }
+
   /// Queues a new config; collectors are reconfigured before the next sample.
   void reload(Config config);
 
@@ -58,6 +63,7 @@ class Sampler {
   FsRoot proc_, sys_;
   HttpServer* http_;
   RunBook* runs_;
+  History* history_ = nullptr;
   std::vector<Entry> collectors_;
 
   mutable std::mutex mutex_;  // guards latest_, pending_, stop_

@@ -7,6 +7,7 @@
 
 #include "version.h"
 #include "web/gzip.h"
+#include "web/live_routes.h"
 
 namespace loadwatch {
 
@@ -110,15 +111,18 @@ HttpResponse landing(const Sampler& sampler) {
   }
   std::string collectors;
   for (const auto& name : sampler.collector_names()) collectors += "<li>" + name + "</li>";
+  // No inline script or style: the Content-Security-Policy allows files from this origin only.
+  r.headers.push_back({"Content-Security-Policy", kLivePageCsp});
   r.body = R"(<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>loadwatch</title>
-<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}
-td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}.up{color:#080}.down{color:#c00}</style>
+<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
+<link rel="stylesheet" href="/static/uPlot.min.css"><link rel="stylesheet" href="/static/live.css">
 </head><body><h1>loadwatch</h1>
 <p>Version )" LOADWATCH_VERSION " (" LOADWATCH_REVISION R"()</p>
 <p><a href="/metrics">Metrics</a> · <a href="/api/v1/targets">Targets (JSON)</a> ·
 <a href="/api/v1/sources">Sources (JSON)</a> ·
 <a href="/api/v1/runs">Runs (JSON)</a> ·
+<a href="/api/v1/history/series">History (JSON)</a> ·
 <a href="/-/healthy">Health</a> · <a href="/-/ready">Readiness</a></p>
 <h2>Targets</h2>
 <table><tr><th>Name</th><th>Selector</th><th>State</th><th>PIDs</th></tr>
@@ -129,7 +133,11 @@ td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}.up{color:#080}.down
 )" + (sources.empty() ? std::string("<tr><td colspan=\"5\">no sources configured</td></tr>\n")
                       : sources) +
            R"(</table>
-<h2>Collectors</h2><ul>)" + collectors + "</ul>\n</body></html>\n";
+<h2>Charts</h2><div id="live-run"></div><div id="charts"><p id="live-status">Loading the history…</p></div>
+<h2>Collectors</h2><ul>)" + collectors + R"(</ul>
+<script src="/static/uPlot.iife.min.js"></script><script src="/static/live.js"></script>
+</body></html>
+)";
   return r;
 }
 
