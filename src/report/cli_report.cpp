@@ -55,8 +55,8 @@ int run_report_cli(int argc, char** argv) {
       "From a loadwatch (--url, the run's id or its newest run), from a Prometheus server\n"
       "that scraped it (--prometheus, with the run's id or name), or a saved report (--file).\n"
       "With --baseline (a saved report file, or a run id with --url), the comparison follows\n"
-      "and the exit code is\n"
-      "compare's: 1 on a regression. Exit 2 on bad input or an unreachable server.",
+      "and the exit code is compare's: 1 on a regression. Exit 2 on bad input or an\n"
+      "unreachable server.",
       "loadwatch report"};
   RunClientOptions client;
   std::string file, prometheus, run_ref, instance, format_name = "table", baseline, output,
