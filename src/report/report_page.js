@@ -37,7 +37,7 @@
   lines.forEach(function (l) { summary.appendChild(el("li", l)); });
 
   // Scaling chart: throughput and latency against users, the USL curve and the knee.
-  var pts = phases.filter(function (p) { return p.users != null && p.rps != null; })
+  var pts = phases.filter(function (p) { return p.users > 0 && p.rps != null; })
                   .sort(function (a, b) { return a.users - b.users; });
   var seen = {}, xs = [];
   pts.forEach(function (p) { if (!seen[p.users]) { seen[p.users] = 1; xs.push(p.users); } });

@@ -17,14 +17,15 @@ from lwtest import BINARY, Loadwatch, free_port, http_get  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEP_SECONDS = float(os.environ.get("LOADWATCH_STEP_SECONDS", "15"))
-K = 4              # requests in service at once
-# Each request takes 300 ms in service: capacity K / 0.3 s = 13.3 req/s. Long, so that the
-# generator's own time per request (tens of ms on a busy host) barely moves the knee.
+K = 2              # requests in service at once
+# Each request takes 300 ms in service: capacity K / 0.3 s = 6.7 req/s. Long, so that the
+# generator's own time per request (tens of ms, more on a busy host) moves the knee by at
+# most one step.
 SERVICE_MS = 300
-USERS = [1, 2, 3, 4, 6, 8]  # knee at 4 users
+USERS = [1, 2, 3, 4, 6, 8]  # knee at 2 users, or 3 (one step) when the generator is slow
 
 
-def locustfile(path, users):
+def locustfile(path, users, step):
     with open(path, "w") as f:
         f.write("from locust import HttpUser, LoadTestShape, constant, task\n\n"
                 "class Visitor(HttpUser):\n"
@@ -35,9 +36,14 @@ def locustfile(path, users):
                 "class Steps(LoadTestShape):\n"
                 "    users = %r\n"
                 "    def tick(self):\n"
-                "        i = int(self.get_run_time() // %r)\n"
-                "        return (self.users[i], 100) if i < len(self.users) else None\n"
-                % (users, STEP_SECONDS))
+                "        t = self.get_run_time()\n"
+                "        i = int(t // %r)\n"
+                "        if i < len(self.users):\n"
+                "            return (self.users[i], 100)\n"
+                # A short last step at 0 users: stopping the users cuts their requests short,
+                # which Locust counts; this step (left out of the knee and the fit) takes that.
+                "        return (0, 100) if t < %r else None\n"
+                % (users, step, step * len(users) + 4))
 
 
 class CapacityRun(unittest.TestCase):
@@ -75,17 +81,17 @@ class CapacityRun(unittest.TestCase):
         return ["--config.file=" + cfg, "--target=app=port:%d" % app_port,
                 "--sample.interval=500ms", "--storage.path=" + storage]
 
-    def step_run(self, lw, app_port, locust_port, users, prefix=(), seen=()):
+    def step_run(self, lw, app_port, locust_port, users, prefix=(), seen=(), step=STEP_SECONDS):
         """Runs Locust through `users` (one step each) and returns the finished run."""
         lf = os.path.join(self.dir, "steps-%d.py" % locust_port)
-        locustfile(lf, users)
+        locustfile(lf, users, step)
         with open(os.path.join(self.dir, "locust.log"), "a") as log:
             p = subprocess.Popen(list(prefix) + [
                 "locust", "-f", lf, "--host", "http://127.0.0.1:%d" % app_port, "--autostart",
                 "--autoquit", "0", "--web-host", "127.0.0.1", "--web-port", str(locust_port),
                 "--loglevel", "WARNING"], stdout=subprocess.DEVNULL, stderr=log)
         self.children.append(p)
-        p.wait(timeout=STEP_SECONDS * len(users) + 40)
+        p.wait(timeout=step * len(users) + 45)
         deadline = time.time() + 20
         while time.time() < deadline:
             runs = json.loads(lw.get("/api/v1/runs")[2])["data"]
@@ -122,13 +128,13 @@ class CapacityRun(unittest.TestCase):
             capacity = K * 1000.0 / SERVICE_MS
             # Below K each user adds at most one service time's worth; from K on it flattens
             # at the capacity.
-            self.assertLess(rps[1], capacity / K * 1.05)
-            self.assertGreater(rps[1], capacity / K * 0.6)
-            # (The generator's counter is scraped every 0.5 s, so a window's rate is good to
-            # about 10 % here.)
-            self.assertLess(rps[8], capacity * 1.15)
-            self.assertGreater(rps[8], capacity * 0.85)
-            self.assertLess(abs(rps[8] - rps[6]), capacity * 0.15)
+            self.assertLess(rps[1], capacity / K * 1.15)
+            self.assertGreater(rps[1], capacity / K * 0.5)
+            # (The generator's counter is scraped every 0.5 s, a busy Locust answers late, so
+            # a 7 s window's rate is good to about 15 % here.)
+            for u in (4, 6, 8):
+                self.assertLess(rps[u], capacity * 1.2)
+                self.assertGreater(rps[u], capacity * 0.75)
             # The knee: the step where users = K, give or take one step.
             self.assertIn("users", rep["knee"], rep["knee"])
             i = USERS.index(K)
@@ -159,16 +165,18 @@ class CapacityRun(unittest.TestCase):
             with open(saved) as f:
                 self.assertEqual(json.load(f)["knee"], rep["knee"])
 
-            # compare: a run made 30 % slower fails the gate, a rerun passes it.
-            base = run["id"]
-            short = [2, 3]
-            seen = {base}
+            # compare: a run made 30 % slower fails the gate, a rerun passes it. Short runs
+            # past the capacity, where latency is queueing, so it scales with the service time.
+            short = [4, 6]
+            seen = {run["id"]}
+            base = self.step_run(lw, app, locust_port, short, seen=seen, step=10)["id"]
+            seen.add(base)
             for service_ms, want in ((SERVICE_MS * 1.3, 1), (SERVICE_MS, 0)):
                 server.kill()
                 server.wait()
                 # compare reads the generator's figures: the server's new port does not matter.
                 app2, server = self.server(K, service_ms)
-                run2 = self.step_run(lw, app2, locust_port, short, seen=seen)
+                run2 = self.step_run(lw, app2, locust_port, short, seen=seen, step=10)
                 seen.add(run2["id"])
                 p = self.cli("compare", "--url", lw.url, base, run2["id"])
                 print(p.stdout, file=sys.stderr)
