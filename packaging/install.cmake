@@ -6,7 +6,7 @@
 #   /usr/lib/sysusers.d/loadwatch.conf             the loadwatch system user
 #   /etc/loadwatch/loadwatch.yml, /etc/default/loadwatch     (conffiles)
 #   /usr/share/loadwatch/dashboards/*.json, /usr/share/loadwatch/rules/{,short-soak/}*.yml   (the mixin)
-#   /usr/share/doc/loadwatch/{README.md,service.md,soak.md}, .../examples/{loadwatch.yml,web-config.example.yml}
+#   /usr/share/doc/loadwatch/{README.md,service.md,soak.md,runs.md}, .../examples/{loadwatch.yml,web-config.example.yml}
 #   /usr/share/doc/loadwatch/{copyright,changelog.gz}, /usr/share/man/man1/loadwatch.1.gz
 # With any other prefix, /etc becomes PREFIX/etc and the unit's paths follow.
 
@@ -19,7 +19,7 @@ install(DIRECTORY dashboards/grafana/ DESTINATION ${CMAKE_INSTALL_DATADIR}/loadw
         FILES_MATCHING PATTERN "*.json")
 install(DIRECTORY dashboards/rules/ DESTINATION ${CMAKE_INSTALL_DATADIR}/loadwatch/rules
         FILES_MATCHING PATTERN "*.yml")
-install(FILES README.md docs/service.md docs/soak.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES README.md docs/service.md docs/soak.md docs/runs.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES config/loadwatch.yml config/web-config.example.yml
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 

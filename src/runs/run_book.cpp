@@ -51,10 +51,30 @@ RunBook::RunBook(std::unique_ptr<RunStore> store, RunBookLimits limits, Clock cl
   }
   spdlog::info("runs: {} runs loaded from {}", finished_.size(), store_->directory());
   lock.unlock();
-  flush_pending(true);
+  flush_pending();
+  writer_ = std::thread([this] { writer_loop(); });
 }
 
-RunBook::~RunBook() = default;
+RunBook::~RunBook() {
+  if (!writer_.joinable()) return;
+  {
+    std::lock_guard lock(mutex_);
+    stop_writer_ = true;
+  }
+  writer_wake_.notify_one();
+  writer_.join();  // it leaves once the queue is written
+}
+
+void RunBook::writer_loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    writer_wake_.wait(lock, [&] { return stop_writer_ || !pending_.empty(); });
+    if (pending_.empty()) return;  // stopping, and nothing left to write
+    lock.unlock();
+    flush_pending();
+    lock.lock();
+  }
+}
 
 // ---- state changes (mutex_ held) --------------------------------------------------------
 
@@ -117,7 +137,7 @@ void RunBook::add_finished_locked(Run run) {
   auto pos = std::upper_bound(finished_.begin(), finished_.end(), run, by_start);
   finished_.insert(pos, std::move(run));
   while (finished_.size() > limits_.max_finished) {
-    pending_.push_back(Write{finished_.front().id, std::nullopt});
+    if (store_) pending_.push_back(Write{finished_.front().id, std::nullopt});
     finished_.erase(finished_.begin());
   }
 }
@@ -146,20 +166,11 @@ bool RunBook::inside_api_run_locked(double start, double end) const {
 
 // ---- writes (no mutex_ held) -------------------------------------------------------------
 
-std::vector<std::string> RunBook::flush_pending(bool wait) {
-  if (!store_) {
-    std::lock_guard lock(mutex_);
-    pending_.clear();
-    return {};
-  }
+std::vector<std::string> RunBook::flush_pending() {
+  if (!store_) return {};
   // Writes leave in the order they were queued: io_mutex_ is taken before pending_ is
   // drained, so an older state of a run can never land after a newer one.
-  std::unique_lock io(io_mutex_, std::defer_lock);
-  if (wait) {
-    io.lock();
-  } else if (!io.try_lock()) {
-    return {};  // another thread is writing; what is queued goes with the next flush
-  }
+  std::lock_guard io(io_mutex_);
   std::vector<Write> writes;
   {
     std::lock_guard lock(mutex_);
@@ -194,7 +205,7 @@ RunBook::Change RunBook::start_run(const StartRunRequest& request) {
     std::lock_guard lock(mutex_);
     change.run = open_locked("api", request.name, request.labels, now());
   }
-  change.warnings = flush_pending(true);
+  change.warnings = flush_pending();
   return change;
 }
 
@@ -210,7 +221,7 @@ RunBook::Change RunBook::add_phase(const PhaseRequest& request) {
     add_phase_locked(request.name, request.users, now());
     change.run = *current_;
   }
-  change.warnings = flush_pending(true);
+  change.warnings = flush_pending();
   return change;
 }
 
@@ -221,7 +232,7 @@ RunBook::Change RunBook::stop_run() {
     if (!current_) throw RunConflict("no run is open");
     change.run = *close_locked(now());
   }
-  change.warnings = flush_pending(true);
+  change.warnings = flush_pending();
   return change;
 }
 
@@ -266,15 +277,17 @@ RunBook::Exposed RunBook::exposed() const {
 }
 
 void RunBook::tick(double now) {
+  bool queued;
   {
     std::lock_guard lock(mutex_);
     end_stale_locked(now);
     if (current_ && now - current_->last_seen >= limits_.heartbeat_seconds) {
       current_->last_seen = now;
-      if (store_) save_locked(*current_);
+      save_locked(*current_);
     }
+    queued = !pending_.empty();
   }
-  flush_pending();
+  if (queued) write_later();  // most samples queue nothing: no wake-up
 }
 
 void RunBook::checkpoint() {
@@ -284,7 +297,7 @@ void RunBook::checkpoint() {
     current_->last_seen = now();
     save_locked(*current_);
   }
-  flush_pending(true);
+  flush_pending();
 }
 
 // ---- inferred runs -----------------------------------------------------------------------
@@ -341,7 +354,7 @@ void RunBook::generator_seen(const GeneratorSighting& s) {
         break;
     }
   }
-  flush_pending();
+  write_later();
 }
 
 void RunBook::generator_run_started(const std::string& origin, const std::string& name, double at) {
@@ -356,7 +369,7 @@ void RunBook::generator_run_started(const std::string& origin, const std::string
       open_locked(origin, clean_name(name, origin_subject(origin)), {}, at);
     }
   }
-  flush_pending();
+  write_later();
 }
 
 void RunBook::generator_run_ended(const std::string& origin, double at) {
@@ -364,7 +377,7 @@ void RunBook::generator_run_ended(const std::string& origin, double at) {
     std::lock_guard lock(mutex_);
     if (current_ && current_->origin == origin) close_locked(at);
   }
-  flush_pending();
+  write_later();
 }
 
 void RunBook::finished_run_seen(const std::string& origin, const std::string& name, double start,
@@ -390,7 +403,7 @@ void RunBook::finished_run_seen(const std::string& origin, const std::string& na
     spdlog::info("runs: finished run {} from {}", run.id, origin);
     add_finished_locked(std::move(run));
   }
-  flush_pending();
+  write_later();
 }
 
 }  // namespace loadwatch

@@ -2,6 +2,7 @@
 // The runs loadwatch knows: the one open now and the last finished ones, from the API and
 // inferred from load generators; kept on disk when a storage path is given.
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -10,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runs/run.h"
@@ -35,9 +37,10 @@ struct RunBookLimits {
 };
 
 /// Thread-safe. One mutex guards the runs; changes queue their disk writes, which run after it
-/// is released (under a second mutex that keeps them in order), so readers, the sampler and
-/// the push listeners never wait for an fsync. A write that fails is logged (and returned to
-/// the API as a warning); the run stays in memory.
+/// is released, in order (a second mutex): the API's writes on the caller's thread (it reports
+/// failures), all others (inferred runs, the heartbeat) on the book's own writer thread, so
+/// readers, the sampler and the push listeners never wait for an fsync. A write that fails is
+/// logged (and returned to the API as a warning); the run stays in memory.
 class RunBook : public RunObserver {
  public:
   using Clock = std::function<double()>;  // unix seconds
@@ -85,7 +88,7 @@ class RunBook : public RunObserver {
   /// Called every sample: ends inferred runs whose generator went quiet, and writes the open
   /// run's last-seen time every heartbeat.
   void tick(double now);
-  /// Writes the open run's last-seen time now (clean shutdown).
+  /// Writes the open run's last-seen time now, on this thread (clean shutdown).
   void checkpoint();
 
   // RunObserver: inferred runs (docs/runs.md).
@@ -118,9 +121,13 @@ class RunBook : public RunObserver {
   bool inside_api_run_locked(double start, double end) const;
   std::string unique_id_locked(double start, const std::string& name) const;
   void save_locked(const Run& run);
-  /// Writes what is queued. `wait`: for the disk (the API reports failures); else give way
-  /// to a thread already writing, which leaves the queue for the next flush.
-  std::vector<std::string> flush_pending(bool wait = false);
+  /// Writes what is queued, on this thread.
+  std::vector<std::string> flush_pending();
+  /// Hands what is queued to the writer thread.
+  void write_later() {
+    if (store_) writer_wake_.notify_one();
+  }
+  void writer_loop();
   double now() const { return clock_(); }
 
   const RunBookLimits limits_;
@@ -134,6 +141,9 @@ class RunBook : public RunObserver {
 
   std::mutex io_mutex_;  // held while writing; taken before mutex_, never while holding it
   std::unique_ptr<RunStore> store_;
+  std::condition_variable writer_wake_;  // with mutex_: pending_ or stop_writer_ changed
+  bool stop_writer_ = false;
+  std::thread writer_;  // only with a store
 };
 
 }  // namespace loadwatch
