@@ -17,6 +17,8 @@
 #include "logging.h"
 #include "runs/run_book.h"
 #include "runs/run_routes.h"
+#include "report/report_routes.h"
+#include "report/report_service.h"
 #include "sampler.h"
 #include "version.h"
 #include "web/http_server.h"
@@ -118,8 +120,9 @@ int serve(const Options& options, Config config) {
     sampler.set_history(history.get());
   }
   add_web_routes(http, sampler);
+  report::ReportService reports(runs, history.get(), options.storage_path);
+  add_run_routes(http, runs, options.enable_run_api, report::report_subresource(reports, runs));
   add_live_routes(http, sampler, history.get());
-  add_run_routes(http, runs, options.enable_run_api);
   sampler.sample_once();  // /metrics has data from the first request on
   try {
     http.start();
@@ -128,6 +131,7 @@ int serve(const Options& options, Config config) {
     return 1;
   }
   sampler.start();
+  reports.start();
   spdlog::info("loadwatch {} listening on {} (port {}), sampling every {}ms", LOADWATCH_VERSION,
                options.listen_address, http.port(), options.sample_interval.count());
   sd_notify(0, "READY=1");
@@ -153,6 +157,12 @@ int serve(const Options& options, Config config) {
   }
   http.stop();
   spdlog::debug("http server stopped");
+  reports.stop();
+  try {
+    reports.save_finished();  // a run stopped just before this stop
+  } catch (const std::exception& e) {
+    spdlog::warn("run reports: {}", e.what());
+  }
   runs.checkpoint();  // an open run is interrupted by this stop: record when
   if (!sampler.stop()) {
     // A sample is stuck in the kernel (a hung file); exiting is all that is left to do.

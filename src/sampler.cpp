@@ -4,7 +4,6 @@
 
 #include "heap_trim.h"
 #include "history/history.h"
-#include "unix_time.h"
 #include "runs/run_book.h"
 #include "runs/run_metrics.h"
 #include "series_guard.h"

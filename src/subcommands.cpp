@@ -1,6 +1,7 @@
 #include "subcommands.h"
 
 #include "analysis/cli.h"
+#include "report/cli_report.h"
 #include "runs/cli_run.h"
 
 namespace loadwatch {
@@ -12,6 +13,8 @@ const std::vector<Subcommand>& subcommands() {
        analysis::run_capacity},
       {"compare", "a run against a baseline, for CI (exit 1 on a regression)",
        analysis::run_compare},
+      {"report", "a run's capacity report from a loadwatch or a Prometheus server (table, html...)",
+       report::run_report_cli},
       {"run", "start, phase, stop and list test runs; run a load generator inside a run", run_cli},
   };
   return table;

@@ -10,14 +10,17 @@
 #include "analysis/junit.h"
 #include "analysis/render.h"
 #include "analysis/report_loader.h"
+#include "report/url_report_loader.h"
 
 namespace loadwatch::analysis {
 
 namespace {
 
-/// The loaders a reference is tried against, in order. A run-id loader (--url) goes here.
-std::vector<std::unique_ptr<ReportLoader>> report_loaders() {
+/// The loaders a reference is tried against, in order: run ids on a loadwatch (with --url),
+/// then files.
+std::vector<std::unique_ptr<ReportLoader>> report_loaders(const RunClientOptions& client) {
   std::vector<std::unique_ptr<ReportLoader>> loaders;
+  if (!client.url.empty()) loaders.push_back(std::make_unique<report::UrlReportLoader>(client));
   loaders.push_back(std::make_unique<FileReportLoader>());
   return loaders;
 }
@@ -27,7 +30,8 @@ std::vector<std::unique_ptr<ReportLoader>> report_loaders() {
 int run_compare(int argc, char** argv) {
   CLI::App app{
       "Compare a run with a baseline, phase by phase (matched by user count, else by name).\n"
-      "BASE and CUR are saved reports (capacity --format json, or a capacity CSV).\n"
+      "BASE and CUR are saved reports (capacity --format json, or a capacity CSV), or run\n"
+      "ids of the loadwatch given with --url.\n"
       "Exit 0 within the limits, 1 on a regression, 2 on bad input.\n"
       "Rules: METRIC=CHANGE with METRIC rps, p50, p95, p99, error_ratio and CHANGE like +20%,\n"
       "-10%, +0.5pp (error_ratio), +30ms. Default: --max p95=+20%.",
@@ -43,6 +47,10 @@ int run_compare(int argc, char** argv) {
   app.add_option("--min", min_specs, "Lower limit, e.g. rps=-10% (repeatable)")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  RunClientOptions client;
+  app.add_option("--url", client.url, "loadwatch URL whose run ids BASE and CUR may be");
+  app.add_option("--user", client.user, "Basic auth user for --url");
+  app.add_option("--password-file", client.password_file, "Basic auth password file for --url");
   app.add_option("--junit", junit_file, "Write the verdicts as JUnit XML to this file");
   app.add_option("--format", format_name, "table, markdown or json")->capture_default_str();
   if (auto code = parse_cli(app, argc, argv)) return *code;
@@ -59,7 +67,7 @@ int run_compare(int argc, char** argv) {
   if (rules.empty()) rules = default_rules();
 
   CapacityReport base, current;
-  auto loaders = report_loaders();
+  auto loaders = report_loaders(client);
   try {
     base = load_report(base_ref, loaders);
     current = load_report(current_ref, loaders);

@@ -36,8 +36,10 @@ constexpr KeptFamily kKept[] = {
     {"loadwatch_generator_requests_total", ""},
     {"loadwatch_generator_failures_total", ""},
     {"loadwatch_generator_latency_seconds", ""},
+    {"loadwatch_generator_current_latency_seconds", ""},
     {"loadwatch_generator_users", ""},
     {"loadwatch_mock_requests_total", ""},
+    {"loadwatch_mock_unmatched_requests_total", ""},
 };
 
 std::string escape_label_value(const std::string& v) {

@@ -78,7 +78,8 @@ HttpResponse list_or_start(RunBook& book, bool enabled, const HttpRequest& req) 
   return write(enabled, req, 201, [&] { return book.start_run(parse_start_request(req.body)); });
 }
 
-HttpResponse one_run(RunBook& book, bool enabled, const HttpRequest& req) {
+HttpResponse one_run(RunBook& book, bool enabled, const RunSubresource& sub,
+                     const HttpRequest& req) {
   std::string_view rest = std::string_view(req.path).substr(kRuns.size() + 1);
   if (rest == "current/phases") {
     return write(enabled, req, 201, [&] { return book.add_phase(parse_phase_request(req.body)); });
@@ -89,12 +90,23 @@ HttpResponse one_run(RunBook& book, bool enabled, const HttpRequest& req) {
       return book.stop_run();
     });
   }
-  if (rest.find('/') != std::string_view::npos) return error(404, "not_found", "no such endpoint");
+  std::string_view suffix;
+  if (auto slash = rest.find('/'); slash != std::string_view::npos) {
+    suffix = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+    if (!sub || suffix.empty()) return error(404, "not_found", "no such endpoint");
+  }
   if (!is_get(req)) return method_not_allowed("GET");
+  // A run's subresource (its report), once the run is found.
+  auto answer = [&](const Run& run) {
+    if (suffix.empty()) return success(200, run_to_json(run));
+    if (auto r = sub(run, suffix, req)) return *r;
+    return error(404, "not_found", "no such endpoint");
+  };
   if (rest == "current") {
     auto run = book.current();
     if (!run) return error(404, "not_found", "no run is open");
-    return success(200, run_to_json(*run));
+    return answer(*run);
   }
   std::string id(rest);
   auto run = plausible_run_id(id) ? book.find(id) : std::nullopt;
@@ -103,12 +115,13 @@ HttpResponse one_run(RunBook& book, bool enabled, const HttpRequest& req) {
                  plausible_run_id(id) ? "no run \"" + id + "\" (it may have left the history)"
                                       : std::string("not a run id"));
   }
-  return success(200, run_to_json(*run));
+  return answer(*run);
 }
 
 }  // namespace
 
-void add_run_routes(HttpServer& server, RunBook& book, bool writes_enabled) {
+void add_run_routes(HttpServer& server, RunBook& book, bool writes_enabled,
+                    RunSubresource subresource) {
   server.route(
       std::string(kRuns),
       [&book, writes_enabled](const HttpRequest& req) {
@@ -117,8 +130,8 @@ void add_run_routes(HttpServer& server, RunBook& book, bool writes_enabled) {
       kMaxRunBodyBytes);
   server.route(
       std::string(kRuns) + "/*",
-      [&book, writes_enabled](const HttpRequest& req) {
-        return one_run(book, writes_enabled, req);
+      [&book, writes_enabled, subresource](const HttpRequest& req) {
+        return one_run(book, writes_enabled, subresource, req);
       },
       kMaxRunBodyBytes);
 }
