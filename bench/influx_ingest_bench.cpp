@@ -1,5 +1,5 @@
-// influx_ingest_bench — InfluxDB line-protocol ingest on one core (issue 4, section 4:
-// target >= 200,000 lines/s).
+// influx_ingest_bench — InfluxDB line-protocol ingest on one core (target >= 200,000
+// lines/s).
 //
 // Builds bodies shaped like JMeter 5.x InfluxdbBackendListenerClient writes (per interval: the
 // aggregate, all/ok/ko points per transaction, a responseCode point for failing ones, the
@@ -9,7 +9,7 @@
 //
 // Usage: influx_ingest_bench [--transactions 50] [--lines 2000000] [--body-lines 5000]
 //                            [--cpu 0]
-// Output, one key=value line each (for bench/run):
+// Output, one key=value line each:
 //   influx_ingest lines=2000000 bodies=400 cpu_s=3.1 lines_per_s=645000 target=200000 ok=1
 //   influx_parse_only lines=2000000 cpu_s=2.0 lines_per_s=1000000
 // Exit status 1 when lines_per_s is below the target.

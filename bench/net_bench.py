@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """net_bench.py - CPU per sample of loadwatch's tcp collector at 60,000 TIME_WAIT sockets,
-against the kernel floor and node_exporter 1.5, in one bounded run (issue 3, section 4).
+against the kernel floor and node_exporter 1.5, in one bounded run.
 
 Usage (root, loopback only):
   bench/net_bench.py --build BUILD_DIR [--timewait 60000] [--samples 45] [--procs 2000]
-                     [--target-fds 1000] [--scrapes 10] [--out results.json]
+                     [--target-fds 1000] [--scrapes 10] [--out results.json] [--no-build]
+  It first configures BUILD_DIR with -DLOADWATCH_BENCH=ON and builds net_bench
+  (bench/bench_build.py), unless --no-build (e.g. when running as root on a user's build dir).
 
 What one run does
   1. Fixture: `--procs` sleeping processes (they exit by themselves), a target process
@@ -41,6 +43,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+
+from bench_build import build_targets
 
 TW_LIFETIME = 60.0
 LISTEN_PORTS = [20200, 20201, 20202, 20203]
@@ -374,7 +378,10 @@ def main():
     ap.add_argument("--scrapes", type=int, default=10)
     ap.add_argument("--max-seconds", type=float, default=300)
     ap.add_argument("--out")
+    ap.add_argument("--no-build", action="store_true", help="use BUILD_DIR as it is")
     a = ap.parse_args()
+    if not a.no_build:
+        build_targets(a.build, ["net_bench"])
     if not (0 < a.timewait <= 200000 and 0 < a.samples <= 1000 and 0 <= a.procs <= 5000
             and 0 < a.target_fds <= 50000 and 0 < a.scrapes <= 100):
         ap.error("argument out of range")

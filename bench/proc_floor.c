@@ -1,4 +1,4 @@
-// proc_floor — the "raw floor" of per-process sampling (issue 2, section 6).
+// proc_floor — the "raw floor" of per-process sampling.
 //
 // The least work any sampler must do to export the per-process metrics of loadwatch: for each
 // PID, read /proc/PID/stat, /proc/PID/status and /proc/PID/io once, and stat() /proc/PID/fd
@@ -9,7 +9,7 @@
 //
 // Usage: proc_floor [-n PASSES] [-r PROCFS] PID...     (or PIDs on stdin, blank separated,
 //        when no PID argument is given)
-// Output (one line, key=value, for bench/run to pick up):
+// Output (one line, key=value, for targets_bench --floor and bench/run_core.py to pick up):
 //   proc_floor pids=500 passes=20 cpu_us_per_pass=14873.1 cpu_us_per_pid=29.75 missing=0
 #define _GNU_SOURCE
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Core benchmark (issue 2 §6): loadwatch's per-second sampling against the raw /proc floor and
+"""Core benchmark: loadwatch's per-second sampling against the raw /proc floor and
 against process-exporter 0.7.10, in one run on this machine.
 
 Scenario: N extra sleeping processes (comm "benchsleep") and one process holding F fds
@@ -16,7 +16,9 @@ Measures, all in the same run (the machines are noisy: compare ratios, not absol
   peer         process-exporter 0.7.10 with the same two groups: CPU per scrape
 
 Usage: bench/run_core.py [--build build] [--procs 500] [--fds 10000] [--seconds 20]
-                         [--out bench/results/core.json]
+                         [--out bench/results/core.json] [--no-build]
+It first configures BUILD with -DLOADWATCH_BENCH=ON and builds loadwatch, targets_bench and
+proc_floor (bench/bench_build.py), unless --no-build.
 Everything it starts it stops by PID; it binds only 127.0.0.1. Bounded by --seconds per phase.
 """
 import argparse
@@ -31,6 +33,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+
+from bench_build import build_targets
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -244,7 +248,10 @@ def main():
     ap.add_argument("--fds", type=int, default=10000)
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "core.json"))
+    ap.add_argument("--no-build", action="store_true", help="use BUILD as it is")
     a = ap.parse_args()
+    if not a.no_build:
+        build_targets(a.build, ["loadwatch", "targets_bench", "proc_floor"])
     fixture = Fixture(a.procs, a.fds, lifetime=8 * a.seconds + 120)
     try:
         res = {"procs": a.procs, "fds": fixture.fds}

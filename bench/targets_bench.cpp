@@ -1,4 +1,4 @@
-// targets_bench — CPU time per sample of the targets collector (issue 2, section 6).
+// targets_bench — CPU time per sample of the targets collector.
 //
 // Runs the real collector (collectors/targets.cpp) in-process over /proc for the given
 // targets, SAMPLES times, and prints the CPU time (user + system of this process) per
@@ -10,7 +10,7 @@
 //   targets_bench --target NAME=SELECTOR [--target ...] [--samples 20] [--interval-ms 100]
 //                 [--procfs /proc] [--sysfs /sys] [--pids-out FILE] [--floor PATH]
 //                 [--libproc2]
-// Output, one key=value line each (for bench/run):
+// Output, one key=value line each (bench/run_core.py reads them):
 //   targets_bench targets=2 processes=501 samples=20 cpu_us_per_sample=8123.4
 //       cpu_us_first_sample=20345.1 fds_kept=2004
 //   proc_floor pids=501 passes=20 cpu_us_per_pass=15012.3 ...      (with --floor)

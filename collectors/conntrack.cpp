@@ -1,8 +1,6 @@
 #include "collectors/conntrack.h"
 
-#include <string>
-
-#include "collectors/sysctl.h"
+#include "procfs/conntrack.h"
 
 namespace loadwatch {
 
@@ -12,16 +10,15 @@ class ConntrackCollector final : public Collector {
  public:
   void collect(SampleContext& ctx, MetricSink& out) override {
     // Metric names follow node_exporter's conntrack collector (node_nf_conntrack_entries,
-    // node_nf_conntrack_entries_limit); PRODUCT.md names the data, not the series.
-    std::string count, max;
-    if (ctx.proc.read("sys/net/netfilter/nf_conntrack_count", count) != 0) return;
-    if (ctx.proc.read("sys/net/netfilter/nf_conntrack_max", max) != 0) return;
+    // node_nf_conntrack_entries_limit).
+    const auto fill = read_conntrack(ctx.proc);
+    if (!fill) return;
     out.gauge("loadwatch_nf_conntrack_entries",
               "Connection-tracking entries in use (sys/net/netfilter/nf_conntrack_count).", {},
-              parse_sysctl_number(count));
+              fill->entries);
     out.gauge("loadwatch_nf_conntrack_entries_limit",
               "Size limit of the connection-tracking table (net.netfilter.nf_conntrack_max).", {},
-              parse_sysctl_number(max));
+              fill->limit);
   }
 };
 

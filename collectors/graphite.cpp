@@ -15,18 +15,15 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
 
+#include "unix_time.h"
+
 namespace loadwatch {
 
 namespace {
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 /// Binds a listening TCP socket to "HOST:PORT", ":PORT" (all addresses, IPv6 dual-stack when
 /// available) or "[V6]:PORT".
@@ -293,6 +290,7 @@ GraphiteListener::Closed GraphiteListener::closed() const {
 
 std::unique_ptr<Collector> make_graphite_collector(const CollectorEnv& env) {
   auto model = std::make_shared<JMeterModel>("graphite");
+  model->set_run_observer(env.runs);
   std::unique_ptr<GraphiteListener> listener;
   if (!env.options.graphite_listen_address.empty()) {
     listener = std::make_unique<GraphiteListener>(

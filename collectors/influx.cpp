@@ -5,36 +5,16 @@
 // and the influx CLI gzip their bodies (Content-Encoding: gzip), which InfluxDB accepts too.
 #include "collectors/influx.h"
 
-#include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 
+#include "heap_trim.h"
+#include "unix_time.h"
 #include "web/gzip.h"
 
 namespace loadwatch {
 
 namespace {
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string json_escape(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      static const char hex[] = "0123456789abcdef";
-      out += "\\u00";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
 
 /// The Content-Encoding value trimmed and lower-cased (codings are case-insensitive, RFC 9110
 /// 8.4.1).
@@ -52,7 +32,10 @@ HttpResponse json_error(int status, const std::string& message) {
   HttpResponse r;
   r.status = status;
   r.content_type = "application/json";
-  r.body = "{\"error\":\"" + json_escape(message) + "\"}\n";
+  // The message may quote the client's bytes: invalid UTF-8 becomes U+FFFD, not an exception.
+  r.body = nlohmann::json{{"error", message}}.dump(-1, ' ', false,
+                                                   nlohmann::json::error_handler_t::replace) +
+           "\n";
   return r;
 }
 
@@ -95,6 +78,29 @@ HttpHandler make_influx_write_handler(std::shared_ptr<JMeterModel> model, bool v
                                  "\" is not supported: use gzip or identity");
     }
     auto outcome = model->ingest_influx(source, body, unix_now(), *ns);
+    note_heap_freed(req.body.size() + inflated.data.size());  // both go after the answer
+    if (outcome.refused) {
+      // InfluxDB answers a full database with an error the writer logs; a 204 here would
+      // lose the run's numbers silently.
+      std::string_view reason = outcome.refused;
+      std::string why =
+          std::string(param) + " \"" + source + "\" refused (reason " + std::string(reason) + "): ";
+      if (reason == "max_sources") {
+        why +=
+            "too many databases, and none of those kept has been quiet long enough to be "
+            "replaced";
+      } else if (reason == "max_series") {
+        why += "the series cap of this listener is reached";
+      } else {
+        why += "the name is too long";
+      }
+      auto r = json_error(reason == "label_limit" ? 400 : 429, why);
+      if (outcome.retry_after_s > 0) {
+        r.headers.emplace_back("Retry-After",
+                               std::to_string(static_cast<long long>(outcome.retry_after_s)));
+      }
+      return r;
+    }
     if (outcome.malformed == 0) {
       HttpResponse r;
       r.status = 204;
@@ -113,6 +119,7 @@ HttpHandler make_influx_write_handler(std::shared_ptr<JMeterModel> model, bool v
 
 std::unique_ptr<Collector> make_influx_collector(const CollectorEnv& env) {
   auto model = std::make_shared<JMeterModel>("influx");
+  model->set_run_observer(env.runs);
   if (env.http) {
     env.http->route("/write", make_influx_write_handler(model, false), kInfluxMaxBody);
     env.http->route("/api/v2/write", make_influx_write_handler(model, true), kInfluxMaxBody);

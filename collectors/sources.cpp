@@ -12,14 +12,18 @@
 
 namespace loadwatch {
 
-std::unique_ptr<SourceScraper> make_source_scraper(const std::string& kind) {
+std::unique_ptr<SourceScraper> make_source_scraper(const std::string& kind, RunObserver* runs) {
   if (kind == "mountebank") return make_mountebank_scraper();
-  if (kind == "locust") return make_locust_scraper();
+  if (kind == "locust") return make_locust_scraper(runs);
   if (kind == "prometheus") return make_prometheus_scraper();
   return nullptr;
 }
 
 namespace {
+
+const char* const kDroppedHelp =
+    "Series of the source not exported, by reason: max_series (its cap), label_limit, "
+    "max_quantiles, max_buckets, duplicate, invalid_label; summed over scrapes.";
 
 bool same_endpoint(const SourceConfig& a, const SourceConfig& b) {
   return a.name == b.name && a.kind == b.kind && a.url == b.url;
@@ -32,13 +36,13 @@ bool same_settings(const SourceConfig& a, const SourceConfig& b) {
 
 class SourcesCollector : public Collector {
  public:
-  explicit SourcesCollector(const CollectorEnv& env) { build(env.config); }
+  explicit SourcesCollector(const CollectorEnv& env) : runs_(env.runs) { build(env.config); }
 
   ~SourcesCollector() override { stop_all(runners_); }
 
   void reconfigure(const CollectorEnv& env) override { build(env.config); }
 
-  void collect(SampleContext&, MetricSink& out) override {
+  void collect(SampleContext& ctx, MetricSink& out) override {
     std::unordered_map<std::string, prometheus::MetricType> types;
     for (const auto& f : out.families()) types.emplace(f.name, f.type);
 
@@ -49,6 +53,10 @@ class SourcesCollector : public Collector {
     for (size_t i = 0; i < runners_.size(); ++i) {
       const SourceConfig& cfg = runners_[i].config;
       const SourceSnapshot& s = *snaps[i];
+      ctx.sources.push_back(SourceState{
+          cfg.name, cfg.kind, s.up, s.scrapes,
+          s.last_error_kind == FetchError::None ? "" : fetch_error_reason(s.last_error_kind),
+          s.last_error, s.last_success});
       out.gauge("loadwatch_source_up", "1 if the last scrape of the source succeeded.",
                 {{"source", cfg.name}, {"kind", cfg.kind}}, s.up ? 1 : 0);
       out.gauge("loadwatch_source_scrape_duration_seconds", "Duration of the last scrape.",
@@ -61,9 +69,17 @@ class SourcesCollector : public Collector {
                     {{"source", cfg.name}, {"reason", fetch_error_reason(kFetchErrorReasons[k])}},
                     s.errors[k]);
       }
-      out.counter("loadwatch_source_dropped_series_total",
-                  "Series dropped because the source exceeded its max_series, summed over scrapes.",
-                  {{"source", cfg.name}}, s.dropped_series);
+      // max_series always has a series, so a dashboard sees 0 before the first drop.
+      out.counter("loadwatch_source_dropped_series_total", kDroppedHelp,
+                  {{"source", cfg.name}, {"reason", drop_reason::kMaxSeries}},
+                  s.dropped_series.count(drop_reason::kMaxSeries)
+                      ? s.dropped_series.at(drop_reason::kMaxSeries)
+                      : 0);
+      for (const auto& [reason, n] : s.dropped_series) {
+        if (reason == drop_reason::kMaxSeries) continue;
+        out.counter("loadwatch_source_dropped_series_total", kDroppedHelp,
+                    {{"source", cfg.name}, {"reason", reason}}, n);
+      }
     }
     for (const auto& f : out.families()) types.emplace(f.name, f.type);
 
@@ -80,7 +96,15 @@ class SourcesCollector : public Collector {
           }
           continue;
         }
-        out.family(fam);
+        // Families a kind built itself (loadwatch_generator_*, loadwatch_mock_*) are
+        // loadwatch's own; re-exported text (any family of a prometheus source, mb_*) never
+        // displaces a family loadwatch exports.
+        bool own = runners_[i].config.kind != "prometheus" && fam.name.rfind("loadwatch_", 0) == 0;
+        if (own) {
+          out.family(fam);
+        } else {
+          out.foreign(fam);
+        }
       }
     }
   }
@@ -108,7 +132,7 @@ class SourcesCollector : public Collector {
         next.push_back({cfg, std::move(it->runner)});
         continue;
       }
-      auto scraper = make_source_scraper(cfg.kind);
+      auto scraper = make_source_scraper(cfg.kind, runs_);
       if (!scraper) {
         spdlog::error("source {}: unknown kind \"{}\", skipped", cfg.name, cfg.kind);
         continue;
@@ -120,6 +144,7 @@ class SourcesCollector : public Collector {
     runners_ = std::move(next);
   }
 
+  RunObserver* runs_;
   std::vector<Entry> runners_;
   std::set<std::string> warned_;
 };

@@ -11,7 +11,9 @@
 namespace loadwatch {
 
 /// The scraper for a source kind ("mountebank", "locust", "prometheus"); null if unknown.
-std::unique_ptr<SourceScraper> make_source_scraper(const std::string& kind);
+/// `runs` (may be null) hears what a generator's scrapes show of its test runs.
+std::unique_ptr<SourceScraper> make_source_scraper(const std::string& kind,
+                                                   RunObserver* runs = nullptr);
 
 /// Builds the "sources" collector: one SourceRunner per env.config.sources entry, started at
 /// once. Per source it exports loadwatch_source_up{source,kind},

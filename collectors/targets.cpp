@@ -182,29 +182,33 @@ class TargetsCollector final : public Collector {
                 d(g.counters.utime_ticks) / tck);
     out.counter("loadwatch_process_cpu_seconds_total", cpu_help, with("mode", "system"),
                 d(g.counters.stime_ticks) / tck);
-    out.gauge("loadwatch_process_resident_memory_bytes", "Sum of the group's resident set sizes.",
-              labels(), d(g.rss_bytes));
-    if (g.up || g.rss_peak_bytes > 0) {
+    // The gauges describe live processes: while the target is down they are absent, not 0,
+    // so that deriv() and predict_linear() over a window never mix a restart's zeros into a
+    // trend. The counters keep counting across restarts.
+    if (g.up) {
+      out.gauge("loadwatch_process_resident_memory_bytes", "Sum of the group's resident set sizes.",
+                labels(), d(g.rss_bytes));
       out.gauge("loadwatch_process_resident_memory_peak_bytes",
                 "Highest sampled resident memory sum since the target (re)started.", labels(),
                 d(g.rss_peak_bytes));
+      out.gauge("loadwatch_process_virtual_memory_bytes",
+                "Sum of the group's virtual memory sizes.", labels(), d(g.vsize_bytes));
+      out.gauge("loadwatch_process_swap_bytes", "Sum of the group's swapped-out memory (VmSwap).",
+                labels(), d(g.swap_bytes));
+      out.gauge("loadwatch_process_open_fds", "Sum of the group's open file descriptors.", labels(),
+                d(g.open_fds));
+      if (g.max_fds) {
+        out.gauge("loadwatch_process_max_fds",
+                  "Soft RLIMIT_NOFILE of the member closest to its limit.", labels(),
+                  d(*g.max_fds));
+      }
+      if (g.fd_usage_ratio) {
+        out.gauge("loadwatch_process_fd_usage_ratio",
+                  "Highest ratio of open fds to the soft fd limit over the group's members.",
+                  labels(), *g.fd_usage_ratio);
+      }
+      out.gauge("loadwatch_process_threads", "Threads of the group.", labels(), d(g.threads));
     }
-    out.gauge("loadwatch_process_virtual_memory_bytes", "Sum of the group's virtual memory sizes.",
-              labels(), d(g.vsize_bytes));
-    out.gauge("loadwatch_process_swap_bytes", "Sum of the group's swapped-out memory (VmSwap).",
-              labels(), d(g.swap_bytes));
-    out.gauge("loadwatch_process_open_fds", "Sum of the group's open file descriptors.", labels(),
-              d(g.open_fds));
-    if (g.max_fds) {
-      out.gauge("loadwatch_process_max_fds",
-                "Soft RLIMIT_NOFILE of the member closest to its limit.", labels(), d(*g.max_fds));
-    }
-    if (g.fd_usage_ratio) {
-      out.gauge("loadwatch_process_fd_usage_ratio",
-                "Highest ratio of open fds to the soft fd limit over the group's members.",
-                labels(), *g.fd_usage_ratio);
-    }
-    out.gauge("loadwatch_process_threads", "Threads of the group.", labels(), d(g.threads));
     const char* ctx_help = "Context switches of the group (exited members included).";
     out.counter("loadwatch_process_context_switches_total", ctx_help,
                 with("ctxswitchtype", "voluntary"), d(g.counters.voluntary_ctxt_switches));
@@ -222,11 +226,12 @@ class TargetsCollector final : public Collector {
     out.counter("loadwatch_process_write_bytes_total",
                 "Bytes the group caused to be written to storage (/proc/PID/io write_bytes).",
                 labels(), d(g.counters.write_bytes));
-    if (g.oldest_starttime) {
+    if (g.up && g.oldest_starttime) {
       if (auto start = registry_->start_time_seconds(*g.oldest_starttime)) {
         out.gauge("loadwatch_process_start_time_seconds",
-                  "Start time of the group's oldest member, seconds since the epoch.", labels(),
-                  *start);
+                  "Start time of the group's oldest live member, seconds since the epoch; "
+                  "changes when the target restarts.",
+                  labels(), *start);
       }
     }
   }

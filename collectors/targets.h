@@ -1,5 +1,5 @@
 #pragma once
-// Collector "targets": per-process metrics of the configured targets (issue 2, section 3).
+// Collector "targets": per-process metrics of the configured targets.
 
 #include <memory>
 
@@ -12,8 +12,9 @@ namespace loadwatch {
 /// must run first. Throws std::runtime_error when the procfs root cannot be opened.
 ///
 /// Exports, per target (label target="NAME"): loadwatch_target_up, _processes,
-/// _restarts_total, _partial_reads_total and the loadwatch_process_* metrics of PRODUCT.md
-/// except loadwatch_process_tcp_connections (the network collector's).
+/// _restarts_total, _partial_reads_total and the loadwatch_process_* metrics (docs/metrics.md)
+/// except loadwatch_process_tcp_connections (the tcp collector's).
+/// The per-process gauges only while the target is up; the counters always.
 std::unique_ptr<Collector> make_targets_collector(const CollectorEnv& env);
 
 }  // namespace loadwatch

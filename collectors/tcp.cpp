@@ -14,13 +14,15 @@
 #include <string>
 #include <tuple>
 
-#include "collectors/sockstat.h"
-#include "collectors/sysctl.h"
 #include "collectors/tcp_ephemeral_use.h"
+#include "collectors/tcp_listen_top.h"
 #include "collectors/tcp_tally.h"
+#include "process/socket_inode_owners.h"
 #include "process/socket_owners.h"
 #include "procfs/proc_net_tcp.h"
 #include "procfs/sock_diag.h"
+#include "procfs/sockstat.h"
+#include "procfs/sysctl.h"
 
 namespace loadwatch {
 
@@ -219,7 +221,11 @@ class TcpCollector final : public Collector {
     for (const auto& t : ctx.targets)
       ports.insert(ports.end(), t.listen_ports.begin(), t.listen_ports.end());
     tally_.begin(ports, eph_lo_, eph_hi_);
-    for (const auto& s : records_) tally_.add(s);  // TIME_WAIT: per port only
+    listen_top_.clear();
+    for (const auto& s : records_) {
+      tally_.add(s);  // TIME_WAIT: per port only
+      listen_top_.add(s);
+    }
     if (tw == TimewaitCount::kFromRecords) {
       // The same count the ephemeral TIME_WAIT dump makes, so both readers agree.
       tw_use_.reset(eph_lo_, eph_hi_);
@@ -306,7 +312,11 @@ class TcpCollector final : public Collector {
     host_[kTcpTimeWait] = sockstat.tw > fw2_minisocks_ ? sockstat.tw - fw2_minisocks_ : 0;
     host_[kTcpListen] = listeners_.size();
     tally_.reset_listeners();
-    for (const auto& l : listeners_) tally_.add(l);
+    listen_top_.clear();
+    for (const auto& l : listeners_) {
+      tally_.add(l);
+      listen_top_.add(l);
+    }
     for (std::size_t i = 0; i < ctx.targets.size(); ++i) {
       const auto& inodes = target_inodes_[i];
       auto& ports = ctx.targets[i].listen_ports;
@@ -503,6 +513,7 @@ class TcpCollector final : public Collector {
                   {{"port", port}}, p.queue_max);
       }
     }
+    emit_listen_top(ctx, out, max_known);
     if (eph_known) {
       out.gauge("loadwatch_tcp_ephemeral_ports",
                 "Ports in net.ipv4.ip_local_port_range (the ephemeral range).", {},
@@ -514,11 +525,36 @@ class TcpCollector final : public Collector {
                 {}, tally_.ephemeral_ratio());
     }
     for (std::size_t i = 0; i < ctx.targets.size(); ++i) {
+      if (!ctx.targets[i].up) continue;  // a down target's gauges are absent, as in targets
       for (unsigned st = 1; st < kTcpStateCount; ++st) {
         out.gauge("loadwatch_process_tcp_connections",
                   "TCP sockets held by the target's processes (inode match on their fds).",
                   {{"target", ctx.targets[i].name}, {"state", std::string(tcp_state_name(st))}},
                   static_cast<double>(target_counts_[i][st]));
+      }
+    }
+  }
+
+  /// The host-wide fullest listeners, whatever port and process: an overflow on a port
+  /// nobody watches still names its listener. Their owners are looked up by inode, only for
+  /// these few sockets, and cached (socket_inode_owners.h).
+  void emit_listen_top(const SampleContext& ctx, MetricSink& out, bool max_known) {
+    const std::vector<TopListener>& top = listen_top_.top();
+    top_inodes_.clear();
+    for (const auto& l : top) top_inodes_.push_back(l.inode);
+    listen_owners_.update(ctx.proc, top_inodes_);
+    for (const auto& l : top) {
+      Labels labels{{"port", std::to_string(l.port)}, {"owner", listen_owners_.comm(l.inode)}};
+      out.gauge("loadwatch_tcp_listen_top_queue_length",
+                "Connections waiting in the accept queue of one of the host's fullest "
+                "listeners (at most 5, non-empty queues only, by length over limit), any port; "
+                "owner is the owning process's comm.",
+                labels, l.queue_length);
+      if (max_known && l.queue_max_known) {
+        out.gauge("loadwatch_tcp_listen_top_queue_max",
+                  "Accept-queue limit of that listener: min(listen() backlog, "
+                  "net.core.somaxconn).",
+                  std::move(labels), l.queue_max);
       }
     }
   }
@@ -562,6 +598,9 @@ class TcpCollector final : public Collector {
   std::vector<std::uint64_t> alive_;
   std::vector<StateCounts> target_counts_;
   TcpTally tally_;
+  ListenTop listen_top_;
+  SocketInodeOwners listen_owners_;
+  std::vector<std::uint64_t> top_inodes_;
   SocketOwners owners_;
   std::vector<std::uint16_t> filter_ports_;
   std::vector<std::uint8_t> bytecode_;

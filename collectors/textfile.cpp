@@ -20,14 +20,19 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bounded_file.h"
+#include "collectors/textfile_content.h"
+#include "heap_trim.h"
 #include "procfs/fs_root.h"
+#include "runs/wrk_summary.h"
+#include "series_guard.h"
 #include "sources/prom_text_parser.h"
 
 namespace loadwatch {
 
 namespace {
 
-constexpr off_t kMaxFileBytes = 16 << 20;
+constexpr std::size_t kMaxFileBytes = 16 << 20;
 constexpr std::size_t kMaxFiles = 1000;
 
 struct CachedFile {
@@ -36,6 +41,11 @@ struct CachedFile {
   ino_t inode = 0;
   std::vector<prometheus::MetricFamily> families;
   std::string error;  // why the file is skipped; empty when it is fine
+  std::size_t series = 0;      // kept
+  DropCounts dropped;          // not kept, noted at each sample
+  bool truncated = false;      // the directory's series budget cut it
+  std::size_t budget = 0;      // the budget it was parsed with
+  std::size_t text_bytes = 0;  // of the text parsed, freed with the entry
 };
 
 bool ends_with(const std::string& s, std::string_view suffix) {
@@ -43,21 +53,9 @@ bool ends_with(const std::string& s, std::string_view suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::string check_parsed(const PromTextParse& parsed) {
-  if (!parsed.ok()) return parsed.error;
-  for (const auto& f : parsed.families) {
-    for (const auto& m : f.metric) {
-      if (m.timestamp_ms != 0) {
-        return "metric " + f.name + " has a client-side timestamp, which is not supported";
-      }
-    }
-  }
-  return "";
-}
-
 class TextfileCollector : public Collector {
  public:
-  explicit TextfileCollector(std::string dir) : dir_(std::move(dir)) {}
+  TextfileCollector(std::string dir, RunObserver* runs) : dir_(std::move(dir)), runs_(runs) {}
 
   void collect(SampleContext&, MetricSink& out) override {
     if (dir_.empty()) return;
@@ -82,10 +80,21 @@ class TextfileCollector : public Collector {
     std::map<std::string, CachedFile> next;
     std::vector<std::pair<prometheus::MetricFamily, std::string>> accepted;  // family, file
     std::map<std::string, std::string> given_help;                          // family -> HELP
+    // Series of all files together are capped: files in name order take what is left.
+    std::size_t budget = kMaxTextfileSeries;
     for (const auto& name : names) {
-      CachedFile file = load(name);
+      CachedFile file = load(name, budget);
       if (file.size < 0) {  // vanished between readdir and stat: a normal race
         continue;
+      }
+      if (file.error.empty()) {
+        if (file.series > budget) {  // an earlier file grew: this one gets less
+          count_drop(file.dropped, drop_reason::kMaxSeries,
+                     double(cap_series(file.families, budget)));
+          file.series = budget;
+          file.truncated = true;
+        }
+        budget -= file.series;
       }
       std::string problem = file.error;
       if (problem.empty()) {
@@ -108,6 +117,11 @@ class TextfileCollector : public Collector {
           if (!f.help.empty()) given_help.emplace(f.name, f.help);
           accepted.emplace_back(f, name);
         }
+        for (const auto& [reason, n] : file.dropped) {
+          out.note_dropped(reason, n);
+          warn_once(dir_ + "/" + name + ": " + std::to_string(static_cast<long long>(n)) +
+                    " series not exported (reason " + reason + ", see docs/limits.md)");
+        }
         double mtime = static_cast<double>(file.mtime.tv_sec) + file.mtime.tv_nsec / 1e9;
         out.gauge("loadwatch_textfile_mtime_seconds", "Unix mtime of each textfile read.",
                   {{"file", name}}, mtime);
@@ -122,50 +136,72 @@ class TextfileCollector : public Collector {
         family.help = help != given_help.end() ? help->second
                                                : "Metric read from " + dir_ + "/" + file_name;
       }
-      out.family(std::move(family));
+      out.foreign(std::move(family));
+    }
+    std::size_t freed = 0;
+    for (const auto& [name, old] : cache_) {
+      auto it = next.find(name);
+      if (it == next.end() || it->second.text_bytes != old.text_bytes ||
+          it->second.mtime.tv_nsec != old.mtime.tv_nsec)
+        freed += old.text_bytes;
     }
     cache_ = std::move(next);
+    note_heap_freed(freed);
     out.gauge("loadwatch_textfile_scrape_error",
               "1 if the textfile directory or any *.prom file in it could not be read or parsed.",
               {}, error ? 1 : 0);
   }
 
  private:
-  CachedFile load(const std::string& name) {
+  CachedFile load(const std::string& name, std::size_t budget) {
     CachedFile file;
     std::string path = dir_ + "/" + name;
-    struct stat st {};
-    if (stat(path.c_str(), &st) != 0) return file;  // size stays -1: vanished
-    if (!S_ISREG(st.st_mode)) {
+    // Opened first, then checked on the open fd: not a symlink, a regular file, at most the
+    // cap. A file swapped for a FIFO, a device or a link to /dev/zero between a check and
+    // the read can neither stall nor flood the sampler.
+    BoundedFile in(path, Symlinks::Refuse);
+    if (in.error() == ENOENT) return file;  // size stays -1: vanished
+    if (in.error() != 0) {
       file.size = 0;
-      file.error = "not a regular file";
+      file.error = in.describe(in.error());
       return file;
     }
+    const struct stat& st = in.status();
     auto it = cache_.find(name);
     if (it != cache_.end() && it->second.size == st.st_size && it->second.inode == st.st_ino &&
         it->second.mtime.tv_sec == st.st_mtim.tv_sec &&
-        it->second.mtime.tv_nsec == st.st_mtim.tv_nsec) {
+        it->second.mtime.tv_nsec == st.st_mtim.tv_nsec &&
+        !(it->second.truncated && budget > it->second.budget)) {
       return it->second;  // unchanged since the last sample: no re-parse
     }
     file.mtime = st.st_mtim;
     file.size = st.st_size;
     file.inode = st.st_ino;
-    if (st.st_size > kMaxFileBytes) {
-      file.error = "larger than " + std::to_string(kMaxFileBytes) + " bytes";
+    if (static_cast<std::uint64_t>(st.st_size) > kMaxFileBytes) {
+      file.error = in.describe(EFBIG, kMaxFileBytes);  // without reading it
       return file;
     }
     std::string text;
-    if (int err = read_whole_file(path, text); err != 0) {
-      if (err == ENOENT) {
-        file.size = -1;
-        return file;
-      }
-      file.error = std::string("cannot read: ") + std::strerror(err);
+    text.reserve(static_cast<std::size_t>(st.st_size));  // one buffer, not a doubling one
+    if (int err = in.read(kMaxFileBytes, text); err != 0) {
+      file.error = err == EFBIG ? in.describe(err, kMaxFileBytes)
+                                : "cannot read: " + in.describe(err);
       return file;
     }
-    auto parsed = parse_prom_text(text);
-    file.error = check_parsed(parsed);
-    if (file.error.empty()) file.families = std::move(parsed.families);
+    TextfileContent content = parse_textfile(text, budget);
+    file.error = std::move(content.error);
+    file.families = std::move(content.families);
+    file.series = content.series;
+    file.dropped = std::move(content.dropped);
+    file.truncated = content.truncated;
+    file.budget = budget;
+    file.text_bytes = text.capacity();
+    text = std::string();  // a 16 MiB file's text goes before the trim below looks
+    note_heap_freed(file.text_bytes);
+    // Only when (re)parsed: a summary is one run, however many samples read it.
+    if (file.error.empty() && runs_) {
+      report_wrk_summaries(file.families, st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9, *runs_);
+    }
     return file;
   }
 
@@ -175,6 +211,7 @@ class TextfileCollector : public Collector {
   }
 
   std::string dir_;
+  RunObserver* runs_;
   std::map<std::string, CachedFile> cache_;
   std::set<std::string> warned_;
 };
@@ -182,7 +219,7 @@ class TextfileCollector : public Collector {
 }  // namespace
 
 std::unique_ptr<Collector> make_textfile_collector(const CollectorEnv& env) {
-  return std::make_unique<TextfileCollector>(env.options.textfile_directory);
+  return std::make_unique<TextfileCollector>(env.options.textfile_directory, env.runs);
 }
 
 }  // namespace loadwatch

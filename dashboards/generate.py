@@ -1,23 +1,33 @@
 #!/usr/bin/env python3
-"""Generates the loadwatch Grafana dashboards (grafana/*.json). Python stdlib only.
+"""Generates the loadwatch mixin: the Grafana dashboards (grafana/*.json) and the Prometheus
+rules (rules/loadwatch.{rules,alerts}.yml from config.yml, rules/<profile>/ for each
+profiles/<profile>.yml merged over it).
 
-    python3 dashboards/generate.py           # (re)write dashboards/grafana/*.json
+    python3 dashboards/generate.py           # (re)write grafana/*.json and rules/
     python3 dashboards/generate.py --check   # exit 1 if a committed file differs
+    python3 dashboards/generate.py --profile my-soak.yml --out DIR   # your own profile's rules
 
-The JSON files are committed; edit this file, regenerate, commit both
-(tests/scripts/test_mixin_lint.sh runs --check). Panel ids, uids and the layout are derived from
-the order below, so the output is stable from run to run.
+The JSON and YAML files are committed; edit this file, config.yml, profiles/ or rulegen.py,
+regenerate, commit both (tests/scripts/test_mixin_lint.sh runs --check). Panel ids, uids and the
+layout are derived from the order below, so the output is stable from run to run.
 
 Queries read the recording rules of rules/loadwatch.rules.yml where a rate or trend is needed:
 load that file into Prometheus together with the alerts.
 """
 
+import argparse
 import json
 import pathlib
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import mixin_config  # noqa: E402
+import rulegen  # noqa: E402
+
 OUT = HERE / "grafana"
+RULES = HERE / "rules"
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
 # Selectors: every query is scoped by the dashboard's variables. HOST for host-wide metrics,
@@ -241,18 +251,30 @@ def test_run():
                     [q(f"loadwatch_sockstat_tcp_time_wait{{{HOST}}}", "TIME_WAIT ({{instance}})"),
                      q(f'loadwatch_sysctl{{{HOST}, name="net.ipv4.tcp_max_tw_buckets"}}',
                        "tcp_max_tw_buckets ({{instance}})")],
-                    minimum=0, w=8, overrides=[override("/^tcp_max_tw_buckets /", dashed=True)]),
-                ephemeral_panel(w=8),
+                    minimum=0, w=6, overrides=[override("/^tcp_max_tw_buckets /", dashed=True)]),
+                ephemeral_panel(w=6),
                 timeseries(
                     "Listen overflows and drops per second",
                     "Incoming connections dropped because an accept queue was full "
                     "(ListenOverflows) and all SYN/accept drops (ListenDrops). Non-zero: raise "
-                    "net.core.somaxconn and the listen backlog, or accept faster.",
+                    "net.core.somaxconn and the listen backlog, or accept faster. The panel "
+                    "beside it names the listeners.",
                     [q(f"instance:loadwatch_tcp_listen_overflows:rate1m{{{HOST}}}",
                        "overflows ({{instance}})"),
                      q(f"instance:loadwatch_tcp_listen_drops:rate1m{{{HOST}}}",
                        "drops ({{instance}})")],
-                    minimum=0, w=8)),
+                    minimum=0, w=6),
+                timeseries(
+                    "Fullest listeners (host-wide)",
+                    "Accept queue length over the backlog limit of the host's fullest "
+                    "listeners, any port, watched or not, with the command of the process that "
+                    "owns it (loadwatch exports the 5 fullest non-empty queues). At 100% new "
+                    "connections overflow; a bar appears only while a queue holds connections "
+                    "nobody accepted yet.",
+                    [q(f"loadwatch_tcp_listen_top_queue_length{{{HOST}}}"
+                       f" / loadwatch_tcp_listen_top_queue_max{{{HOST}}}",
+                       ":{{port}} {{owner}} ({{instance}})")],
+                    unit="percentunit", threshold_line=1, minimum=0, bars=True, w=6)),
             row("Mock server",
                 timeseries(
                     "Mock requests per imposter",
@@ -283,7 +305,9 @@ def soak():
                 timeseries(
                     "RSS growth per hour",
                     "Least-squares slope of RSS over the last 30 minutes, per hour. Steadily "
-                    "above zero for hours under constant load: a leak.",
+                    "above zero for hours under constant load: a leak. Empty until the "
+                    "target's current processes have run for the whole 30 minutes (a restart "
+                    "starts over), so a restart never reads as growth or shrinkage.",
                     [q(f"instance_target:loadwatch_process_resident_memory_bytes:deriv30m"
                        f"{{{TARGET}}} * 3600", "{{target}} ({{instance}})")],
                     unit="bytes", w=8),
@@ -300,7 +324,8 @@ def soak():
                 timeseries(
                     "Open fd growth per hour",
                     "Least-squares slope of the open fds over the last 30 minutes, per hour. "
-                    "Growth that does not follow the connection count: fds not closed.",
+                    "Growth that does not follow the connection count: fds not closed. Empty "
+                    "until the target's current processes have run for 30 minutes.",
                     [q(f"instance_target:loadwatch_process_open_fds:deriv30m{{{TARGET}}} * 3600",
                        "{{target}} ({{instance}})")],
                     w=8),
@@ -308,7 +333,8 @@ def soak():
                     "Time until the fd limit",
                     "Remaining fd headroom (1 - usage ratio of the process closest to its "
                     "limit) divided by how fast the ratio grew over the last 30 minutes. Empty "
-                    "while it does not grow.",
+                    "while it does not grow, and until the target's current processes have "
+                    "run for 30 minutes.",
                     [q(f"(1 - loadwatch_process_fd_usage_ratio{{{TARGET}}})"
                        f" / (instance_target:loadwatch_process_fd_usage_ratio:deriv30m{{{TARGET}}}"
                        f" > 0)", "{{target}} ({{instance}})")],
@@ -479,21 +505,50 @@ def render(spec_fn):
     return json.dumps(build(spec_fn()), indent=2, ensure_ascii=False) + "\n"
 
 
+def outputs():
+    """{path: text} of every generated file."""
+    out = {OUT / name: render(fn) for name, fn in DASHBOARDS.items()}
+    for name, text in rulegen.render(mixin_config.load()).items():
+        out[RULES / name] = text
+    for profile in mixin_config.profiles():
+        for name, text in rulegen.render(mixin_config.load(profile)).items():
+            out[RULES / profile / name] = text
+    return out
+
+
 def main(argv):
-    check = "--check" in argv
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if a committed file differs")
+    ap.add_argument("--profile", type=pathlib.Path,
+                    help="write only the rules of this profile (merged over config.yml)")
+    ap.add_argument("--out", type=pathlib.Path, help="directory for --profile's rules")
+    args = ap.parse_args(argv)
+    try:
+        if args.profile:
+            if not args.out:
+                ap.error("--profile needs --out")
+            files = {args.out / name: text for name, text
+                     in rulegen.render(mixin_config.load(args.profile)).items()}
+        else:
+            files = outputs()
+    except mixin_config.ConfigError as e:
+        print(f"generate.py: {e}", file=sys.stderr)
+        return 1
     stale = []
-    for name, fn in DASHBOARDS.items():
-        text = render(fn)
-        path = OUT / name
-        if check:
+    for path, text in files.items():
+        if args.check:
             if not path.exists() or path.read_text() != text:
                 stale.append(str(path))
         else:
-            OUT.mkdir(exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
+    if args.check and not args.profile:
+        # A profile removed from profiles/ must not leave its rules behind.
+        known = set(files)
+        stale += [str(p) for p in RULES.glob("*/*.yml") if p not in known]
     if stale:
         print("generate.py: out of date, run python3 dashboards/generate.py:\n  "
-              + "\n  ".join(stale), file=sys.stderr)
+              + "\n  ".join(sorted(stale)), file=sys.stderr)
         return 1
     return 0
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Structural lint of the loadwatch mixin (dashboards/). Python stdlib only.
+"""Structural lint of the loadwatch mixin (dashboards/). Python stdlib and python3-yaml.
 
     python3 dashboards/lint.py [--root REPO_ROOT]
 
@@ -8,17 +8,19 @@ Checks, printing one "path: problem" line each and exiting 1 if there is any:
               panels, the datasource / job / instance / target variables, every panel, query,
               annotation and variable on the ${datasource} variable, every selector scoped by
               job=~"$job", instance=~"$instance" (and target=~"$target" for target metrics).
-  metrics     every metric a panel, rule or alert reads is in metrics.txt (the product's metric
+  metrics     every metric a panel, rule or alert reads is in metrics.txt (loadwatch's metric
               table) or is a recording rule of rules/; label matchers name labels the metric
               has; rate()/increase() only on counters, deriv()/predict_linear() only on gauges;
-              every name in metrics.txt appears in README.md's "Metric reference" section once
-              README.md has one.
-  rules       level:metric:operations record names; alerts with a severity label (warning or
-              critical), a summary and a description; every threshold written as
+              every name in metrics.txt appears in the "Metric reference" of docs/metrics.md once
+              there is one.
+  rules       in rules/ and every profile's rules/<profile>/: level:metric:operations record
+              names; alerts with a severity label (warning or critical), a summary and a
+              description; every threshold written as
               scalar(max(loadwatch:threshold:NAME) or vector(DEFAULT)), listed with the same
               default in rules/thresholds.example.yml, overridden in
               tests/thresholds.override.yml and documented in dashboards/README.md.
-  tests       every alert has a promtool test where it fires and one where it does not.
+  tests       every alert has a promtool test where it fires and one where it does not; every
+              alert of a profile has a test on that profile's rules where it fires.
 """
 
 import argparse
@@ -29,8 +31,8 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import miniyaml  # noqa: E402
 import promql  # noqa: E402
+import yaml  # noqa: E402
 
 SEVERITIES = {"warning", "critical"}
 COUNTER_FUNCS = {"rate", "irate", "increase", "resets"}
@@ -87,8 +89,8 @@ class Lint:
 
     def load_yaml(self, path):
         try:
-            return miniyaml.load(path.read_text())
-        except (OSError, miniyaml.YamlError) as e:
+            return yaml.safe_load(path.read_text())
+        except (OSError, yaml.YAMLError) as e:
             self.problem(path, f"cannot read: {e}")
             return None
 
@@ -142,8 +144,14 @@ class Lint:
                         self.problem(path, f'{where}: {s.name} lacks {label}=~"{var}"')
 
     # -- rules --------------------------------------------------------------------------------
-    def load_records(self):
-        path = self.mixin / "rules" / "loadwatch.rules.yml"
+    def rule_dirs(self):
+        """rules/ (the default config) and rules/<profile>/ of each profile."""
+        rules = self.mixin / "rules"
+        return [rules] + sorted(p for p in rules.iterdir() if p.is_dir())
+
+    def load_records(self, rules_dir):
+        path = rules_dir / "loadwatch.rules.yml"
+        self.records = {}
         bases = {n[:-len("_total")] if n.endswith("_total") else n for n in self.metrics}
         for group in self.rule_groups(path):
             for rule in group.get("rules") or []:
@@ -166,8 +174,8 @@ class Lint:
                 if rule.get("record"):
                     self.check_expr(path, rule["record"], rule.get("expr") or "")
 
-    def check_alerts(self):
-        path = self.mixin / "rules" / "loadwatch.alerts.yml"
+    def check_alerts(self, rules_dir):
+        path = rules_dir / "loadwatch.alerts.yml"
         alerts = []
         for group in self.rule_groups(path):
             for rule in group.get("rules") or []:
@@ -235,8 +243,10 @@ class Lint:
             if f"loadwatch:threshold:{name}" not in text:
                 self.problem(readme, f"threshold loadwatch:threshold:{name} is not documented")
 
-    def check_tests(self, alerts):
-        firing, quiet = set(), set()
+    def check_tests(self, alerts_by_dir):
+        """alerts_by_dir: {rules dir: [alert names]}. The default rules need a firing and a
+        quiet test per alert, a profile's rules a firing test per alert."""
+        firing, quiet = {}, {}  # rules dir -> alert names
         tests = sorted((self.mixin / "tests").glob("*.test.yml"))
         if not tests:
             self.problem(self.mixin / "tests", "no *.test.yml files")
@@ -244,20 +254,30 @@ class Lint:
             doc = self.load_yaml(path)
             if not isinstance(doc, dict):
                 continue
+            dirs = set()
             for f in doc.get("rule_files") or []:
-                if not (path.parent / f).exists():
+                rule_file = (path.parent / f).resolve()
+                if not rule_file.exists():
                     self.problem(path, f"rule file {f} does not exist")
+                elif rule_file.name == "loadwatch.alerts.yml":
+                    dirs.add(rule_file.parent)
+            known = set().union(*(alerts_by_dir.get(d, []) for d in dirs))
             for test in doc.get("tests") or []:
                 for case in test.get("alert_rule_test") or []:
                     name = case.get("alertname")
-                    if name not in alerts:
+                    if name not in known:
                         self.problem(path, f"test of unknown alert {name}")
-                    (firing if case.get("exp_alerts") else quiet).add(name)
-        for name in alerts:
-            if name not in firing:
-                self.problem(self.mixin / "tests", f"{name}: no test where it fires")
-            if name not in quiet:
-                self.problem(self.mixin / "tests", f"{name}: no test where it does not fire")
+                    for d in dirs:
+                        (firing if case.get("exp_alerts") else quiet).setdefault(d, set()).add(name)
+        default = self.mixin / "rules"
+        for rules_dir, alerts in alerts_by_dir.items():
+            where = rules_dir.relative_to(self.mixin)
+            for name in alerts:
+                if name not in firing.get(rules_dir, set()):
+                    self.problem(self.mixin / "tests", f"{name}: no test where it fires "
+                                                       f"(with {where}/loadwatch.alerts.yml)")
+                if rules_dir == default and name not in quiet.get(rules_dir, set()):
+                    self.problem(self.mixin / "tests", f"{name}: no test where it does not fire")
 
     # -- dashboards ---------------------------------------------------------------------------
     def check_datasource(self, path, where, ds):
@@ -339,12 +359,12 @@ class Lint:
                 self.check_expr(path, f"{where} query {t.get('refId')}", t.get("expr") or "",
                                 scoped=True)
 
-    # -- README metric reference --------------------------------------------------------------
-    def check_readme_reference(self):
-        readme = self.root / "README.md"
-        if not readme.exists():
+    # -- metric reference (docs/metrics.md) ----------------------------------------------------
+    def check_metric_reference(self):
+        reference = self.root / "docs" / "metrics.md"
+        if not reference.exists():
             return
-        lines = readme.read_text().splitlines()
+        lines = reference.read_text().splitlines()
         start = next((n for n, l in enumerate(lines)
                       if re.match(r"#+\s.*metric reference", l, re.I)), None)
         if start is None:
@@ -361,21 +381,25 @@ class Lint:
             names.update(_expand_braces(re.sub(r"\{[^{}]*\}$", "", tok)))
         for name in self.metrics:
             if name not in names and name not in section:
-                self.problem(readme, f"Metric reference lacks {name} (listed in dashboards/metrics.txt)")
+                self.problem(reference, f"Metric reference lacks {name} (listed in dashboards/metrics.txt)")
 
     def run(self):
         self.load_metrics()
-        self.load_records()
-        alerts = self.check_alerts()
+        alerts_by_dir, default_records = {}, {}
+        for rules_dir in self.rule_dirs():
+            self.load_records(rules_dir)
+            alerts_by_dir[rules_dir.resolve()] = self.check_alerts(rules_dir)
+            default_records = default_records or self.records
+        self.records = default_records  # the dashboards read the default records
         self.check_thresholds()
-        self.check_tests(alerts)
+        self.check_tests(alerts_by_dir)
         uids = set()
         dashboards = sorted((self.mixin / "grafana").glob("*.json"))
         if not dashboards:
             self.problem(self.mixin / "grafana", "no dashboards")
         for path in dashboards:
             self.check_dashboard(path, uids)
-        self.check_readme_reference()
+        self.check_metric_reference()
         return self.problems
 
 
@@ -393,7 +417,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", type=pathlib.Path,
                     default=pathlib.Path(__file__).resolve().parent.parent,
-                    help="repository root (holds dashboards/ and README.md)")
+                    help="repository root (holds dashboards/ and docs/metrics.md)")
     args = ap.parse_args()
     problems = Lint(args.root.resolve()).run()
     for p in problems:

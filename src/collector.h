@@ -25,16 +25,29 @@ struct TargetState {
   std::vector<std::uint16_t> listen_ports;  // TCP ports the group listens on (network fills)
 };
 
+/// A pull source's state as the sources collector read it this sample (landing page, API).
+struct SourceState {
+  std::string name;
+  std::string kind;
+  bool up = false;
+  std::uint64_t scrapes = 0;      // finished so far; 0: the first is still running
+  std::string last_error_reason;  // of the last failed scrape ("timeout"...), "" if none yet
+  std::string last_error;         // its message
+  double last_success = 0;        // unix time of the last successful scrape, 0 = never
+};
+
 /// Shared by the collectors of one sample, in table order. Owned by the sampler thread.
 struct SampleContext {
   const FsRoot& proc;
   const FsRoot& sys;
   double now = 0;  // unix time of this sample, seconds
   std::vector<TargetState> targets;
+  std::vector<SourceState> sources{};  // the sources collector fills it
 };
 
 /// Everything a collector may read when it is built or reconfigured.
 class HttpServer;
+class RunObserver;
 
 struct CollectorEnv {
   const Options& options;
@@ -44,6 +57,9 @@ struct CollectorEnv {
   /// The daemon's HTTP server, for collectors that take pushed data (may be null in tests).
   /// Routes must be added while the collector is built, before the server starts.
   HttpServer* http = nullptr;
+  /// Told about load-generator runs that sources, push listeners and textfiles reveal (may be
+  /// null). Outlives the collectors.
+  RunObserver* runs = nullptr;
 };
 
 /// A collector adds its metrics to the sample. Called only from the sampler thread, one call

@@ -4,16 +4,41 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
-#include <cstring>
 #include <set>
+#include <string_view>
 
-#include "collector.h"
+#include "bounded_file.h"
+#include "collector_names.h"
 #include "procfs/fs_root.h"
 #include "yaml_reader.h"
 
 namespace loadwatch {
 
 namespace {
+
+/// Sets a source's name, kind or url, checked; throws std::invalid_argument.
+void set_source_field(SourceConfig& s, std::string_view key, const std::string& value) {
+  if (key == "name") {
+    if (value.empty()) throw std::invalid_argument("source name must not be empty");
+    s.name = value;
+  } else if (key == "kind") {
+    if (value != "mountebank" && value != "locust" && value != "prometheus") {
+      throw std::invalid_argument("unknown source kind \"" + value +
+                                  "\" (want mountebank, locust or prometheus)");
+    }
+    s.kind = value;
+  } else {
+    if (value.rfind("http://", 0) != 0 && value.rfind("https://", 0) != 0) {
+      throw std::invalid_argument("source url must start with http:// or https://");
+    }
+    s.url = value;
+    while (!s.url.empty() && s.url.back() == '/') s.url.pop_back();
+  }
+}
+
+constexpr const char* kEmpty =
+    "no targets and no sources (an empty or half-written file?); "
+    "add `allow_empty: true` to run with host metrics only";
 
 class Parser : private YamlReader {
  public:
@@ -150,17 +175,15 @@ class Parser : private YamlReader {
     for (const char* key : {"name", "kind", "url"}) {
       if (!node[key]) fail(node.Mark(), std::string("source needs ") + key);
     }
-    s.name = scalar(node["name"], "source name");
-    s.kind = scalar(node["kind"], "source kind");
-    if (s.kind != "mountebank" && s.kind != "locust" && s.kind != "prometheus") {
-      fail(node["kind"].Mark(), "unknown source kind \"" + s.kind +
-                                    "\" (want mountebank, locust or prometheus)");
+    // The same checks as --source's, each error at its key.
+    for (const char* key : {"name", "kind", "url"}) {
+      const std::string value = scalar(node[key], std::string("source ") + key);
+      try {
+        set_source_field(s, key, value);
+      } catch (const std::invalid_argument& e) {
+        fail(node[key].Mark(), e.what());
+      }
     }
-    s.url = scalar(node["url"], "source url");
-    if (s.url.rfind("http://", 0) != 0 && s.url.rfind("https://", 0) != 0) {
-      fail(node["url"].Mark(), "source url must start with http:// or https://");
-    }
-    while (!s.url.empty() && s.url.back() == '/') s.url.pop_back();
     if (node["interval"]) s.interval = duration(node["interval"], "interval");
     if (node["timeout"]) s.timeout = duration(node["timeout"], "timeout");
     if (node["max_response_bytes"]) {
@@ -187,16 +210,12 @@ class Parser : private YamlReader {
   }
 
   Config parse(const std::string& text) const {
-    YAML::Node root;
-    try {
-      root = YAML::Load(text);
-    } catch (const YAML::ParserException& e) {
-      fail(e.mark, e.msg);
-    }
+    const YAML::Node root = load(text);
     Config config;
     config.file = file();
-    if (root.IsNull()) return config;
-    expect_keys(root, "config", {"targets", "sources", "tcp", "collectors"});
+    if (root.IsNull()) fail(YAML::Mark::null_mark(), kEmpty);
+    expect_keys(root, "config", {"targets", "sources", "tcp", "collectors", "allow_empty"});
+    if (root["allow_empty"]) config.allow_empty = boolean(root["allow_empty"], "allow_empty");
 
     std::set<std::string> names;
     if (auto targets = root["targets"]; targets && !targets.IsNull()) {
@@ -233,11 +252,13 @@ class Parser : private YamlReader {
       expect_map(collectors, "collectors");
       for (auto it = collectors.begin(); it != collectors.end(); ++it) {
         auto name = it->first.as<std::string>();
-        bool known = false;
-        for (const auto& spec : collector_table()) known = known || name == spec.name;
-        if (!known) fail(it->first.Mark(), "unknown collector \"" + name + "\"");
+        if (!is_collector_name(name)) fail(it->first.Mark(), "unknown collector \"" + name + "\"");
         config.collectors[name] = boolean(it->second, "collector " + name);
       }
+    }
+    // A file truncated or half-written during a run must not switch monitoring off.
+    if (config.targets.empty() && config.sources.empty() && !config.allow_empty) {
+      fail(YAML::Mark::null_mark(), kEmpty);
     }
     return config;
   }
@@ -245,14 +266,24 @@ class Parser : private YamlReader {
 
 }  // namespace
 
+SourceConfig make_source(const std::string& name, const std::string& kind,
+                         const std::string& url) {
+  SourceConfig s;
+  set_source_field(s, "name", name);
+  set_source_field(s, "kind", kind);
+  set_source_field(s, "url", url);
+  return s;
+}
+
 Config parse_config(const std::string& yaml_text, const std::string& file) {
   return Parser(file).parse(yaml_text);
 }
 
 Config load_config(const std::string& file) {
   std::string text;
-  if (int err = read_whole_file(file, text); err != 0) {
-    throw ConfigError(file + ": cannot read config: " + std::strerror(err));
+  BoundedFile in(file);
+  if (int err = in.read(kMaxConfigFileBytes, text); err != 0) {
+    throw ConfigError(file + ": cannot read config: " + in.describe(err, kMaxConfigFileBytes));
   }
   return parse_config(text, file);
 }

@@ -12,11 +12,18 @@
 #include <spdlog/spdlog.h>
 
 #include "flags.h"
+#include "heap_trim.h"
+#include "history/history.h"
 #include "logging.h"
+#include "runs/run_book.h"
+#include "runs/run_routes.h"
+#include "report/report_routes.h"
+#include "report/report_service.h"
 #include "sampler.h"
 #include "version.h"
 #include "web/http_server.h"
 #include "web/web_config.h"
+#include "web/live_routes.h"
 #include "web/web_routes.h"
 
 namespace loadwatch {
@@ -72,12 +79,25 @@ void reload(const Options& options, Sampler& sampler, HttpServer& http) {
 }
 
 int serve(const Options& options, Config config) {
+  tune_heap();
   // Signals are taken synchronously by this thread; every thread started below inherits the mask.
   sigset_t signals;
   sigemptyset(&signals);
   for (int s : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+
+  // Before the server and the sampler, which both hold on to it.
+  std::unique_ptr<RunBook> runs_ptr;
+  try {
+    std::unique_ptr<RunStore> store;
+    if (!options.storage_path.empty()) store = std::make_unique<RunStore>(options.storage_path);
+    runs_ptr = std::make_unique<RunBook>(std::move(store));
+  } catch (const std::exception& e) {
+    spdlog::critical("--storage.path: {}", e.what());
+    return 1;
+  }
+  RunBook& runs = *runs_ptr;
 
   HttpServerSettings http_settings;
   http_settings.listen_address = options.listen_address;
@@ -88,13 +108,22 @@ int serve(const Options& options, Config config) {
   std::unique_ptr<Sampler> sampler_ptr;
   try {
     // Collectors are built here; one that cannot start (e.g. its listen port is taken) is fatal.
-    sampler_ptr = std::make_unique<Sampler>(options, std::move(config), &http);
+    sampler_ptr = std::make_unique<Sampler>(options, std::move(config), &http, &runs);
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());
     return 1;
   }
   Sampler& sampler = *sampler_ptr;
+  std::unique_ptr<History> history;
+  if (options.history_points > 0) {
+    history = std::make_unique<History>(
+        HistorySettings{options.history_points, options.history_max_series});
+    sampler.set_history(history.get());
+  }
   add_web_routes(http, sampler);
+  report::ReportService reports(runs, history.get(), options.storage_path);
+  add_run_routes(http, runs, options.enable_run_api, report::report_subresource(reports, runs));
+  add_live_routes(http, sampler, history.get());
   sampler.sample_once();  // /metrics has data from the first request on
   try {
     http.start();
@@ -103,6 +132,7 @@ int serve(const Options& options, Config config) {
     return 1;
   }
   sampler.start();
+  reports.start();
   spdlog::info("loadwatch {} listening on {} (port {}), sampling every {}ms", LOADWATCH_VERSION,
                options.listen_address, http.port(), options.sample_interval.count());
   sd_notify(0, "READY=1");
@@ -128,6 +158,13 @@ int serve(const Options& options, Config config) {
   }
   http.stop();
   spdlog::debug("http server stopped");
+  reports.stop();
+  try {
+    reports.save_finished();  // a run stopped just before this stop
+  } catch (const std::exception& e) {
+    spdlog::warn("run reports: {}", e.what());
+  }
+  runs.checkpoint();  // an open run is interrupted by this stop: record when
   if (!sampler.stop()) {
     // A sample is stuck in the kernel (a hung file); exiting is all that is left to do.
     spdlog::warn("sampler did not stop in time; exiting without waiting for it");

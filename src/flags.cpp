@@ -31,6 +31,12 @@ ParsedFlags parse_flags(int argc, char** argv) {
                  "HTTP connections served at once (idle and slow ones included); more wait")
       ->check(CLI::Range(8, 100000));
   app.add_option("--sample.interval", interval, "How often /proc is sampled (500ms, 1s, 2m)");
+  app.add_option("--history.points", o.history_points,
+                 "Samples the in-memory history keeps (7200 = 2h at 1s); 0 turns it off")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--history.max-series", o.history_max_series,
+                 "Most series the history keeps (4 bytes per point each)")
+      ->check(CLI::Range(1, 100000));
   app.add_option("--target", o.targets, "NAME=SELECTOR, repeatable (e.g. mb=port:2525)");
   app.add_option("--source", o.sources, "NAME=KIND,URL, repeatable (e.g. lc=locust,http://...)");
   app.add_option("--path.procfs", o.procfs, "procfs mount point");
@@ -43,6 +49,10 @@ ParsedFlags parse_flags(int argc, char** argv) {
                  "Directory of *.prom files to export (wrk summaries)");
   app.add_option("--graphite.listen-address", o.graphite_listen_address,
                  "Graphite plaintext listener for JMeter's Backend Listener (off when empty)");
+  app.add_flag("--web.enable-run-api", o.enable_run_api,
+               "Allow starting, phasing and stopping runs over HTTP (POST /api/v1/runs...)");
+  app.add_option("--storage.path", o.storage_path,
+                 "Directory where runs are kept across restarts (empty: in memory only)");
   app.add_flag("--version", parsed.show_version, "Print version, git revision and build date");
 
   // --collector.NAME / --no-collector.NAME for every collector in the table.
@@ -116,24 +126,19 @@ void merge_flag_targets(Config& config, const Options& options) {
     if (eq == std::string::npos || eq == 0 || comma == std::string::npos) {
       throw ConfigError("--source=" + flag + ": want NAME=KIND,URL");
     }
-    // Reuse the YAML validation so both forms accept and reject the same things.
-    std::string yaml = "sources:\n  - {name: '" + flag.substr(0, eq) + "', kind: '" +
-                       flag.substr(eq + 1, comma - eq - 1) + "', url: '" +
-                       flag.substr(comma + 1) + "'}\n";
-    Config one;
+    // Built from the values, not by pasting them into YAML text: a URL may hold any
+    // character (a quote, a brace) and must never add a setting.
+    SourceConfig source;
     try {
-      one = parse_config(yaml, "--source");
-    } catch (const ConfigError& e) {
-      std::string msg = e.what();
-      auto sep = msg.find(": ");
-      throw ConfigError("--source=" + flag + ": " +
-                        (sep == std::string::npos ? msg : msg.substr(sep + 2)));
+      source = make_source(flag.substr(0, eq), flag.substr(eq + 1, comma - eq - 1),
+                           flag.substr(comma + 1));
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError("--source=" + flag + ": " + e.what());
     }
-    if (!source_names.insert(one.sources[0].name).second) {
-      throw ConfigError("--source=" + flag + ": duplicate source name \"" +
-                        one.sources[0].name + "\"");
+    if (!source_names.insert(source.name).second) {
+      throw ConfigError("--source=" + flag + ": duplicate source name \"" + source.name + "\"");
     }
-    config.sources.push_back(std::move(one.sources[0]));
+    config.sources.push_back(std::move(source));
   }
 }
 

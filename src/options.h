@@ -1,5 +1,5 @@
 #pragma once
-// Command-line flags (PRODUCT.md "Interfaces"), before the config file is merged in.
+// Command-line flags (README "Usage"), before the config file is merged in.
 
 #include <chrono>
 #include <map>
@@ -28,6 +28,13 @@ struct Options {
   std::string graphite_listen_address;
   int max_requests = 40;
   int max_connections = 1200;
+  /// Points the in-memory history keeps per series (one per sample); 0 turns it off.
+  std::size_t history_points = 7200;
+  std::size_t history_max_series = 512;
+  /// POST /api/v1/runs... allowed (reads are always on).
+  bool enable_run_api = false;
+  /// Directory for state that outlives the daemon (runs); empty = memory only.
+  std::string storage_path;
 };
 
 }  // namespace loadwatch

@@ -2,14 +2,28 @@
 
 #include <spdlog/spdlog.h>
 
+#include "heap_trim.h"
+#include "history/history.h"
+#include "runs/run_book.h"
+#include "runs/run_metrics.h"
+#include "series_guard.h"
+#include "unix_time.h"
 #include "version.h"
 
 namespace loadwatch {
 
 namespace {
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+const char* reason_text(const std::string& reason) {
+  namespace r = drop_reason;
+  if (reason == r::kReserved) return "its name is a family loadwatch exports";
+  if (reason == r::kDuplicate) return "the same series came twice";
+  if (reason == r::kNameCollision) return "its name is another family's _count, _sum or _bucket";
+  if (reason == r::kTypeConflict) return "the family exists with another type";
+  if (reason == r::kInvalidLabel) return "an invalid, reserved or repeated label name";
+  if (reason == r::kInvalidName) return "an invalid metric name";
+  if (reason == r::kLabelLimit) return "a label name or value too long, or too many labels";
+  if (reason == r::kTotalSeries) return "the page holds its maximum of series";
+  return "a cap was reached";
 }
 }  // namespace
 
@@ -23,10 +37,10 @@ bool collector_enabled(const CollectorSpec& spec, const Options& options, const 
   return spec.enabled_by_default;
 }
 
-Sampler::Sampler(const Options& options, Config config, HttpServer* http)
+Sampler::Sampler(const Options& options, Config config, HttpServer* http, RunBook* runs)
     : options_(options), config_(std::move(config)), proc_(options.procfs), sys_(options.sysfs),
-      http_(http) {
-  CollectorEnv env{options_, config_, proc_, sys_, http_};
+      http_(http), runs_(runs) {
+  CollectorEnv env{options_, config_, proc_, sys_, http_, runs_};
   for (const auto& spec : collector_table()) {
     if (!collector_enabled(spec, options_, config_)) continue;
     collectors_.push_back(Entry{&spec, spec.make(env)});
@@ -63,7 +77,7 @@ void Sampler::apply_pending_config() {
     }
   }
   config_ = std::move(*next);
-  CollectorEnv env{options_, config_, proc_, sys_, nullptr};
+  CollectorEnv env{options_, config_, proc_, sys_, nullptr, runs_};
   for (auto& e : collectors_) e.collector->reconfigure(env);
   spdlog::info("config reloaded: {} targets, {} sources", config_.targets.size(),
                config_.sources.size());
@@ -73,11 +87,18 @@ void Sampler::sample_once() {
   apply_pending_config();
   SampleContext ctx{proc_, sys_, unix_now(), {}};
   MetricSink out;
-  MetricSink self;
   out.gauge("loadwatch_build_info",
             "A metric with a constant 1 labelled by the version and git revision of loadwatch.",
             {{"version", LOADWATCH_VERSION}, {"revision", LOADWATCH_REVISION}}, 1);
-  for (auto& e : collectors_) {
+  struct Outcome {
+    const char* name;
+    double seconds;
+    bool ok;
+  };
+  std::vector<Outcome> outcomes;
+  for (std::size_t c = 0; c < collectors_.size(); ++c) {
+    auto& e = collectors_[c];
+    out.set_origin(static_cast<std::uint16_t>(c + 1));
     auto t0 = std::chrono::steady_clock::now();
     bool ok = true;
     try {
@@ -87,16 +108,44 @@ void Sampler::sample_once() {
       spdlog::debug("collector {} failed: {}", e.spec->name, ex.what());
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    self.gauge("loadwatch_collector_duration_seconds",
-               "Time the collector took in the last sample.", {{"collector", e.spec->name}}, secs);
-    self.gauge("loadwatch_collector_success",
-               "1 if the collector succeeded in the last sample, 0 if it failed.",
-               {{"collector", e.spec->name}}, ok ? 1 : 0);
+    outcomes.push_back({e.spec->name, secs, ok});
   }
-  self.gauge("loadwatch_last_sample_timestamp_seconds",
-             "Unix time of the sample being served; its age shows a stuck sampler.", {}, ctx.now);
-  out.append(self.take());
-  auto snap = std::make_shared<const Snapshot>(out.take(), std::move(ctx.targets), ctx.now);
+  out.set_origin(0);
+  for (const auto& o : outcomes) {
+    out.gauge("loadwatch_collector_duration_seconds", "Time the collector took in the last sample.",
+              {{"collector", o.name}}, o.seconds);
+    out.gauge("loadwatch_collector_success",
+              "1 if the collector succeeded in the last sample, 0 if it failed.",
+              {{"collector", o.name}}, o.ok ? 1 : 0);
+  }
+  if (runs_) {
+    runs_->tick(ctx.now);
+    add_run_metrics(runs_->exposed(), out);
+  }
+  out.gauge("loadwatch_last_sample_timestamp_seconds",
+            "Unix time of the sample being served; its age shows a stuck sampler.", {}, ctx.now);
+  // Totals up to the previous sample: added before the guard runs, so a textfile or source
+  // cannot define these families too.
+  for (const auto& [key, n] : dropped_) {
+    out.counter("loadwatch_dropped_series_total",
+                "Series not put on /metrics, by the collector that produced them and reason, "
+                "counted at each sample (see docs/limits.md).",
+                {{"collector", key.first}, {"reason", key.second}}, n);
+  }
+  for (const auto& [collector, n] : invalid_utf8_) {
+    out.counter("loadwatch_invalid_utf8_total",
+                "HELP texts and label values with invalid UTF-8, written with U+FFFD instead, "
+                "counted at each sample.",
+                {{"collector", collector}}, n);
+  }
+  SeriesOrigins origins;
+  auto families = out.take(origins);
+  GuardReport report;
+  guard_families(families, &origins, GuardOptions{}, report);
+  account(report, out);
+  auto snap = std::make_shared<const Snapshot>(std::move(families), std::move(ctx.targets), ctx.now,
+                                               std::move(ctx.sources));
+  if (history_) history_->record(snap->families(), ctx.now);
   std::shared_ptr<const Snapshot> previous;
   {
     std::lock_guard lock(mutex_);
@@ -109,6 +158,43 @@ void Sampler::sample_once() {
     latest_ = std::move(snap);
   }
   samples_.fetch_add(1);
+  previous.reset();
+  trim_heap_if_due();  // after a burst of big inputs, off every request path
+}
+
+std::string Sampler::origin_name(std::uint16_t origin) const {
+  if (origin >= 1 && origin <= collectors_.size()) return collectors_[origin - 1].spec->name;
+  return "loadwatch";
+}
+
+void Sampler::account(const GuardReport& report, const MetricSink& sink) {
+  auto log_once = [&](const std::string& collector, const std::string& reason,
+                      const std::string& family, double n) {
+    if (logged_.size() > 1000) return;  // bounded; the counters keep counting
+    if (!logged_.insert(collector + "\x1f" + reason + "\x1f" + family).second) return;
+    spdlog::warn("collector {}: dropped {} series of family {}: {} (reason {}; logged once)",
+                 collector, n, family.empty() ? "?" : family, reason_text(reason), reason);
+  };
+  for (const auto& [key, n] : report.dropped) {
+    std::string collector = origin_name(key.first);
+    dropped_[{collector, key.second}] += n;
+    auto ex = report.example.find(key);
+    log_once(collector, key.second, ex == report.example.end() ? "" : ex->second, n);
+  }
+  for (const auto& [key, n] : sink.notes()) {
+    std::string collector = origin_name(key.first);
+    dropped_[{collector, key.second}] += n;
+  }
+  for (const auto& [origin, n] : report.invalid_utf8) {
+    std::string collector = origin_name(origin);
+    invalid_utf8_[collector] += n;
+    if (logged_.size() <= 1000 && logged_.insert(collector + "\x1futf8").second) {
+      spdlog::warn(
+          "collector {}: {} HELP text(s) or label value(s) with invalid UTF-8, written "
+          "with U+FFFD (logged once)",
+          collector, n);
+    }
+  }
 }
 
 void Sampler::start() {

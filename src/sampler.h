@@ -4,9 +4,11 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,11 +18,16 @@
 
 namespace loadwatch {
 
+class History;
+class RunBook;
+
 /// Owns the collectors. start() launches the thread; latest() and the counters may be read
 /// from any thread; reload() may be called from any thread (applied before the next sample).
 class Sampler {
  public:
-  Sampler(const Options& options, Config config, HttpServer* http);
+  /// `runs` (may be null) is told what collectors see of generators' runs, and its runs are
+  /// exported with each sample; it must outlive the sampler.
+  Sampler(const Options& options, Config config, HttpServer* http, RunBook* runs = nullptr);
   ~Sampler();
 
   /// Takes one sample synchronously on the calling thread (used before start() so the first
@@ -38,6 +45,10 @@ class Sampler {
   /// Names of enabled collectors, in sample order.
   std::vector<std::string> collector_names() const;
 
+  /// Records every published sample into `history` (nullptr: none), from the sampler thread.
+  /// Call before start(); `history` must outlive the sampler.
+  void set_history(History* history) { history_ = history; }
+
   /// Queues a new config; collectors are reconfigured before the next sample.
   void reload(Config config);
 
@@ -48,11 +59,17 @@ class Sampler {
   };
   void run();
   void apply_pending_config();
+  /// Adds what guard_families and the collectors dropped or fixed to the running totals,
+  /// logging each new (collector, reason, family) once.
+  void account(const GuardReport& report, const MetricSink& sink);
+  std::string origin_name(std::uint16_t origin) const;
 
   Options options_;
   Config config_;
   FsRoot proc_, sys_;
   HttpServer* http_;
+  History* history_ = nullptr;
+  RunBook* runs_;
   std::vector<Entry> collectors_;
 
   mutable std::mutex mutex_;  // guards latest_, pending_, stop_
@@ -62,6 +79,11 @@ class Sampler {
   bool stop_ = false;
   bool finished_ = false;  // the thread has left run()
   std::atomic<std::uint64_t> samples_{0};
+  // Sampler thread only: loadwatch_dropped_series_total{collector,reason} and
+  // loadwatch_invalid_utf8_total{collector} so far, and what was logged.
+  std::map<std::pair<std::string, std::string>, double> dropped_;
+  std::map<std::string, double> invalid_utf8_;
+  std::set<std::string> logged_;
   std::thread thread_;
 };
 

@@ -1,4 +1,6 @@
-// Target selectors "KIND:VALUE" (PRODUCT.md "Target selectors").
+// Target selectors "KIND:VALUE" (README "Target selectors").
+#include <re2/re2.h>
+
 #include <charconv>
 #include <stdexcept>
 
@@ -26,6 +28,34 @@ long parse_positive(const std::string& value, long max, const char* what) {
   }
   return n;
 }
+
+// RE2: matching is linear in the command line and needs no stack proportional to it or to the
+// pattern (std::regex recursed per character and overflowed the sampler's stack).
+std::shared_ptr<const re2::RE2> compile_cmdline_pattern(const std::string& value) {
+  if (value.size() > kMaxSelectorPatternBytes) {
+    throw std::invalid_argument("cmdline regex is " + std::to_string(value.size()) +
+                                " bytes, longer than the " +
+                                std::to_string(kMaxSelectorPatternBytes) + " allowed");
+  }
+  RE2::Options options;
+  options.set_log_errors(false);  // the error is ours to report, with file:line:col
+  // Bytes, not UTF-8: a command line can hold any bytes (a legacy-encoded argument), and in
+  // UTF-8 mode `.` would not match an invalid sequence, so `java .*App` would miss it.
+  options.set_encoding(RE2::Options::EncodingLatin1);
+  options.set_max_mem(kSelectorRegexMaxMem);
+  auto re = std::make_shared<const re2::RE2>(value, options);
+  if (!re->ok()) {
+    std::string why = re->error_code() == RE2::ErrorPatternTooLarge
+                          ? "pattern too large (over the " +
+                                std::to_string(kSelectorRegexMaxMem >> 10) + " KiB RE2 limit)"
+                          : re->error();
+    throw std::invalid_argument("invalid cmdline regex \"" + value.substr(0, 200) +
+                                (value.size() > 200 ? "...\"" : "\"") + ": " + why +
+                                " (RE2 syntax)");
+  }
+  return re;
+}
+
 }  // namespace
 
 const char* selector_kind_name(Selector::Kind kind) {
@@ -61,11 +91,7 @@ Selector make_selector(const std::string& kind, const std::string& value) {
       }
       break;
     case Selector::Kind::Cmdline:
-      try {
-        s.regex.emplace(value, std::regex::ECMAScript | std::regex::optimize);
-      } catch (const std::regex_error& e) {
-        throw std::invalid_argument("invalid cmdline regex \"" + value + "\": " + e.what());
-      }
+      s.regex = compile_cmdline_pattern(value);
       break;
     default: break;
   }

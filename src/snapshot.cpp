@@ -1,16 +1,16 @@
 #include "snapshot.h"
 
-#include <prometheus/text_serializer.h>
-
-#include <sstream>
-
+#include "exposition.h"
 #include "web/gzip.h"
 
 namespace loadwatch {
 
-Snapshot::Snapshot(std::vector<prometheus::MetricFamily> families,
-                   std::vector<TargetState> targets, double timestamp)
-    : families_(std::move(families)), targets_(std::move(targets)), timestamp_(timestamp) {}
+Snapshot::Snapshot(std::vector<prometheus::MetricFamily> families, std::vector<TargetState> targets,
+                   double timestamp, std::vector<SourceState> sources)
+    : families_(std::move(families)),
+      targets_(std::move(targets)),
+      sources_(std::move(sources)),
+      timestamp_(timestamp) {}
 
 const std::string& Snapshot::text() const {
   text_asked_.store(true, std::memory_order_relaxed);
@@ -29,9 +29,7 @@ void Snapshot::prepare_like(const Snapshot& previous) const {
 
 const std::string& Snapshot::make_text() const {
   std::call_once(text_once_, [this] {
-    std::ostringstream out;
-    prometheus::TextSerializer().Serialize(out, families_);
-    text_ = std::move(out).str();
+    text_ = serialize_text(families_);
     text_made_ = true;
   });
   return text_;

@@ -20,10 +20,11 @@ namespace loadwatch {
 class Snapshot {
  public:
   Snapshot(std::vector<prometheus::MetricFamily> families, std::vector<TargetState> targets,
-           double timestamp);
+           double timestamp, std::vector<SourceState> sources = {});
 
   const std::vector<prometheus::MetricFamily>& families() const { return families_; }
   const std::vector<TargetState>& targets() const { return targets_; }
+  const std::vector<SourceState>& sources() const { return sources_; }
   /// Unix time the sample was taken, seconds.
   double timestamp() const { return timestamp_; }
 
@@ -43,6 +44,7 @@ class Snapshot {
 
   std::vector<prometheus::MetricFamily> families_;
   std::vector<TargetState> targets_;
+  std::vector<SourceState> sources_;
   double timestamp_;
   mutable std::once_flag text_once_, gzip_once_;
   mutable std::string text_, gzip_;

@@ -1,10 +1,22 @@
 #include "subcommands.h"
 
+#include "analysis/cli.h"
+#include "report/cli_report.h"
+#include "runs/cli_run.h"
+
 namespace loadwatch {
 
 const std::vector<Subcommand>& subcommands() {
   // One line per subcommand; each lives in the folder of its capability.
-  static const std::vector<Subcommand> table = {};
+  static const std::vector<Subcommand> table = {
+      {"capacity", "knee, USL fit and table from a CSV of step results",
+       analysis::run_capacity},
+      {"compare", "a run against a baseline, for CI (exit 1 on a regression)",
+       analysis::run_compare},
+      {"report", "a run's capacity report from a loadwatch or a Prometheus server (table, html...)",
+       report::run_report_cli},
+      {"run", "start, phase, stop and list test runs; run a load generator inside a run", run_cli},
+  };
   return table;
 }
 

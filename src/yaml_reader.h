@@ -17,6 +17,11 @@ class YamlReader {
 
   const std::string& file() const { return file_; }
 
+  /// Parses one YAML document, and refuses what yaml-cpp lets through silently: a key that
+  /// appears twice in one mapping (yaml-cpp keeps the first), a key that is not a scalar,
+  /// and a second document after `---` (YAML::Load reads only the first). Throws ConfigError.
+  YAML::Node load(const std::string& text) const;
+
   /// Throws ConfigError "file:line:col: message" ("file: message" when `mark` is null).
   [[noreturn]] void fail(const YAML::Mark& mark, const std::string& message) const;
 

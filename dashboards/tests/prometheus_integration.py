@@ -1,29 +1,38 @@
 #!/usr/bin/env python3
 """The mixin against a real Prometheus and a real loadwatch (run by
-tests/scripts/test_mixin_prometheus.sh). Python stdlib only; loopback only; bounded in time.
+tests/scripts/test_mixin_prometheus.sh). Python stdlib and python3-yaml (the mixin generator);
+loopback only; bounded in time.
 
     prometheus_integration.py --binary BUILD/loadwatch [--source-dir REPO]
 
 1. Starts, on 127.0.0.1 with free ports and a temporary directory:
-   - helper processes (this file with --helper): "leak" grows its RSS 16 MiB/s, "fds" opens fds
-     towards its soft RLIMIT_NOFILE (1000), "ports" holds a growing number of connections to
-     its own listener, "victim" sleeps (and is later killed and started again);
+   - helper processes (this file with --helper): "leak" grows its RSS 16 MiB/s (and is later
+     killed and started again), "fds" opens fds towards its soft RLIMIT_NOFILE (1000), "ports"
+     holds a growing number of connections to its own listener, "backlog" listens with a
+     backlog of 1 on a port loadwatch does not watch and never accepts, so its accept queue
+     is full and further connections overflow, "victim" sleeps (and is later killed and
+     started again);
    - Mountebank (an imposter with ok, failing, slow and unmatched paths) and Locust driving it,
      when both are installed; otherwise the generator and mock panels are checked for
      parse-only and the report says so;
    - loadwatch watching those targets and sources, plus a source that is down;
-   - Prometheus (Debian 2.42): scrape and evaluation interval 1s, the SHIPPED rule files with
-     only their durations scaled (range windows and for: divided by 60, ranges at least 5s),
-     and tests/thresholds.integration.yml.
+   - Prometheus (Debian 2.42): scrape and evaluation interval 1s, the rules generate.py writes
+     from config.yml with every window and for: divided by 60 (minutes become seconds, windows
+     at least 5s; the generator is first shown to write the shipped files from config.yml
+     unchanged), and tests/thresholds.integration.yml.
 2. Waits, through /api/v1/alerts, for every alert to be pending or firing, driven by a real
    condition: memory leak, fd exhaustion, ephemeral ports (threshold lowered to fit a test),
-   source down, generator failures and P99 (Locust against Mountebank's failing and 1.5 s
-   paths), target down and restarted (the victim killed, then started again), loadwatch not
-   sampling (SIGSTOP). Four host alerts cannot be driven on a shared CI machine (CPU
-   saturation, softirq share, TIME_WAIT near the limit, listen overflows): the test thresholds
-   file makes their conditions always true, which proves the shipped expressions evaluate and
-   join on the real series (their firing logic is covered by the promtool unit tests).
-   Alerts that must NOT be active are checked too.
+   listen overflows (the backlog helper), source down, generator failures and P99 (Locust
+   against Mountebank's failing and 1.5 s paths), target down and restarted (the victim and
+   the leak killed, then started again), loadwatch not sampling (SIGSTOP). Three host alerts
+   cannot be driven on a shared CI machine (CPU saturation, softirq share, TIME_WAIT near the
+   limit): the test thresholds file makes their conditions always true, which proves the
+   shipped expressions evaluate and join on the real series (their firing logic is covered by
+   the promtool unit tests). Alerts that must NOT be active are checked too.
+   The leak's kill and restart: LoadwatchMemoryLeakSuspected fires before, is resolved once the
+   target is down, and stays quiet while the new process (leaking as fast) is younger than
+   the trend window, for that reason: its start time changed, while its own growth is above
+   the threshold.
 3. Evaluates every panel query, annotation query and variable query of the three dashboards
    with the variables substituted ($job = the job, $instance and $target = ".+", Grafana's
    "All"), through /api/v1/query_range and /api/v1/label/.../values: each must parse and
@@ -50,7 +59,7 @@ import urllib.request
 
 HERE = pathlib.Path(__file__).resolve().parent
 MIXIN = HERE.parent
-DEADLINE_S = 110  # whole run, hard bound
+DEADLINE_S = 130  # whole run, hard bound
 JOB = "loadwatch"
 
 
@@ -99,6 +108,21 @@ def helper(mode, marker, arg):
             time.sleep(0.5)
         while time.monotonic() < stop_at:
             time.sleep(0.5)
+    elif mode == "backlog":
+        lst = socket.socket()
+        lst.bind(("127.0.0.1", int(arg)))
+        lst.listen(1)  # never accepted: the queue holds 2, the kernel overflows the rest
+        clients = []
+        # SYNs to a full queue are dropped and retried by the kernel with a growing backoff;
+        # a new client every 0.5s keeps the overflows steady, so a short-window rate of them
+        # never drops to 0 between two retries. Bounded: 300 clients.
+        while time.monotonic() < stop_at:
+            if len(clients) < 300:
+                c = socket.socket()
+                c.setblocking(False)
+                c.connect_ex(("127.0.0.1", int(arg)))
+                clients.append(c)
+            time.sleep(0.5)
     elif mode == "victim":
         while time.monotonic() < stop_at:
             time.sleep(0.5)
@@ -126,21 +150,24 @@ def http(url, data=None, timeout=3.0, method=None):
         return r.read()
 
 
-def scale_durations(text):
-    """The shipped rules with their range windows and for: durations divided by 60 (minutes
-    become seconds); ranges stay >= 5s so rate() has samples at a 1s scrape interval."""
-    unit = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-    def secs(n, u):
-        return int(n) * unit[u]
-
-    def rng(m):
-        return "[%ds]" % max(5, secs(m.group(1), m.group(2)) // 60)
-
-    def for_(m):
-        return "%s%ds" % (m.group(1), max(1, secs(m.group(2), m.group(3)) // 60))
-    out = re.sub(r"\[(\d+)([smhd])\]", rng, text)
-    return re.sub(r"(?m)^(\s*for:\s*)(\d+)([smh])\s*$", for_, out)
+def scaled_rules():
+    """{file name: text}: the rules generate.py writes from config.yml with every window and
+    for: divided by 60 (minutes become seconds; windows stay >= 5s so rate() has samples at a
+    1s scrape interval). Fails if the generator does not write the shipped files from
+    config.yml unchanged: then this test would not test them."""
+    sys.path.insert(0, str(MIXIN))
+    import mixin_config
+    import rulegen
+    shipped = rulegen.render(mixin_config.load())
+    for name, text in shipped.items():
+        if (MIXIN / "rules" / name).read_text() != text:
+            raise Failure(f"rules/{name} is not what generate.py writes from config.yml")
+    c = mixin_config.load()
+    for name, d in c.windows.items():
+        c.windows[name] = mixin_config.Duration(max(5, d.seconds // 60))
+    for name, d in c.for_.items():
+        c.for_[name] = mixin_config.Duration(d.seconds // 60 if d.seconds else 0)
+    return rulegen.render(c)
 
 
 class Run:
@@ -152,6 +179,7 @@ class Run:
         self.marker = f"lwmixin{os.getpid()}"
         self.log = []
         self.sources = False
+        self.top_listeners = False
 
     # -- processes ----------------------------------------------------------------------------
     def start(self, name, argv, **kw):
@@ -273,10 +301,11 @@ class Run:
         ]
 
     def setup(self):
-        self.ports_port = free_port()
+        self.ports_port, self.backlog_port = free_port(), free_port()
         for mode in ("leak", "fds", "victim"):
             self.start_helper(mode)
         self.start_helper("ports", str(self.ports_port))
+        self.start_helper("backlog", str(self.backlog_port))  # a port loadwatch does not watch
         sources = self.setup_sources()
         # A source nobody listens on: LoadwatchSourceDown.
         sources.append({"name": "down", "kind": "locust", "url": f"http://127.0.0.1:{free_port()}"})
@@ -301,14 +330,8 @@ class Run:
 
         rules = self.tmp / "rules"
         rules.mkdir()
-        for name in ("loadwatch.rules.yml", "loadwatch.alerts.yml"):
-            shipped = (MIXIN / "rules" / name).read_text()
-            scaled = scale_durations(shipped)
-            # Only the durations may differ from the shipped file.
-            norm = lambda s: re.sub(r"\[\d+[smhd]\]", "[D]", re.sub(r"(?m)^(\s*for:\s*)\S+", r"\1D", s))
-            if norm(scaled) != norm(shipped) or scaled == shipped:
-                raise Failure(f"scaling {name} changed more than its durations")
-            (rules / name).write_text(scaled)
+        for name, text in scaled_rules().items():
+            (rules / name).write_text(text)
         shutil.copy(HERE / "thresholds.integration.yml", rules / "thresholds.integration.yml")
         out = subprocess.run([self.args.promtool, "check", "rules", *sorted(map(str, rules.iterdir()))],
                              capture_output=True, text=True)
@@ -336,16 +359,17 @@ class Run:
                  f"sources {'mountebank + locust' if self.sources else 'none (skipped)'}")
 
     # -- alerts -----------------------------------------------------------------------------------
-    def wait_alerts(self, expected, timeout):
+    def wait_alerts(self, expected, timeout, state=None):
         """expected: {label: {name: value}}; returns {label: state} once all are pending or
-        firing; raises with what was seen otherwise."""
+        firing (or all in `state`); raises with what was seen otherwise."""
         seen = {}
+        states = (state,) if state else ("pending", "firing")
         end = time.monotonic() + min(timeout, self.remaining())
         while time.monotonic() < end:
             for a in self.alerts():
                 for key, want in expected.items():
                     if all(a["labels"].get(k) == v for k, v in want.items()) \
-                            and a["state"] in ("pending", "firing"):
+                            and a["state"] in states:
                         if seen.get(key) != "firing":
                             seen[key] = a["state"]
             if len(seen) == len(expected):
@@ -356,6 +380,81 @@ class Run:
                           a["labels"].get("target") or a["labels"].get("source") or "")
                          for a in self.alerts()})
         raise Failure(f"alerts never pending/firing: {missing}\nactive: {active}")
+
+    def value(self, query):
+        """The value of a one-series instant query, or None if it returns nothing."""
+        result = self.api("query", query=query)["data"]["result"]
+        if len(result) > 1:
+            raise Failure(f"{query}: expected one series, got {result}")
+        return float(result[0]["value"][1]) if result else None
+
+    def wait_inactive(self, want, timeout):
+        end = time.monotonic() + min(timeout, self.remaining())
+        while time.monotonic() < end:
+            if not any(all(a["labels"].get(k) == v for k, v in want.items())
+                       for a in self.alerts()):
+                return
+            time.sleep(0.25)
+        raise Failure(f"{want} still active after {timeout}s")
+
+    def check_fresh_leak(self, leak, old_start, restarted_at):
+        """The new leak process grows as fast as the old one did. While it is younger than the
+        trend window (30s here) the alert must stay quiet, because its start time is new, not
+        because its growth is below the threshold."""
+        window = 30
+        start = None
+        while time.monotonic() - restarted_at < 10:
+            start = self.value('loadwatch_process_start_time_seconds{target="leak"}')
+            if start is not None:
+                break
+            time.sleep(0.25)
+        if old_start is None or start is None or start <= old_start:
+            raise Failure(f"restarted leak: start time {start}, before the restart {old_start}")
+        growth = []  # the new process's own growth per 30 minutes, over its last 5s only
+        while time.monotonic() - restarted_at < window - 8:
+            if any(all(a["labels"].get(k) == v for k, v in leak.items()) for a in self.alerts()):
+                raise Failure("LoadwatchMemoryLeakSuspected fired on the fresh process's data")
+            g = self.value('deriv(loadwatch_process_resident_memory_bytes{target="leak"}[5s])'
+                           ' * 1800')
+            growth += [g] if g is not None else []
+            time.sleep(0.5)
+        growing = max(growth, default=0)
+        if growing <= 104857600:
+            raise Failure(f"the restarted leak's own growth should be above the threshold: "
+                          f"{growth}")
+        # Quiet because the current-processes condition is false: the process is younger than
+        # the window, or its start time changed within it.
+        age = self.value('time() - loadwatch_process_start_time_seconds{target="leak"}')
+        changes = self.value('changes(loadwatch_process_start_time_seconds{target="leak"}[30s])')
+        if age is None or (age >= window and not changes):
+            raise Failure(f"fresh leak: age {age}s, start time changes {changes}")
+        self.say(f"  quiet    LoadwatchMemoryLeakSuspected (leak) for "
+                 f"{time.monotonic() - restarted_at:.0f}s after the restart: process "
+                 f"{age:.0f}s old, start time changes {changes:.0f}, its own growth "
+                 f"{growing / 2**20:.0f} MiB per 30m")
+
+    def check_listeners(self):
+        """The backlog helper's port is not watched; the host-wide top listeners, and with them
+        LoadwatchListenOverflows, name it, when this loadwatch exports them."""
+        port = str(self.backlog_port)
+        sel = f'loadwatch_tcp_listen_top_queue_length{{port="{port}"}}'
+        self.top_listeners = self.value(f"count(present_over_time({sel}[1h]))") is not None
+        if not self.top_listeners:
+            self.say("  SKIP listener names: this loadwatch exports no "
+                     "loadwatch_tcp_listen_top_queue_* for the full backlog helper")
+            return
+        if self.value(f'loadwatch_tcp_port_connections{{port="{port}"}}') is not None:
+            raise Failure(f"port {port} must not be watched for this check")
+        owner = self.api("query", query=sel)["data"]["result"]
+        for a in self.alerts():
+            if a["labels"]["alertname"] == "LoadwatchListenOverflows":
+                text = a["annotations"]["summary"] + " " + a["annotations"]["description"]
+                if f"port {port} (python3)" not in text:
+                    raise Failure(f"LoadwatchListenOverflows does not name port {port} "
+                                  f"(python3): {text}\nseries: {owner}")
+                self.say(f"  named    port {port} (python3) in LoadwatchListenOverflows")
+                return
+        raise Failure("LoadwatchListenOverflows is not active")
 
     def expect_not_active(self, alertname, **labels):
         for a in self.alerts():
@@ -428,6 +527,10 @@ class Run:
                     parse_only += 1
                     self.say(f"  parse-only (no sources): {dash} {where}")
                     continue
+                if not ok and not self.top_listeners and "loadwatch_tcp_listen_top_" in expr:
+                    parse_only += 1
+                    self.say(f"  parse-only (no top-listener series): {dash} {where}")
+                    continue
             if not ok and last and kind == "range" and self.empty_by_condition(q, start, end):
                 self.say(f"  empty by its condition (checked unfiltered): {dash} {where}")
                 conditional += 1
@@ -467,7 +570,7 @@ class Run:
             "cpu saturated (threshold trip)": {"alertname": "LoadwatchHostCPUSaturated"},
             "softirq share (threshold trip)": {"alertname": "LoadwatchHostSoftirqHigh"},
             "TIME_WAIT near limit (threshold trip)": {"alertname": "LoadwatchTimeWaitNearLimit"},
-            "listen overflows (threshold trip)": {"alertname": "LoadwatchListenOverflows"},
+            "listen overflows (backlog)": {"alertname": "LoadwatchListenOverflows"},
         }
         if self.sources:
             expected["generator failures (locust)"] = {
@@ -496,15 +599,35 @@ class Run:
         if len(lag) != 1 or not -2 < float(lag[0]["value"][1]) < 3:
             raise Failure(f"scrape time - last sample time should be ~0s: {lag}")
 
-        self.say("killing the victim target")
+        self.check_listeners()
+
+        leak = dict(base, alertname="LoadwatchMemoryLeakSuspected", target="leak")
+        self.wait_alerts({"memory leak (leak)": leak}, timeout=15, state="firing")
+        old_start = self.value('loadwatch_process_start_time_seconds{target="leak"}')
+        self.say("killing the victim and the leaking target")
         self.stop("victim", signal.SIGKILL)
-        seen = self.wait_alerts({"target down (victim)": dict(base, alertname="LoadwatchTargetDown",
-                                                              target="victim")}, timeout=15)
-        self.say(f"  {seen['target down (victim)']:8} target down (victim)")
+        self.stop("leak", signal.SIGKILL)
+        seen = self.wait_alerts({
+            "target down (victim)": dict(base, alertname="LoadwatchTargetDown", target="victim"),
+            "target down (leak)": dict(base, alertname="LoadwatchTargetDown", target="leak"),
+        }, timeout=15)
+        for k in sorted(seen):
+            self.say(f"  {seen[k]:8} {k}")
+        self.wait_inactive(leak, timeout=5)
+        # Resolved because the target's processes are gone, while the window still holds the
+        # old process's growth.
+        if self.value('count_over_time(loadwatch_process_resident_memory_bytes{target="leak"}[30s])'
+                      ' > 5') is None:
+            raise Failure("the leak's old samples should still be in the trend window")
+        self.say("  resolved LoadwatchMemoryLeakSuspected (leak): target down, old growth still "
+                 "in the window")
         self.start_helper("victim")
+        self.start_helper("leak")
+        restarted_at = time.monotonic()
         seen = self.wait_alerts({"target restarted (victim)": dict(
             base, alertname="LoadwatchTargetRestarted", target="victim")}, timeout=15)
         self.say(f"  {seen['target restarted (victim)']:8} target restarted (victim)")
+        self.check_fresh_leak(leak, old_start, restarted_at)
 
         time.sleep(2)  # the range queries' last 1s step must come after the restart's sample
         self.check_dashboards()

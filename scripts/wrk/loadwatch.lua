@@ -14,7 +14,9 @@
 -- Metrics (all labelled run="<run>"; times in seconds, as wrk measured them):
 --   loadwatch_wrk_requests_total                  requests completed (wrk's "N requests")
 --   loadwatch_wrk_errors_total{kind}              connect, read, write, status (non-2xx/3xx),
---                                                 timeout (wrk's "Socket errors" / "Non-2xx")
+--                                                 timeout (wrk's "Socket errors" / "Non-2xx");
+--                                                 read includes closes after complete responses
+--                                                 that lacked "Connection: close" (docs/soak.md)
 --   loadwatch_wrk_read_bytes_total                bytes read (wrk's "N MB read")
 --   loadwatch_wrk_duration_seconds                run duration
 --   loadwatch_wrk_requests_per_second             requests / duration (wrk's "Requests/sec")
@@ -57,7 +59,9 @@ function loadwatch_done(summary, latency, requests)
   family("loadwatch_wrk_requests_total", "counter", "Requests wrk completed in the run.")
   sample("loadwatch_wrk_requests_total", nil, count(summary.requests))
   family("loadwatch_wrk_errors_total", "counter",
-         "Socket errors and non-2xx/3xx responses wrk counted in the run, by kind.")
+         "Socket errors and non-2xx/3xx responses wrk counted in the run, by kind; read also "
+         .. "counts each connection a server closed after a complete response without saying "
+         .. "Connection: close (without keep-alive, one per request).")
   for _, kind in ipairs({"connect", "read", "write", "status", "timeout"}) do
     sample("loadwatch_wrk_errors_total", 'kind="' .. kind .. '"', count(summary.errors[kind]))
   end

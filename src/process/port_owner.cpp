@@ -42,10 +42,12 @@ void scan_listeners(const std::string& path, std::uint16_t port, std::vector<std
   ::close(fd);
 }
 
-bool parse_socket_link(const std::string& link, std::uint64_t& inode) {
+}  // namespace
+
+bool parse_socket_link(std::string_view link, std::uint64_t& inode) {
   // readlink of a socket fd: "socket:[12345]" (net/socket.c sockfs_dname).
   constexpr std::string_view kPrefix = "socket:[";
-  if (link.size() <= kPrefix.size() + 1 || link.compare(0, kPrefix.size(), kPrefix) != 0 ||
+  if (link.size() <= kPrefix.size() + 1 || link.substr(0, kPrefix.size()) != kPrefix ||
       link.back() != ']') {
     return false;
   }
@@ -54,8 +56,6 @@ bool parse_socket_link(const std::string& link, std::uint64_t& inode) {
   auto [p, ec] = std::from_chars(b, e, inode);
   return ec == std::errc() && p == e;
 }
-
-}  // namespace
 
 std::vector<std::uint64_t> listening_inodes(const FsRoot& proc, std::uint16_t port) {
   std::vector<std::uint64_t> inodes;

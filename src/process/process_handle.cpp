@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -45,10 +46,31 @@ int pread_all(int fd, std::string& buf) {
   return EFBIG;
 }
 
-int read_path(int root_fd, const char* path, std::string& buf) {
+// Reads the first `max` bytes at most (fewer at EOF), chunk by chunk: most texts are short.
+// As in pread_all, a short read of a /proc file is its end (PID/cmdline hands out all it
+// has up to the count asked), which spares the read that would return 0.
+int read_prefix(int fd, std::size_t max, std::string& buf) {
+  buf.clear();
+  char chunk[8192];
+  while (buf.size() < max) {
+    const std::size_t want = std::min(sizeof chunk, max - buf.size());
+    ssize_t n = ::read(fd, chunk, want);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      buf.clear();
+      return err;
+    }
+    buf.append(chunk, static_cast<std::size_t>(n));
+    if (static_cast<std::size_t>(n) < want) break;
+  }
+  return 0;
+}
+
+int read_path(int root_fd, const char* path, std::string& buf, std::size_t max_bytes) {
   int fd = ::openat(root_fd, path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno;
-  int err = pread_all(fd, buf);
+  int err = max_bytes > 0 ? read_prefix(fd, max_bytes, buf) : pread_all(fd, buf);
   ::close(fd);
   return err;
 }
@@ -112,10 +134,11 @@ ReadResult ProcessHandle::read(File file, std::string& buf) {
   return read_result_from_errno(err);
 }
 
-ReadResult ProcessHandle::read_other(const char* relative, std::string& buf) {
+ReadResult ProcessHandle::read_other(const char* relative, std::string& buf,
+                                     std::size_t max_bytes) {
   char path[96];
   std::snprintf(path, sizeof path, "%d/%s", static_cast<int>(pid_), relative);
-  return read_result_from_errno(read_path(root_fd_, path, buf));
+  return read_result_from_errno(read_path(root_fd_, path, buf, max_bytes));
 }
 
 ReadResult ProcessHandle::readlink(const char* relative, std::string& out) {

@@ -1,10 +1,10 @@
 #pragma once
 // Open handles on one process's /proc files, re-read with pread() every sample.
 //
-// Why not libproc2: procps_pids_select() (chunks of 255 PIDs) costs 1.5-1.7x the raw floor
-// of reading stat+status+io+fd count (PRODUCT.md "Measured facts"; bench/targets_bench
-// --libproc2 measured 1.4-1.6x here), at or over the 1.5x budget of issue 2, and it has
-// no open-fd count and no kept fds. Why persistent fds: open+read+close of a /proc file costs ~3
+// Why not libproc2: procps_pids_select() (chunks of 255 PIDs) costs 1.4-1.7x the raw floor
+// of reading stat+status+io+fd count (bench/targets_bench --libproc2, docs/benchmarks.md), at
+// or over the 1.5x budget of the targets collector, and it has no open-fd count and no kept
+// fds. Why persistent fds: open+read+close of a /proc file costs ~3
 // syscalls, pread() on a kept fd one. procfs regenerates a single_open seq_file on every read at
 // offset 0 (fs/seq_file.c seq_read_iter), so a kept fd always gives fresh text, measured here at
 // ~15 us per process for stat+status+io+fd count against ~30 us for open/read/close.
@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <string>
 
+#include "process/fd_budget.h"
+
 namespace loadwatch {
 
 /// Outcome of one read. Gone covers ENOENT/ESRCH (the process exited: a normal race);
@@ -26,16 +28,6 @@ enum class ReadResult { Ok, Gone, Denied, Failed };
 
 /// Maps an errno of a /proc access to a ReadResult.
 ReadResult read_result_from_errno(int err);
-
-/// How many fds the handles of all processes may keep open between samples. When it is
-/// used up, further handles read with open/read/close each time (slower, same results).
-/// Owned by the registry; single-threaded (sampler thread).
-struct FdBudget {
-  long limit = 0;
-  long used = 0;
-  bool take() { return used < limit ? (++used, true) : false; }
-  void give() { --used; }
-};
 
 /// The handles of one process. Not copyable; closes its fds when destroyed. Used only from
 /// the sampler thread. `root_fd` (an fd on the procfs root) must outlive the handle.
@@ -56,8 +48,9 @@ class ProcessHandle {
   ReadResult read(File file, std::string& buf);
 
   /// Reads a file that is not kept open, relative to PID/: "limits", "cmdline",
-  /// "task/TID/children".
-  ReadResult read_other(const char* relative, std::string& buf);
+  /// "task/TID/children". With `max_bytes`, only the first max_bytes of it (the rest is
+  /// not read: "cmdline" can be megabytes).
+  ReadResult read_other(const char* relative, std::string& buf, std::size_t max_bytes = 0);
 
   /// readlink() of PID/relative ("exe", "fd/12").
   ReadResult readlink(const char* relative, std::string& out);

@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/magic.h>
-#include <sys/resource.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -27,22 +26,14 @@ bool parse_pid(const char* name, pid_t& pid) {
 
 }  // namespace
 
-ProcessRegistry::ProcessRegistry(const FsRoot& proc) : proc_(proc) {
+ProcessRegistry::ProcessRegistry(const FsRoot& proc, FdBudget& budget)
+    : proc_(proc), budget_(&budget) {
   root_fd_ = ::open(proc_.root().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (root_fd_ < 0) {
     throw std::runtime_error(proc_.root() + ": " + std::strerror(errno));
   }
   struct statfs sfs {};
   procfs_ = ::fstatfs(root_fd_, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC;
-
-  // Kept fds: half of what the soft RLIMIT_NOFILE leaves after a reserve for the rest of
-  // the daemon (HTTP connections, sources), capped. Beyond it, reads open/close each time.
-  struct rlimit rl {};
-  long soft = 1024;
-  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-    soft = static_cast<long>(std::min<rlim_t>(rl.rlim_cur, 1 << 20));
-  }
-  budget_.limit = std::clamp((soft - 256) / 2, 0L, 1L << 16);
 
   if (long t = ::sysconf(_SC_CLK_TCK); t > 0) clk_tck_ = t;
   if (long p = ::sysconf(_SC_PAGESIZE); p > 0) page_size_ = p;
@@ -56,6 +47,7 @@ ProcessRegistry::~ProcessRegistry() {
 }
 
 void ProcessRegistry::begin_sample() {
+  budget_->refresh();  // one getrlimit() a sample
   ++gen_;
   if (gen_ == 0) gen_ = 1;  // 0 means "never"
   listing_.clear();
@@ -74,7 +66,7 @@ void ProcessRegistry::end_sample() {
 
 ProcessRecord* ProcessRegistry::record(pid_t pid) {
   auto& slot = records_[pid];
-  if (!slot) slot = std::make_unique<ProcessRecord>(root_fd_, pid, &budget_);
+  if (!slot) slot = std::make_unique<ProcessRecord>(root_fd_, pid, budget_);
   return slot.get();
 }
 

@@ -52,7 +52,8 @@ struct ProcessRecord {
 class ProcessRegistry {
  public:
   /// Opens the procfs root. Throws std::runtime_error when it cannot be opened.
-  explicit ProcessRegistry(const FsRoot& proc);
+  /// `budget`: where kept fds are counted (the daemon's shared one; tests pass their own).
+  explicit ProcessRegistry(const FsRoot& proc, FdBudget& budget = FdBudget::shared());
   ~ProcessRegistry();
   ProcessRegistry(const ProcessRegistry&) = delete;
   ProcessRegistry& operator=(const ProcessRegistry&) = delete;
@@ -104,7 +105,8 @@ class ProcessRegistry {
 
   long clock_ticks() const { return clk_tck_; }
   long page_size() const { return page_size_; }
-  std::size_t fds_kept() const { return static_cast<std::size_t>(budget_.used); }
+  /// Fds kept by the whole daemon (the budget is shared, see fd_budget.h).
+  std::size_t fds_kept() const { return static_cast<std::size_t>(budget_->used()); }
 
   /// How often (in samples) the fd limit of a member is re-read: limits change rarely
   /// (prlimit) and /proc/PID/limits costs as much as /proc/PID/stat.
@@ -118,7 +120,7 @@ class ProcessRegistry {
   FsRoot proc_;
   int root_fd_ = -1;
   bool procfs_ = false;  // the root is a real procfs (st_size of fd dirs is trusted)
-  FdBudget budget_;
+  FdBudget* budget_;
   std::uint32_t gen_ = 0;
   std::uint32_t listed_gen_ = 0;
   bool listed_full_ = false;

@@ -28,9 +28,15 @@ bool vanished(int err) { return err == ENOENT || err == ESRCH; }
 }  // namespace
 
 SocketOwners::~SocketOwners() {
-  for (auto& [pid, p] : procs_) {
-    if (p.dirfd >= 0) ::close(p.dirfd);
-  }
+  for (auto& [pid, p] : procs_) close_dirfd(p);
+}
+
+void SocketOwners::close_dirfd(Proc& p) {
+  if (p.dirfd < 0) return;
+  ::close(p.dirfd);
+  p.dirfd = -1;
+  --open_dirfds_;
+  budget_.give();
 }
 
 bool SocketOwners::is_alive(std::uint64_t inode) const { return contains(alive_, inode); }
@@ -196,15 +202,16 @@ void SocketOwners::update(const FsRoot& proc, const std::vector<pid_t>& pids,
   for (pid_t pid : order) {
     auto [it, inserted] = procs_.try_emplace(pid);
     Proc& p = it->second;
-    if (inserted && open_dirfds_ < kMaxDirFds) {
+    if (inserted && open_dirfds_ < kMaxDirFds && budget_.take()) {
       p.dirfd = ::open(fd_dir(proc, pid).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      if (p.dirfd >= 0) ++open_dirfds_;
+      if (p.dirfd >= 0) {
+        ++open_dirfds_;
+      } else {
+        budget_.give();
+      }
     }
     if (!refresh(proc, pid, p, false)) {
-      if (p.dirfd >= 0) {
-        ::close(p.dirfd);
-        --open_dirfds_;
-      }
+      close_dirfd(p);
       procs_.erase(it);
       continue;
     }
@@ -226,10 +233,7 @@ void SocketOwners::update(const FsRoot& proc, const std::vector<pid_t>& pids,
   }
   for (auto it = procs_.begin(); it != procs_.end();) {
     if (!it->second.seen) {
-      if (it->second.dirfd >= 0) {
-        ::close(it->second.dirfd);
-        --open_dirfds_;
-      }
+      close_dirfd(it->second);
       it = procs_.erase(it);
     } else {
       ++it;

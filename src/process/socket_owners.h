@@ -1,23 +1,9 @@
 #pragma once
 // Which TCP sockets a process holds: the socket inodes behind its /proc/PID/fd links, kept in
 // a cache so that a target with 10,000 fds is not re-read every second.
-//
-// Measured here (2 vCPUs, kernel 6.18, 10,000 fds): readlink of every /proc/PID/fd/N costs
-// ~33 ms (3.3 us a link); listing the directory (getdents64) ~8 ms; fstat() of the directory
-// ~10 us, and its st_size is the open-fd count (Linux >= 6.2). So a sample does, per process:
-//  1. fstat /proc/PID/fd: the fd count.
-//  2. Re-read only what is suspect: fds that held a socket now gone from the dump (closed;
-//     the number is usually reused at once for the next accept(), as the kernel hands out
-//     the lowest free fd); and a directory listing only when the fd count says the cache
-//     misses some numbers. A cached non-TCP socket inode that shows up in the dump (socket()
-//     earlier, connect()/listen() now) is promoted without any read. With a stable fd set
-//     (keep-alive connections) that is one fstat() per process plus the rolling check (4).
-//  3. When the dump holds a socket that is new since the last sample and that no cached fd
-//     explains, processes with few plain-file fds (<= 256) re-read those: a file closed and
-//     a socket opened at the same number leaves the count unchanged.
-//  4. A rolling check re-reads 1/32 of each process's cached fds every sample, so a stale
-//     entry (a fd dup2()'d over, a socket received with SCM_RIGHTS while the count stayed
-//     the same) is corrected within 32 samples at ~3 % of the cost of a full re-read.
+// Per sample it does one fstat() of /proc/PID/fd (whose size is the open-fd count) and re-reads
+// only the fds that are suspect, plus a rolling 1/32 of the cache: readlink of every fd costs
+// ~33 ms at 10,000 fds. The steps and their measurements: docs/tcp.md, "Per-target sockets".
 
 #include <sys/types.h>
 
@@ -25,18 +11,21 @@
 #include <unordered_map>
 #include <vector>
 
+#include "process/fd_budget.h"
 #include "procfs/fs_root.h"
 
 namespace loadwatch {
 
 /// Cache of fd -> socket inode per process. Not thread-safe: owned by the tcp collector and
-/// used from the sampler thread only. Holds up to kMaxDirFds open /proc/PID/fd directory fds.
+/// used from the sampler thread only. Holds up to kMaxDirFds open /proc/PID/fd directory fds,
+/// each taken from `budget` (the daemon's shared one by default); past either, a process's
+/// directory is opened by path each time.
 class SocketOwners {
  public:
   static constexpr std::size_t kMaxDirFds = 256;
   static constexpr unsigned kVerifySlices = 32;
 
-  SocketOwners() = default;
+  explicit SocketOwners(FdBudget& budget = FdBudget::shared()) : budget_(budget) {}
   ~SocketOwners();
   SocketOwners(const SocketOwners&) = delete;
   SocketOwners& operator=(const SocketOwners&) = delete;
@@ -78,10 +67,12 @@ class SocketOwners {
   int read_link(const FsRoot& proc, pid_t pid, const Proc& p, int fd, FdEntry& e);
   bool list_fds(const FsRoot& proc, pid_t pid, Proc& p, std::vector<int>& out);
   bool is_alive(std::uint64_t inode) const;
+  void close_dirfd(Proc& p);
 
   std::unordered_map<pid_t, Proc> procs_;
   std::vector<std::uint64_t> alive_;  // this sample's dump (sorted)
   std::vector<std::uint64_t> prev_alive_;
+  FdBudget& budget_;
   std::size_t open_dirfds_ = 0;
   unsigned sample_ = 0;
   Stats stats_;

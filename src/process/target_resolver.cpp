@@ -1,12 +1,13 @@
 #include "process/target_resolver.h"
 
+#include <re2/re2.h>
 #include <spdlog/spdlog.h>
 
 #include <charconv>
 #include <cstring>
-#include <regex>
 #include <unordered_map>
 
+#include "bounded_file.h"
 #include "process/port_owner.h"
 #include "procfs/cgroup_unit.h"
 
@@ -59,17 +60,19 @@ class PidfileResolver final : public TargetResolver {
   explicit PidfileResolver(std::string path) : path_(std::move(path)) {}
   void resolve(ResolveContext&, std::vector<pid_t>& roots) override {
     // Re-read every sample (one small file): a restarted service rewrites it.
+    // Bounded and checked on the open fd: a pidfile swapped for a FIFO or a link to
+    // /dev/zero must not stall the sampler.
     std::string problem;
-    if (int err = read_whole_file(path_, buf_); err != 0) {
-      problem = std::string("cannot read: ") + std::strerror(err);
-    } else if (auto pid = parse_pidfile(buf_)) {
-      roots.push_back(*pid);
-    } else {
-      problem = "no PID in it";
+    if (read_bounded_file(path_, kMaxPidfileBytes, buf_, &problem) == 0) {
+      if (auto pid = parse_pidfile(buf_)) {
+        roots.push_back(*pid);
+      } else {
+        problem = path_ + ": no PID in it";
+      }
     }
     // A missing or garbled pidfile is a target that is down, not an error: say it once.
     if (problem != last_problem_ && !problem.empty()) {
-      spdlog::debug("pidfile {}: {}; target down", path_, problem);
+      spdlog::debug("pidfile {}; target down", problem);
     }
     last_problem_ = std::move(problem);
   }
@@ -202,25 +205,26 @@ class ExeResolver final : public MatchCacheResolver {
 
 class CmdlineResolver final : public MatchCacheResolver {
  public:
-  CmdlineResolver(std::string value, std::regex regex)
+  CmdlineResolver(std::string value, std::shared_ptr<const re2::RE2> regex)
       : value_(std::move(value)), regex_(std::move(regex)) {}
 
  protected:
   ReadResult check(ProcessRecord& rec, bool& match) override {
     match = false;
-    ReadResult r = rec.handle.read_other("cmdline", buf_);
+    ReadResult r = rec.handle.read_other("cmdline", buf_, kMaxCmdlineBytes);
     if (r != ReadResult::Ok) return r;
     // Kernel threads and zombies have an empty command line: never a match, even for a
     // regex that matches the empty string.
     if (buf_.empty()) return r;
-    match = std::regex_search(join_cmdline(buf_), regex_);
+    // An unanchored search, as std::regex_search was: RE2 is linear in the text.
+    match = RE2::PartialMatch(join_cmdline(buf_), *regex_);
     return r;
   }
   std::string describe() const override { return "cmdline:" + value_; }
 
  private:
   std::string value_;
-  std::regex regex_;
+  std::shared_ptr<const re2::RE2> regex_;
   std::string buf_;
 };
 
@@ -241,8 +245,7 @@ std::unique_ptr<TargetResolver> make_target_resolver(const Selector& selector) {
     case Selector::Kind::Exe:
       return std::make_unique<ExeResolver>(v);
     case Selector::Kind::Cmdline: {
-      std::regex re = selector.regex ? *selector.regex
-                                     : std::regex(v, std::regex::ECMAScript | std::regex::optimize);
+      auto re = selector.regex ? selector.regex : make_selector("cmdline", v).regex;
       return std::make_unique<CmdlineResolver>(v, std::move(re));
     }
     case Selector::Kind::Unit:

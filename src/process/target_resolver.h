@@ -1,5 +1,5 @@
 #pragma once
-// Selectors: which processes are a target's roots this sample (PRODUCT.md "Target
+// Selectors: which processes are a target's roots this sample (README "Target
 // selectors"). Descendants are added separately (process_tree.h).
 
 #include <sys/types.h>
@@ -45,6 +45,11 @@ std::unique_ptr<TargetResolver> make_target_resolver(const Selector& selector);
 /// Parses a pidfile's content: a positive decimal PID, surrounded by blanks/newlines at
 /// most. nullopt for anything else (empty, garbage, "123abc", 0, negative).
 std::optional<pid_t> parse_pidfile(std::string_view text);
+
+/// How much of /proc/PID/cmdline a cmdline: selector reads and matches: a JVM's classpath can
+/// pass 50 KB; the kernel's limit is far larger (MAX_ARG_STRLEN pages per argument). A
+/// pattern matches within the first kMaxCmdlineBytes only (docs/limits.md).
+inline constexpr std::size_t kMaxCmdlineBytes = 128u << 10;
 
 /// Joins /proc/PID/cmdline's NUL-separated arguments with spaces (trailing NULs dropped).
 std::string join_cmdline(std::string_view raw);

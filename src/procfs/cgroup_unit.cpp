@@ -6,6 +6,9 @@
 #include <charconv>
 #include <deque>
 
+#include "bounded_file.h"
+#include "procfs/tokenizer.h"
+
 namespace loadwatch {
 
 namespace {
@@ -44,9 +47,7 @@ std::vector<std::string> subdirs(const std::string& path) {
 
 void parse_cgroup_procs(std::string_view text, std::vector<pid_t>& out) {
   while (!text.empty()) {
-    const auto nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    std::string_view line = host_parse::next_line(text);
     pid_t pid = 0;
     auto [p, ec] = std::from_chars(line.data(), line.data() + line.size(), pid);
     if (ec == std::errc() && p == line.data() + line.size() && pid > 0) out.push_back(pid);
@@ -98,7 +99,8 @@ std::optional<std::string> find_unit_cgroup(const FsRoot& sys, std::string_view 
 
 bool UnitCgroup::read_tree(const FsRoot& sys, std::vector<pid_t>& out) {
   const std::string top = sys.path(dir_);
-  if (read_whole_file(top + "/cgroup.procs", buf_) != 0) return false;
+  // Bounded, regular files only: --path.sysfs may point at a tree others can write to.
+  if (read_bounded_file(top + "/cgroup.procs", kMaxCgroupProcsBytes, buf_) != 0) return false;
   parse_cgroup_procs(buf_, out);
   std::deque<std::string> queue{top};
   std::size_t seen = 0;
@@ -108,7 +110,9 @@ bool UnitCgroup::read_tree(const FsRoot& sys, std::vector<pid_t>& out) {
     for (const std::string& sub : subdirs(dir)) {
       if (++seen > kMaxUnitDirs) break;
       std::string child = dir + "/" + sub;
-      if (read_whole_file(child + "/cgroup.procs", buf_) == 0) parse_cgroup_procs(buf_, out);
+      if (read_bounded_file(child + "/cgroup.procs", kMaxCgroupProcsBytes, buf_) == 0) {
+        parse_cgroup_procs(buf_, out);
+      }
       queue.push_back(std::move(child));
     }
   }

@@ -2,30 +2,19 @@
 
 #include <charconv>
 
+#include "procfs/tokenizer.h"
+
 namespace loadwatch {
 
-namespace {
-
-std::string_view next_field(std::string_view& rest) {
-  size_t b = 0;
-  while (b < rest.size() && rest[b] == ' ') ++b;
-  size_t e = b;
-  while (e < rest.size() && rest[e] != ' ') ++e;
-  std::string_view f = rest.substr(b, e - b);
-  rest = rest.substr(e);
-  return f;
-}
-
-}  // namespace
+using host_parse::next_field;
+using host_parse::next_line;
 
 bool parse_tcp_listen_inodes(std::string_view text, std::uint16_t port,
                              std::vector<std::uint64_t>& inodes) {
   bool other_state = false;
   bool header = true;
   while (!text.empty()) {
-    const auto nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    std::string_view line = next_line(text);
     if (header) {  // "  sl  local_address rem_address   st tx_queue ..."
       header = false;
       if (line.find("local_address") != std::string_view::npos) continue;

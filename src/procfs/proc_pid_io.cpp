@@ -2,15 +2,15 @@
 
 #include <charconv>
 
+#include "procfs/tokenizer.h"
+
 namespace loadwatch {
 
 std::optional<PidIo> parse_pid_io(std::string_view text) {
   PidIo io;
   bool storage = false;
   while (!text.empty()) {
-    const auto nl = text.find('\n');
-    const std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    const std::string_view line = host_parse::next_line(text);
     const auto colon = line.find(':');
     if (colon == std::string_view::npos) continue;
     const std::string_view key = line.substr(0, colon);

@@ -2,19 +2,13 @@
 
 #include <charconv>
 
+#include "procfs/tokenizer.h"
+
 namespace loadwatch {
 
-namespace {
+using host_parse::next_field;
 
-std::string_view next_field(std::string_view& rest) {
-  size_t b = 0;
-  while (b < rest.size() && rest[b] == ' ') ++b;
-  size_t e = b;
-  while (e < rest.size() && rest[e] != ' ') ++e;
-  std::string_view f = rest.substr(b, e - b);
-  rest = rest.substr(e);
-  return f;
-}
+namespace {
 
 std::optional<std::uint64_t> limit_value(std::string_view f) {
   if (f == "unlimited") return OpenFilesLimit::kUnlimited;
@@ -31,9 +25,7 @@ std::optional<OpenFilesLimit> parse_max_open_files(std::string_view text) {
   // in it, so rows are found by their name prefix, not split on blanks.
   constexpr std::string_view kRow = "Max open files";
   while (!text.empty()) {
-    const auto nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    std::string_view line = host_parse::next_line(text);
     if (line.substr(0, kRow.size()) != kRow) continue;
     std::string_view rest = line.substr(kRow.size());
     auto soft = limit_value(next_field(rest));

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "procfs/tokenizer.h"
+
 namespace loadwatch {
 
 namespace {
@@ -21,9 +23,7 @@ std::optional<std::uint64_t> parse_value(std::string_view v, bool kilobytes) {
 PidStatus parse_pid_status(std::string_view text) {
   PidStatus out;
   while (!text.empty()) {
-    const auto nl = text.find('\n');
-    const std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    const std::string_view line = host_parse::next_line(text);
     const auto colon = line.find(':');
     if (colon == std::string_view::npos) continue;
     const std::string_view key = line.substr(0, colon);

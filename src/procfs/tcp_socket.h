@@ -26,7 +26,7 @@ enum TcpState : std::uint8_t {
 };
 inline constexpr int kTcpStateCount = 12;  // index 0 unused; 1..11 valid
 
-/// Lower-case kernel name of a state ("time_wait"), the label value PRODUCT.md asks for;
+/// Lower-case kernel name of a state ("time_wait"), the state label's value;
 /// empty for numbers outside 1..11.
 std::string_view tcp_state_name(unsigned state);
 

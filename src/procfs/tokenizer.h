@@ -1,6 +1,7 @@
 #pragma once
-// Tokenizing helpers shared by the host-file parsers (stat, softirqs, meminfo, loadavg,
-// file-nr). Header-only, pure, locale-free (std::from_chars); errors are std::runtime_error.
+// Tokenizing helpers shared by the procfs parsers (stat, softirqs, meminfo, loadavg, file-nr,
+// net/*, sysctl, ...). Header-only, pure, locale-free (std::from_chars); errors are
+// std::runtime_error.
 
 #include <charconv>
 #include <cmath>

@@ -246,6 +246,7 @@ class Parser {
         if (pos_ == start) return "missing field value";
         if (const char* e = parse_number(b_.substr(start, pos_ - start), f)) return e;
       }
+      if (fields_.size() >= kInfluxMaxFields) return "too many fields";
       fields_.push_back(f);
       if (at_end() || cur() != ',') return nullptr;
       ++pos_;
@@ -302,6 +303,7 @@ class Parser {
       ++pos_;
       t.value = read_name(Kind::TagValue);
       if (!at_end() && cur() == '=') return "unescaped '=' in tag value";
+      if (tags_.size() >= kInfluxMaxTags) return "too many tags";
       tags_.push_back(t);
     }
     if (at_end() || (cur() != ' ' && cur() != '\t')) return "missing fields";

@@ -13,9 +13,12 @@
 // Times are milliseconds; they are exported in seconds.
 #include "push/jmeter_model.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+
+#include "sources/generator_families.h"
 
 namespace loadwatch {
 
@@ -82,27 +85,29 @@ std::string percentile_to_quantile(std::string_view pct) {
   return "0." + digits;
 }
 
-void JMeterModel::Stats::set_quantile(std::string_view key, double seconds) {
+bool JMeterModel::Stats::set_quantile(std::string_view key, double seconds, bool room) {
   for (auto& q : quantiles) {
     if (q.key == key) {
       q.seconds = seconds;
-      return;
+      return true;
     }
   }
   std::string label = percentile_to_quantile(key);
   double quantile = 0;
   if (label.empty() ||
       std::from_chars(label.data(), label.data() + label.size(), quantile).ec != std::errc()) {
-    return;
+    return true;  // not a percentile: ignored, not refused
   }
   for (auto& q : quantiles) {
     if (q.quantile == quantile) {  // same quantile spelled differently ("90" and "90.0")
       q.key = std::string(key);
       q.seconds = seconds;
-      return;
+      return true;
     }
   }
+  if (!room) return false;
   quantiles.push_back({std::string(key), quantile, seconds});
+  return true;
 }
 
 void JMeterModel::Stats::add_interval(double count, double avg_ms) {
@@ -119,27 +124,71 @@ JMeterModel::JMeterModel(std::string protocol) : JMeterModel(std::move(protocol)
 JMeterModel::JMeterModel(std::string protocol, Limits limits)
     : protocol_(std::move(protocol)), limits_(limits) {}
 
-JMeterModel::Source* JMeterModel::source_locked(std::string_view name, double now) {
+JMeterModel::Source* JMeterModel::source_locked(std::string_view name, double now,
+                                                const char*& why) {
   if (auto it = sources_.find(name); it != sources_.end()) return &it->second;
+  if (name.size() > limits_.max_name_bytes) {
+    why = "label_limit";
+    return nullptr;
+  }
   if (sources_.size() >= limits_.max_sources) {
     // Full: make room by forgetting the source that pushed least recently, if it has been
-    // quiet for a while (CI runs that each push to a new database); else drop the newcomer.
+    // quiet for a while (CI runs that each push to a new database); else refuse the newcomer.
     auto oldest = sources_.begin();
     for (auto it = sources_.begin(); it != sources_.end(); ++it) {
       if (it->second.last_push < oldest->second.last_push) oldest = it;
     }
     if (oldest == sources_.end() || oldest->second.last_push > now - limits_.evict_after_s) {
+      why = "max_sources";
       return nullptr;
     }
+    series_ -= oldest->second.series;
     sources_.erase(oldest);
   }
+  if (series_ + kSourceSeries > limits_.max_series) {
+    why = "max_series";
+    return nullptr;
+  }
+  series_ += kSourceSeries;
   return &sources_.emplace(std::string(name), Source{}).first->second;
 }
 
-JMeterModel::Stats* JMeterModel::endpoint_locked(Source& s, std::string_view name) {
+JMeterModel::Stats* JMeterModel::endpoint_locked(Source& s, std::string_view name,
+                                                 const char*& why) {
   if (auto it = s.endpoints.find(name); it != s.endpoints.end()) return &it->second;
-  if (s.endpoints.size() >= limits_.max_transactions) return nullptr;
+  if (name.size() > limits_.max_name_bytes) {
+    why = "label_limit";
+    return nullptr;
+  }
+  if (s.endpoints.size() >= limits_.max_transactions) {
+    why = "max_transactions";
+    return nullptr;
+  }
+  if (s.series + kEndpointSeries > limits_.max_series_per_source ||
+      series_ + kEndpointSeries > limits_.max_series) {
+    why = "max_series";
+    return nullptr;
+  }
+  s.series += kEndpointSeries;
+  series_ += kEndpointSeries;
   return &s.endpoints.emplace(std::string(name), Stats{}).first->second;
+}
+
+bool JMeterModel::quantile_locked(Source& s, Stats& st, std::string_view key, double seconds,
+                                  const char*& why) {
+  bool per_series = st.quantiles.size() < limits_.max_quantiles;
+  bool series_room =
+      s.series + 1 <= limits_.max_series_per_source && series_ + 1 <= limits_.max_series;
+  std::size_t before = st.quantiles.size();
+  if (!st.set_quantile(key, seconds, per_series && series_room)) {
+    why = per_series ? "max_series" : "max_quantiles";
+    return false;
+  }
+  if (st.quantiles.size() > before) {
+    s.series += 1;
+    series_ += 1;
+  }
+  return true;
 }
 
 void JMeterModel::reject_locked(const char* reason, std::uint64_t n) {
@@ -155,7 +204,7 @@ void JMeterModel::count_rejected(const char* reason, std::uint64_t n) {
 }
 
 JMeterModel::Result JMeterModel::ingest_graphite(const GraphiteLine& line, double now) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   ++lines_;
   JMeterGraphitePath p;
   if (!split_jmeter_graphite_path(line.path, p)) {
@@ -175,9 +224,10 @@ JMeterModel::Result JMeterModel::ingest_graphite(const GraphiteLine& line, doubl
     }
   }
   // An empty rootMetricsPrefix leaves no name: call the source "jmeter" (JMeter's default).
-  Source* s = source_locked(p.prefix.empty() ? std::string_view("jmeter") : p.prefix, now);
+  const char* why = nullptr;
+  Source* s = source_locked(p.prefix.empty() ? std::string_view("jmeter") : p.prefix, now, why);
   if (!s) {
-    reject_locked("limit", 1);
+    reject_locked(why, 1);
     return Result::Dropped;
   }
   double v = line.value;
@@ -186,11 +236,21 @@ JMeterModel::Result JMeterModel::ingest_graphite(const GraphiteLine& line, doubl
     if (p.metric == "endedT") s->ended_threads = v;
     if (p.metric == "meanAT") s->mean_threads = v;
     s->last_push = now;
+    if (runs_ && (p.metric == "startedT" || p.metric == "endedT") && s->started_threads >= 0 &&
+        s->ended_threads >= 0) {
+      GeneratorSighting seen;
+      seen.origin = "jmeter:" + std::string(p.prefix.empty() ? "jmeter" : p.prefix);
+      seen.activity = s->started_threads > s->ended_threads ? GeneratorActivity::Steady
+                                                            : GeneratorActivity::Idle;
+      seen.at = now;
+      lock.unlock();
+      runs_->generator_seen(seen);
+    }
     return Result::Taken;
   }
-  Stats* st = p.context == "all" ? &s->all : endpoint_locked(*s, p.context);
+  Stats* st = p.context == "all" ? &s->all : endpoint_locked(*s, p.context, why);
   if (!st) {
-    reject_locked("limit", 1);
+    reject_locked(why, 1);
     return Result::Dropped;
   }
   s->last_push = now;
@@ -223,12 +283,15 @@ JMeterModel::Result JMeterModel::ingest_graphite(const GraphiteLine& line, doubl
       st->g_count_paired = true;
     }
   }
-  if (stat.substr(0, 3) == "pct") st->set_quantile(stat.substr(3), v * kMs);
+  if (stat.substr(0, 3) == "pct" && !quantile_locked(*s, *st, stat.substr(3), v * kMs, why)) {
+    reject_locked(why, 1);
+    return Result::Dropped;
+  }
   return Result::Taken;
 }
 
 void JMeterModel::apply_influx_locked(Source& s, const InfluxPoint& p, double now,
-                                      std::int64_t ns_per_unit, bool& taken, bool& dropped) {
+                                      std::int64_t ns_per_unit, bool& taken, const char*& dropped) {
   if (p.measurement == "events") {
     const InfluxField* text = p.field("text");
     if (!text || text->type != InfluxField::Type::String) return;
@@ -238,6 +301,8 @@ void JMeterModel::apply_influx_locked(Source& s, const InfluxPoint& p, double no
     if (ends_with(text->text, " started") || text->text == "started") {
       s.run_start = ts;
       s.run_end = -1;  // a new run has not ended yet
+      s.run_title = text->text.substr(0, text->text.size() - std::string_view("started").size());
+      while (!s.run_title.empty() && s.run_title.back() == ' ') s.run_title.pop_back();
     } else if (ends_with(text->text, " ended") || text->text == "ended") {
       s.run_end = ts;
     } else {
@@ -269,11 +334,8 @@ void JMeterModel::apply_influx_locked(Source& s, const InfluxPoint& p, double no
     return;
   }
   bool aggregate = *transaction == "all";
-  Stats* st = aggregate ? &s.all : endpoint_locked(s, *transaction);
-  if (!st) {
-    dropped = true;
-    return;
-  }
+  Stats* st = aggregate ? &s.all : endpoint_locked(s, *transaction, dropped);
+  if (!st) return;
   taken = true;
   if (statut == "all") {
     // count and avg come in the same point. The aggregate's avg is JMeter's mean of the OK
@@ -312,7 +374,11 @@ void JMeterModel::apply_influx_locked(Source& s, const InfluxPoint& p, double no
     } else if (f.key == "max") {
       st->max = v * kMs;
     } else if (f.key.substr(0, 3) == "pct") {
-      st->set_quantile(f.key.substr(3), v * kMs);
+      // Past the caps the rest of the point is still taken; the line counts as not fully
+      // used. Each field costs at most kMaxQuantilesPerSeries compares: 128,000 pctN
+      // fields stay linear.
+      const char* why = nullptr;
+      if (!quantile_locked(s, *st, f.key.substr(3), v * kMs, why)) dropped = why;
     } else if (aggregate && (f.key == "sb" || f.key == "rb") && count_ok) {
       (f.key == "sb" ? s.sent_bytes : s.received_bytes) += v;
       s.seen_bytes = true;
@@ -324,25 +390,28 @@ JMeterModel::InfluxOutcome JMeterModel::ingest_influx(std::string_view source,
                                                       std::string_view body, double now,
                                                       std::int64_t ns_per_unit) {
   InfluxOutcome out;
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   bool existed = sources_.find(source) != sources_.end();
-  Source* s = source_locked(source, now);
-  std::uint64_t unknown = 0, dropped_n = 0;
+  const char* refused = nullptr;
+  Source* s = source_locked(source, now, refused);
+  const double start_before = s ? s->run_start : -1, end_before = s ? s->run_end : -1;
+  std::uint64_t unknown = 0;
+  std::map<std::string_view, std::uint64_t> dropped_by;  // reason -> lines
   parse_influx_lines(
       body,
       [&](const InfluxPoint& p) {
         ++out.points;
         if (!s) {
-          ++dropped_n;
+          ++dropped_by[refused];
           return;
         }
-        bool taken = false, dropped = false;
+        bool taken = false;
+        const char* dropped = nullptr;
         apply_influx_locked(*s, p, now, ns_per_unit, taken, dropped);
-        if (taken) {
-          ++out.taken;
-        } else if (dropped) {
-          ++dropped_n;
-        } else {
+        if (taken) ++out.taken;
+        if (dropped) {
+          ++dropped_by[dropped];
+        } else if (!taken) {
           ++unknown;
         }
       },
@@ -353,29 +422,51 @@ JMeterModel::InfluxOutcome JMeterModel::ingest_influx(std::string_view source,
   lines_ += out.points + out.malformed;
   if (out.malformed) reject_locked("parse", out.malformed);
   if (unknown) reject_locked("unknown", unknown);
-  if (dropped_n) reject_locked("limit", dropped_n);
-  if (s && out.taken) s->last_push = now;
+  for (const auto& [reason, n] : dropped_by) reject_locked(reason.data(), n);
+  if (!s) {
+    out.refused = refused;
+    if (std::string_view(refused) == "max_sources") {
+      double quiet = now;
+      for (const auto& [_, src] : sources_) quiet = std::min(quiet, src.last_push);
+      out.retry_after_s = std::max(1.0, quiet + limits_.evict_after_s - now);
+    }
+    return out;
+  }
+  if (out.taken) s->last_push = now;
   // A body with nothing JMeter-shaped in it does not create a source.
-  if (s && !existed && !out.taken) sources_.erase(sources_.find(source));
+  if (!existed && !out.taken) {
+    auto it = sources_.find(source);
+    series_ -= it->second.series;
+    sources_.erase(it);
+    return out;
+  }
+  if (!runs_ || !out.taken) return out;
+  const double start = s->run_start, end = s->run_end;
+  const std::string title = s->run_title;
+  lock.unlock();
+  const std::string origin = "jmeter:" + std::string(source);
+  if (start >= 0 && start != start_before) runs_->generator_run_started(origin, title, start);
+  if (end >= 0 && end != end_before) runs_->generator_run_ended(origin, end);
+  GeneratorSighting alive;  // keeps an annotated run open while JMeter keeps pushing
+  alive.origin = origin;
+  alive.activity = GeneratorActivity::Unknown;
+  alive.at = now;
+  alive.stale_after = 60;
+  runs_->generator_seen(alive);
   return out;
 }
 
 void JMeterModel::collect(MetricSink& out) const {
-  auto summary = [&out](const char* name, const char* help, const Labels& labels, const Stats& st,
-                        double sum) {
-    auto& m = out.add(name, help, prometheus::MetricType::Summary, labels);
-    m.summary.sample_count =
-        st.requests >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(st.requests);
-    m.summary.sample_sum = sum;
+  using F = GeneratorFamily;
+  auto summary = [&out](GeneratorFamily family, const Labels& labels, const Stats& st, double sum) {
+    auto& m = add_generator_summary(out, family, labels, st.requests, sum);
     for (const auto& q : st.quantiles) m.summary.quantile.push_back({q.quantile, q.seconds});
   };
   std::lock_guard lock(mutex_);
   for (const auto& [name, s] : sources_) {
     const Labels src{{"source", name}};
-    out.counter("loadwatch_generator_requests_total",
-                "Requests the load generator made in the whole test.", src, s.all.requests);
-    out.counter("loadwatch_generator_failures_total",
-                "Requests of the load generator that failed, whole test.", src, s.all.failures);
+    add_generator_sample(out, F::kRequests, src, s.all.requests);
+    add_generator_sample(out, F::kFailures, src, s.all.failures);
     // Prefer the endpoints' sums when they cover every request: exact even where JMeter's
     // aggregate mean is the OK-only one.
     double all_sum = s.all.sum_known() ? s.all.sum_seconds : std::nan("");
@@ -389,75 +480,30 @@ void JMeterModel::collect(MetricSink& out) const {
       }
       if (known && n == s.all.requests) all_sum = sum;
     }
-    summary("loadwatch_generator_latency_seconds",
-            "Response time of all requests: quantiles as the load generator reports them "
-            "(Locust: over the whole test; JMeter: over its last send interval); _count and "
-            "_sum over the whole test.",
-            src, s.all, all_sum);
-    if (s.all.min >= 0) {
-      out.gauge("loadwatch_generator_latency_min_seconds",
-                "Fastest response time of the last reporting interval, as reported.", src,
-                s.all.min);
-    }
-    if (s.all.max >= 0) {
-      out.gauge("loadwatch_generator_latency_max_seconds",
-                "Slowest response time of the last reporting interval, as reported.", src,
-                s.all.max);
-    }
-    if (s.all.avg >= 0) {
-      out.gauge("loadwatch_generator_latency_avg_seconds",
-                "Mean response time of the last reporting interval, as reported.", src, s.all.avg);
-    }
+    summary(F::kLatency, src, s.all, all_sum);
+    if (s.all.min >= 0) add_generator_sample(out, F::kLatencyMin, src, s.all.min);
+    if (s.all.max >= 0) add_generator_sample(out, F::kLatencyMax, src, s.all.max);
+    if (s.all.avg >= 0) add_generator_sample(out, F::kLatencyAvg, src, s.all.avg);
     // JMeter's startedT/endedT are totals since the run began, so their difference is the
     // number of threads running now; meanAT (mean over the interval) is the fallback.
     double users = s.started_threads >= 0 && s.ended_threads >= 0
                        ? s.started_threads - s.ended_threads
                        : s.mean_threads;
-    if (users >= 0) {
-      out.gauge("loadwatch_generator_users", "Simulated users the load generator runs.", src,
-                users);
-    }
+    if (users >= 0) add_generator_sample(out, F::kUsers, src, users);
     if (s.seen_bytes) {
-      out.counter("loadwatch_generator_sent_bytes_total", "Bytes the load generator sent.", src,
-                  s.sent_bytes);
-      out.counter("loadwatch_generator_received_bytes_total", "Bytes the load generator received.",
-                  src, s.received_bytes);
+      add_generator_sample(out, F::kSentBytes, src, s.sent_bytes);
+      add_generator_sample(out, F::kReceivedBytes, src, s.received_bytes);
     }
-    if (s.run_start >= 0) {
-      out.gauge("loadwatch_generator_run_start_timestamp_seconds",
-                "Unix time the last test run started (JMeter's start annotation).", src,
-                s.run_start);
-    }
-    if (s.run_end >= 0) {
-      out.gauge("loadwatch_generator_run_end_timestamp_seconds",
-                "Unix time the last test run ended (JMeter's end annotation).", src, s.run_end);
-    }
+    if (s.run_start >= 0) add_generator_sample(out, F::kRunStart, src, s.run_start);
+    if (s.run_end >= 0) add_generator_sample(out, F::kRunEnd, src, s.run_end);
     for (const auto& [endpoint, e] : s.endpoints) {
       const Labels ep{{"source", name}, {"name", endpoint}, {"method", ""}};
-      out.counter("loadwatch_generator_endpoint_requests_total",
-                  "Requests the load generator made, per request name and method.", ep, e.requests);
-      out.counter("loadwatch_generator_endpoint_failures_total",
-                  "Failed requests of the load generator, per request name and method.", ep,
-                  e.failures);
-      summary("loadwatch_generator_endpoint_latency_seconds",
-              "Response time per request name and method: quantiles as reported (Locust: over "
-              "the whole test; JMeter: over its last send interval); _count and _sum over the "
-              "whole test.",
-              ep, e, e.sum_known() ? e.sum_seconds : std::nan(""));
-      if (e.min >= 0) {
-        out.gauge("loadwatch_generator_endpoint_latency_min_seconds",
-                  "Fastest response time per request name in the last reporting interval.", ep,
-                  e.min);
-      }
-      if (e.max >= 0) {
-        out.gauge("loadwatch_generator_endpoint_latency_max_seconds",
-                  "Slowest response time per request name in the last reporting interval.", ep,
-                  e.max);
-      }
-      if (e.avg >= 0) {
-        out.gauge("loadwatch_generator_endpoint_latency_avg_seconds",
-                  "Mean response time per request name in the last reporting interval.", ep, e.avg);
-      }
+      add_generator_sample(out, F::kEndpointRequests, ep, e.requests);
+      add_generator_sample(out, F::kEndpointFailures, ep, e.failures);
+      summary(F::kEndpointLatency, ep, e, e.sum_known() ? e.sum_seconds : std::nan(""));
+      if (e.min >= 0) add_generator_sample(out, F::kEndpointLatencyMin, ep, e.min);
+      if (e.max >= 0) add_generator_sample(out, F::kEndpointLatencyMax, ep, e.max);
+      if (e.avg >= 0) add_generator_sample(out, F::kEndpointLatencyAvg, ep, e.avg);
     }
     out.gauge("loadwatch_push_last_timestamp_seconds",
               "Unix time this push source last delivered data loadwatch could use.",
@@ -467,8 +513,9 @@ void JMeterModel::collect(MetricSink& out) const {
               {{"protocol", protocol_}}, static_cast<double>(lines_));
   for (const auto& [reason, n] : rejected_) {
     out.counter("loadwatch_push_rejected_lines_total",
-                "Lines not used: parse (malformed), too_long, unknown (not JMeter-shaped), "
-                "limit (source/series cap).",
+                "Lines not (fully) used: parse (malformed), too_long, unknown (not "
+                "JMeter-shaped), or a cap: max_sources, max_transactions, max_series, "
+                "max_quantiles, label_limit.",
                 {{"protocol", protocol_}, {"reason", reason}}, static_cast<double>(n));
   }
 }

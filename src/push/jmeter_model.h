@@ -12,6 +12,8 @@
 #include "metric_sink.h"
 #include "push/graphite_parser.h"
 #include "push/influx_line_protocol.h"
+#include "runs/run_observer.h"
+#include "series_limits.h"
 
 namespace loadwatch {
 
@@ -49,13 +51,27 @@ std::string percentile_to_quantile(std::string_view pct);
 /// mutex guards all state, taken once per Graphite line and once per Influx body.
 class JMeterModel {
  public:
+  /// Every cap refuses what is past it and counts it in loadwatch_push_rejected_lines_total
+  /// under the reason named here (docs/limits.md).
   struct Limits {
     /// Sources kept; a new one replaces the least recently pushed source if that has been
-    /// quiet for evict_after_s, else it is dropped and counted.
+    /// quiet for evict_after_s, else its lines are refused (max_sources).
     std::size_t max_sources = 64;
-    std::size_t max_transactions = 1000;  // per source; more are dropped and counted
+    std::size_t max_transactions = 1000;  // per source (max_transactions)
     double evict_after_s = 600;
+    /// Series one source may export, and all sources of this listener together
+    /// (max_series): a transaction counts kEndpointSeries, a quantile one more.
+    std::size_t max_series_per_source = 20000;
+    std::size_t max_series = 50000;
+    /// Quantiles per latency summary (max_quantiles); the fields past it are ignored.
+    std::size_t max_quantiles = kMaxQuantilesPerSeries;
+    /// Bytes of a source or transaction name, both label values (label_limit).
+    std::size_t max_name_bytes = kMaxLabelValueBytes;
   };
+  /// Series a transaction exports besides its quantiles, and a source besides its
+  /// transactions (upper bounds, for the series caps).
+  static constexpr std::size_t kEndpointSeries = 7;
+  static constexpr std::size_t kSourceSeries = 14;
 
   /// `protocol` labels this model's loadwatch_push_* metrics ("graphite" or "influx").
   explicit JMeterModel(std::string protocol);
@@ -70,6 +86,11 @@ class JMeterModel {
     std::size_t points = 0;     // valid points (taken, unknown or dropped)
     std::size_t taken = 0;      // points that updated a source
     std::size_t malformed = 0;  // lines that failed to parse
+    /// Set when the whole body was refused because the source could not be kept (the
+    /// reason: max_sources, max_series or label_limit); nothing of it was taken.
+    const char* refused = nullptr;
+    /// With refused = max_sources: seconds until the quietest source may be evicted.
+    double retry_after_s = 0;
     /// The first few parse errors (at most kMaxReportedErrors); texts point into the body.
     std::vector<InfluxParseError> errors;
   };
@@ -78,6 +99,11 @@ class JMeterModel {
   /// Listener. `ns_per_unit` scales timestamps (see influx_precision_ns).
   InfluxOutcome ingest_influx(std::string_view source, std::string_view body, double now,
                               std::int64_t ns_per_unit = 1);
+
+  /// Tells `runs` about test runs (origin "jmeter:SOURCE"): the InfluxDB listener's start and
+  /// end annotations; over Graphite, which has none, threads running (startedT > endedT) as
+  /// a run in progress. Set before the first push; may be null.
+  void set_run_observer(RunObserver* runs) { runs_ = runs; }
 
   /// Counts a line rejected before it reached the model (e.g. "too_long", "parse").
   void count_rejected(const char* reason, std::uint64_t n = 1);
@@ -95,7 +121,8 @@ class JMeterModel {
       double seconds;
     };
     std::vector<Quantile> quantiles;
-    void set_quantile(std::string_view key, double seconds);
+    /// False when the quantile is new and `room` is false (a cap): it is not kept.
+    bool set_quantile(std::string_view key, double seconds, bool room);
 
     // Summary _sum: the sum of interval mean x interval count. Known only when every counted
     // interval came with its mean (JMeter 2.13's Graphite listener sends no mean at all).
@@ -114,19 +141,28 @@ class JMeterModel {
     double sent_bytes = 0, received_bytes = 0;
     bool seen_bytes = false;
     double run_start = -1, run_end = -1;
+    std::string run_title;  // "<title>" of JMeter's "<title> started" annotation
     double last_push = 0;
+    std::size_t series = kSourceSeries;  // upper bound of what collect() exports for it
   };
 
-  Source* source_locked(std::string_view name, double now);
-  Stats* endpoint_locked(Source& s, std::string_view name);
+  /// Null when the source cannot be kept; `why` then names the reason.
+  Source* source_locked(std::string_view name, double now, const char*& why);
+  /// Null when the transaction cannot be kept; `why` then names the reason.
+  Stats* endpoint_locked(Source& s, std::string_view name, const char*& why);
+  /// Sets a quantile within the caps; false (and `why`) when it was not kept.
+  bool quantile_locked(Source& s, Stats& st, std::string_view key, double seconds,
+                       const char*& why);
   void apply_influx_locked(Source& s, const InfluxPoint& p, double now, std::int64_t ns_per_unit,
-                           bool& taken, bool& dropped);
+                           bool& taken, const char*& dropped);
   void reject_locked(const char* reason, std::uint64_t n);
 
   const std::string protocol_;
   const Limits limits_;
+  RunObserver* runs_ = nullptr;  // told after mutex_ is released: it may write to disk
   mutable std::mutex mutex_;
   std::map<std::string, Source, std::less<>> sources_;
+  std::size_t series_ = 0;  // sum of Source::series
   std::uint64_t lines_ = 0;
   std::map<std::string, std::uint64_t, std::less<>> rejected_;  // by reason
 };

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <tuple>
 
+#include "bounded_file.h"
 #include "sources/curl_library.h"
 #include "version.h"
 
@@ -40,6 +42,9 @@ struct Transfer {
   std::string body;
   std::uint64_t limit = 0;
   bool too_large = false;
+  bool sized = false;  // the body was reserved from Content-Length (or could not be)
+  const CurlLibrary* lib = nullptr;
+  CURL* handle = nullptr;
   char error[CURL_ERROR_SIZE] = {};
 };
 
@@ -52,6 +57,18 @@ size_t on_write(char* data, size_t size, size_t count, void* user) {
   if (im->body.size() + len > im->limit) {
     im->too_large = true;
     return 0;
+  }
+  if (!im->sized) {
+    // One allocation of the announced size instead of doubling: a 16 MiB body would
+    // otherwise hold up to 48 MiB while its buffer grows (old and new copies, 2x slack).
+    im->sized = true;
+    curl_off_t announced = -1;
+    if (im->lib && im->handle &&
+        im->lib->easy_getinfo(im->handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced) ==
+            CURLE_OK &&
+        announced > 0 && static_cast<std::uint64_t>(announced) <= im->limit) {
+      im->body.reserve(static_cast<std::size_t>(announced));
+    }
   }
   im->body.append(data, len);
   return len;
@@ -154,8 +171,29 @@ FetchResult HttpFetcher::get(const std::string& url, const FetchOptions& options
     return result;
   }
   const CurlLibrary& curl = *im.curl;
+  // The CA, certificate and key are read here, through the bounded reader (regular files only,
+  // capped), and handed to libcurl as blobs: a FIFO or a link to /dev/zero swapped in for one
+  // can neither hang the scrape past its timeout nor be read forever. Read at each request,
+  // so a rotated file counts from the next one.
+  std::string ca_pem, cert_pem, key_pem;
+  for (auto [path, what, pem] : {std::tuple{&options.tls.ca_file, "ca_file", &ca_pem},
+                                 std::tuple{&options.tls.cert_file, "cert_file", &cert_pem},
+                                 std::tuple{&options.tls.key_file, "key_file", &key_pem}}) {
+    if (path->empty()) continue;
+    BoundedFile file(*path);
+    int err = file.read(kMaxPemFileBytes, *pem);
+    if (err != 0 || pem->empty()) {
+      result.error = FetchError::Credentials;
+      result.message = std::string("cannot load tls ") + what + " " + *path + ": " +
+                       (err != 0 ? file.describe(err, kMaxPemFileBytes) : "empty file");
+      return result;
+    }
+  }
   im.body.clear();
   im.too_large = false;
+  im.sized = false;
+  im.lib = im.curl;
+  im.handle = im.easy;
   im.limit = options.max_bytes;
   im.error[0] = '\0';
 
@@ -190,15 +228,24 @@ FetchResult HttpFetcher::get(const std::string& url, const FetchOptions& options
     curl.easy_setopt(h, CURLOPT_USERNAME, options.username.c_str());
     curl.easy_setopt(h, CURLOPT_PASSWORD, options.password.c_str());
   }
-  if (!options.tls.ca_file.empty()) {
-    curl.easy_setopt(h, CURLOPT_CAINFO, options.tls.ca_file.c_str());
-    // libcurl 7.87+ caches a CA store for 24 h; a rotated CA file should count from the next
-    // connection, as in Prometheus. One small file per new connection costs nothing.
+  // CURL_BLOB_COPY: libcurl keeps its own copy for the transfer.
+  auto blob = [](std::string& pem) {
+    return curl_blob{pem.data(), pem.size(), CURL_BLOB_COPY};
+  };
+  if (!ca_pem.empty()) {
+    curl_blob b = blob(ca_pem);
+    curl.easy_setopt(h, CURLOPT_CAINFO_BLOB, &b);
+    // No CA store cache (libcurl 7.87+ keeps one for 24 h): a rotated CA file counts from
+    // the next connection, as in Prometheus.
     curl.easy_setopt(h, CURLOPT_CA_CACHE_TIMEOUT, 0L);
   }
-  if (!options.tls.cert_file.empty()) {
-    curl.easy_setopt(h, CURLOPT_SSLCERT, options.tls.cert_file.c_str());
-    curl.easy_setopt(h, CURLOPT_SSLKEY, options.tls.key_file.c_str());
+  if (!cert_pem.empty()) {
+    curl_blob c = blob(cert_pem);
+    curl_blob k = blob(key_pem);
+    curl.easy_setopt(h, CURLOPT_SSLCERT_BLOB, &c);
+    curl.easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+    curl.easy_setopt(h, CURLOPT_SSLKEY_BLOB, &k);
+    curl.easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
   }
   if (options.tls.insecure_skip_verify) {
     curl.easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);

@@ -1,11 +1,13 @@
 #include "sources/locust.h"
 
 #include <algorithm>
+#include <chrono>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 
-#include "sources/json_sax.h"
+#include "sources/generator_families.h"
+#include "sources/json_events.h"
 
 namespace loadwatch {
 
@@ -22,7 +24,9 @@ std::optional<double> parse_quantile(std::string_view text) {
 
 // Sets quantile q to v; `strong` values (response_time_percentile_*) win over the older
 // spellings of the same quantile when a version writes both.
-void put(std::vector<std::pair<double, double>>& qs, std::vector<bool>& strong, double q, double v,
+// At most kMaxQuantilesPerSeries quantiles, so a row of 100,000 percentile keys stays linear;
+// false for one past the cap.
+bool put(std::vector<std::pair<double, double>>& qs, std::vector<bool>& strong, double q, double v,
          bool is_strong) {
   for (size_t i = 0; i < qs.size(); ++i) {
     if (qs[i].first == q) {
@@ -30,11 +34,13 @@ void put(std::vector<std::pair<double, double>>& qs, std::vector<bool>& strong, 
         qs[i].second = v;
         strong[i] = strong[i] || is_strong;
       }
-      return;
+      return true;
     }
   }
+  if (qs.size() >= kMaxQuantilesPerSeries) return false;
   qs.emplace_back(q, v);
   strong.push_back(is_strong);
+  return true;
 }
 
 constexpr std::string_view kPercentilePrefix = "response_time_percentile_";
@@ -45,7 +51,7 @@ constexpr std::string_view kCurrentPrefix = "current_response_time_percentile_";
 // loadwatch exports and keeps a small stack of where it is.
 class StatsHandler : public JsonHandler {
  public:
-  explicit StatsHandler(LocustStats& out) : out_(out) {}
+  StatsHandler(LocustStats& out, std::size_t max_rows) : out_(out), max_rows_(max_rows) {}
 
   bool null() override { return scalar(Scalar{}); }
   bool boolean(bool) override { return scalar(Scalar{}); }
@@ -78,6 +84,7 @@ class StatsHandler : public JsonHandler {
       role = Role::Row;
       row_ = LocustRow{};
       row_named_ = false;
+      row_too_long_ = false;
       row_strong_.clear();
     } else if (top() == Role::Workers) {
       role = Role::Worker;  // counted at its end unless its state is "missing"
@@ -90,7 +97,13 @@ class StatsHandler : public JsonHandler {
   bool end_object() override {
     Role role = top();
     stack_.pop_back();
-    if (role == Role::Row && row_named_) {
+    bool is_aggregate = row_.name == "Aggregated" && row_.method.empty();
+    if (role == Role::Row && row_named_ && row_too_long_) {
+      count_drop(out_.dropped, drop_reason::kLabelLimit);
+    } else if (role == Role::Row && row_named_ && !is_aggregate &&
+               out_.endpoints.size() >= max_rows_) {
+      count_drop(out_.dropped, drop_reason::kMaxSeries);
+    } else if (role == Role::Row && row_named_) {
       std::sort(row_.quantiles_ms.begin(), row_.quantiles_ms.end());
       // The aggregate row is Locust's stats.total, named "Aggregated" (its method is
       // ""/null); it feeds the aggregate metrics, never a name="Aggregated" label.
@@ -192,14 +205,14 @@ class StatsHandler : public JsonHandler {
       // 2.15-2.20 number them by position in PERCENTILES_TO_CHART, default [0.5, 0.95];
       // 2.12 writes the percentile itself (_95, _50).
       double q = n == 1 ? 0.5 : n == 2 ? 0.95 : n / 100.0;
-      put(out_.current_quantiles_ms, current_strong_, q, s.value, false);
+      quantile(put(out_.current_quantiles_ms, current_strong_, q, s.value, false));
     }
   }
 
   void current_value(const Scalar& s) {
     if (!s.is_number || key_.rfind(kPercentilePrefix, 0) != 0) return;
     if (auto q = parse_quantile(std::string_view(key_).substr(kPercentilePrefix.size()))) {
-      put(out_.current_quantiles_ms, current_strong_, *q, s.value, true);
+      quantile(put(out_.current_quantiles_ms, current_strong_, *q, s.value, true));
     }
   }
 
@@ -207,9 +220,12 @@ class StatsHandler : public JsonHandler {
     const std::string& k = key_;
     if (k == "name") {
       row_named_ = s.is_string;
-      row_.name.assign(s.text);
+      // A name or method past the label cap drops the row; it is not copied.
+      row_too_long_ = row_too_long_ || s.text.size() > kMaxLabelValueBytes;
+      if (!row_too_long_) row_.name.assign(s.text);
     } else if (k == "method") {
-      row_.method.assign(s.text);  // "" for null
+      row_too_long_ = row_too_long_ || s.text.size() > kMaxLabelValueBytes;
+      if (!row_too_long_) row_.method.assign(s.text);  // "" for null
     } else if (k == "num_requests") {
       row_.requests = s.is_number ? s.value : 0;
     } else if (k == "num_failures") {
@@ -219,19 +235,25 @@ class StatsHandler : public JsonHandler {
     } else if (!s.is_number) {
       return;  // a null percentile: the endpoint has no requests yet
     } else if (k == "median_response_time") {
-      put(row_.quantiles_ms, row_strong_, 0.5, s.value, false);
+      quantile(put(row_.quantiles_ms, row_strong_, 0.5, s.value, false));
     } else if (k == "ninetieth_response_time") {
-      put(row_.quantiles_ms, row_strong_, 0.9, s.value, false);
+      quantile(put(row_.quantiles_ms, row_strong_, 0.9, s.value, false));
     } else if (k == "ninety_ninth_response_time") {
-      put(row_.quantiles_ms, row_strong_, 0.99, s.value, false);
+      quantile(put(row_.quantiles_ms, row_strong_, 0.99, s.value, false));
     } else if (k.rfind(kPercentilePrefix, 0) == 0) {
       if (auto q = parse_quantile(std::string_view(k).substr(kPercentilePrefix.size()))) {
-        put(row_.quantiles_ms, row_strong_, *q, s.value, true);
+        quantile(put(row_.quantiles_ms, row_strong_, *q, s.value, true));
       }
     }
   }
 
+  void quantile(bool kept) {
+    if (!kept) count_drop(out_.dropped, drop_reason::kMaxQuantiles);
+  }
+
   LocustStats& out_;
+  std::size_t max_rows_;
+  bool row_too_long_ = false;
   std::vector<Role> stack_;
   std::string key_;
   bool root_is_object_ = false;
@@ -248,11 +270,12 @@ class StatsHandler : public JsonHandler {
 
 }  // namespace
 
-bool parse_locust_stats(std::string_view text, LocustStats& out, std::string& error) {
+bool parse_locust_stats(std::string_view text, LocustStats& out, std::string& error,
+                        std::size_t max_rows) {
   out = LocustStats{};
-  StatsHandler handler(out);
+  StatsHandler handler(out, max_rows);
   std::string why;
-  if (!json_sax(text, handler, why)) {
+  if (!read_json_events(text, handler, why)) {
     out = LocustStats{};
     error = "/stats/requests: not JSON (" + why + ")";
     return false;
@@ -266,26 +289,6 @@ bool parse_locust_stats(std::string_view text, LocustStats& out, std::string& er
 }
 
 namespace {
-
-const char* const kHelpRequests = "Requests the load generator made in the whole test.";
-const char* const kHelpFailures = "Requests of the load generator that failed, whole test.";
-const char* const kHelpEpRequests =
-    "Requests the load generator made, per request name and method.";
-const char* const kHelpEpFailures =
-    "Failed requests of the load generator, per request name and method.";
-const char* const kHelpLatency =
-    "Response time of all requests: quantiles over the whole test as the load generator "
-    "reports them; _count and _sum over the whole test.";
-const char* const kHelpEpLatency =
-    "Response time per request name and method: quantiles over the whole test as reported; "
-    "_count and _sum over the whole test.";
-const char* const kHelpCurrent =
-    "Response time of all requests: quantiles over the generator's recent window (Locust: "
-    "10 s) as reported; _count and _sum over the whole test.";
-const char* const kHelpUsers = "Simulated users the load generator runs.";
-const char* const kHelpRps = "Requests per second, as the load generator reports it.";
-const char* const kHelpRunning = "1 while the load generator is spawning or running a test.";
-const char* const kHelpWorkers = "Workers connected to the load generator's master.";
 
 bool running_state(const std::string& s) { return s == "spawning" || s == "running"; }
 
@@ -318,49 +321,42 @@ void LocustMapper::map(const LocustStats& stats, const std::string& source, Metr
     t.sum_seconds = carry_.update(key, row.avg_ms.value_or(0) * row.requests / 1000.0, 1e-9);
     return t;
   };
-  auto summary = [&](const char* name, const char* help, Labels labels,
+  auto summary = [&](GeneratorFamily family, Labels labels,
                      const std::vector<std::pair<double, double>>& quantiles_ms, const Totals& t) {
-    auto& m = out.add(name, help, prometheus::MetricType::Summary, std::move(labels));
-    m.summary.sample_count = t.requests >= 1.8e19 ? UINT64_MAX : std::uint64_t(t.requests);
-    m.summary.sample_sum = t.sum_seconds;
+    auto& m = add_generator_summary(out, family, std::move(labels), t.requests, t.sum_seconds);
     for (const auto& [q, ms] : quantiles_ms) m.summary.quantile.push_back({q, ms / 1000.0});
   };
+  using F = GeneratorFamily;
 
   std::optional<Totals> all;
   if (const auto& agg = stats.aggregated) {
     all = totals(*agg, 'A');
-    out.counter("loadwatch_generator_requests_total", kHelpRequests, {{"source", source}},
-                all->requests);
-    out.counter("loadwatch_generator_failures_total", kHelpFailures, {{"source", source}},
-                all->failures);
-    summary("loadwatch_generator_latency_seconds", kHelpLatency, {{"source", source}},
-            agg->quantiles_ms, *all);
+    add_generator_sample(out, F::kRequests, {{"source", source}}, all->requests);
+    add_generator_sample(out, F::kFailures, {{"source", source}}, all->failures);
+    summary(F::kLatency, {{"source", source}}, agg->quantiles_ms, *all);
     if (!stats.current_quantiles_ms.empty()) {
-      summary("loadwatch_generator_current_latency_seconds", kHelpCurrent, {{"source", source}},
-              stats.current_quantiles_ms, *all);
+      summary(F::kCurrentLatency, {{"source", source}}, stats.current_quantiles_ms, *all);
     }
   }
   for (const auto& ep : stats.endpoints) {
     Totals t = totals(ep, 'a');
     Labels labels{{"source", source}, {"name", ep.name}, {"method", ep.method}};
-    out.counter("loadwatch_generator_endpoint_requests_total", kHelpEpRequests, labels, t.requests);
-    out.counter("loadwatch_generator_endpoint_failures_total", kHelpEpFailures, labels, t.failures);
-    summary("loadwatch_generator_endpoint_latency_seconds", kHelpEpLatency, std::move(labels),
-            ep.quantiles_ms, t);
+    add_generator_sample(out, F::kEndpointRequests, labels, t.requests);
+    add_generator_sample(out, F::kEndpointFailures, labels, t.failures);
+    summary(F::kEndpointLatency, std::move(labels), ep.quantiles_ms, t);
   }
   if (stats.user_count) {
-    out.gauge("loadwatch_generator_users", kHelpUsers, {{"source", source}}, *stats.user_count);
+    add_generator_sample(out, F::kUsers, {{"source", source}}, *stats.user_count);
   }
   if (stats.total_rps) {
-    out.gauge("loadwatch_generator_requests_per_second", kHelpRps, {{"source", source}},
-              *stats.total_rps);
+    add_generator_sample(out, F::kRequestsPerSecond, {{"source", source}}, *stats.total_rps);
   }
   if (!stats.state.empty()) {
-    out.gauge("loadwatch_generator_running", kHelpRunning, {{"source", source}},
-              running_state(stats.state) ? 1 : 0);
+    add_generator_sample(out, F::kRunning, {{"source", source}},
+                         running_state(stats.state) ? 1 : 0);
   }
   if (stats.workers) {
-    out.gauge("loadwatch_generator_workers", kHelpWorkers, {{"source", source}}, *stats.workers);
+    add_generator_sample(out, F::kWorkers, {{"source", source}}, *stats.workers);
   }
 }
 
@@ -368,6 +364,8 @@ namespace {
 
 class LocustScraper : public SourceScraper {
  public:
+  explicit LocustScraper(RunObserver* runs) : runs_(runs) {}
+
   std::vector<SourceRequest> requests(const SourceConfig& config) const override {
     return {{config.url + "/stats/requests", "application/json", false}};
   }
@@ -377,11 +375,13 @@ class LocustScraper : public SourceScraper {
     if (answers.empty()) return result;
     LocustStats stats;
     std::string error;
-    if (!parse_locust_stats(answers[0].body, stats, error)) {
+    if (!parse_locust_stats(answers[0].body, stats, error, config.max_series)) {
       result.error = FetchError::Parse;
       result.message = config.url + error;
       return result;
     }
+    if (runs_ && !stats.state.empty()) runs_->generator_seen(sighting(config, stats));
+    result.dropped = std::move(stats.dropped);
     MetricSink sink;
     mapper_.map(stats, config.name, sink);
     mapper_.end_scrape(config.max_series * 4);
@@ -390,11 +390,29 @@ class LocustScraper : public SourceScraper {
   }
 
  private:
+  static GeneratorSighting sighting(const SourceConfig& config, const LocustStats& stats) {
+    GeneratorSighting s;
+    s.origin = "locust:" + config.name;
+    s.activity = stats.state == "running"    ? GeneratorActivity::Steady
+                 : stats.state == "spawning" ? GeneratorActivity::Ramping
+                                             : GeneratorActivity::Idle;
+    s.users = stats.user_count;
+    s.at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+               .count();
+    // Three missed scrapes: the Locust is gone (e.g. --autoquit right after its test).
+    auto quiet = 3 * config.interval + config.timeout;
+    s.stale_after = std::max(15.0, std::chrono::duration<double>(quiet).count());
+    return s;
+  }
+
+  RunObserver* runs_;
   LocustMapper mapper_;
 };
 
 }  // namespace
 
-std::unique_ptr<SourceScraper> make_locust_scraper() { return std::make_unique<LocustScraper>(); }
+std::unique_ptr<SourceScraper> make_locust_scraper(RunObserver* runs) {
+  return std::make_unique<LocustScraper>(runs);
+}
 
 }  // namespace loadwatch

@@ -2,6 +2,7 @@
 // Pull source kind "locust": GET {url}/stats/requests of a Locust 2.x web UI (master or
 // standalone) -> loadwatch_generator_* metrics.
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -10,6 +11,8 @@
 #include <vector>
 
 #include "metric_sink.h"
+#include "runs/run_observer.h"
+#include "series_limits.h"
 #include "sources/counter_carry.h"
 #include "sources/source_runner.h"
 
@@ -43,11 +46,17 @@ struct LocustStats {
   /// current_response_time_percentile_95/_50 (2.12), _1/_2 (2.15: Locust's default
   /// PERCENTILES_TO_CHART [0.5, 0.95]), or current_response_time_percentiles{} (2.21+).
   std::vector<std::pair<double, double>> current_quantiles_ms;
+  /// What the parse caps left out, by reason.
+  DropCounts dropped;
 };
 
 /// Parses a /stats/requests body; false with `error` set when it is not a JSON object with
 /// a "stats" list. Rows without a string name are skipped. Never throws.
-bool parse_locust_stats(std::string_view json, LocustStats& out, std::string& error);
+/// At most `max_rows` request rows are kept (the Aggregated row aside); rows past it, rows
+/// whose name or method is longer than kMaxLabelValueBytes and quantiles past
+/// kMaxQuantilesPerSeries are counted in `out.dropped` instead.
+bool parse_locust_stats(std::string_view json, LocustStats& out, std::string& error,
+                        std::size_t max_rows = SIZE_MAX);
 
 /// Maps parsed stats to metrics, keeping counters monotonic across Locust's stats resets.
 /// Latencies are summaries, not gauges with a quantile label (which `promtool check
@@ -71,6 +80,8 @@ class LocustMapper {
   double last_failures_ = 0;
 };
 
-std::unique_ptr<SourceScraper> make_locust_scraper();
+/// `runs` (may be null) is told the test's state and user count after every scrape: a test
+/// starting or stopping opens or closes a run, a new user count opens a phase.
+std::unique_ptr<SourceScraper> make_locust_scraper(RunObserver* runs = nullptr);
 
 }  // namespace loadwatch

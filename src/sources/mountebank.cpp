@@ -5,7 +5,7 @@
 #include <map>
 #include <optional>
 
-#include "sources/json_sax.h"
+#include "sources/json_events.h"
 #include "sources/prom_text_parser.h"
 #include "sources/prometheus.h"
 
@@ -24,7 +24,9 @@ const char* const kUnmatchedHelp =
 // everything else (the _links objects, stubs) is skipped.
 class ImpostersHandler : public JsonHandler {
  public:
-  explicit ImpostersHandler(std::vector<MountebankImposter>& out) : out_(out) {}
+  ImpostersHandler(std::vector<MountebankImposter>& out, std::size_t max_imposters)
+      : out_(out), max_imposters_(max_imposters) {}
+  DropCounts dropped_;
 
   bool begin_object() override {
     if (depth_ == 0) root_is_object_ = true;
@@ -40,6 +42,15 @@ class ImpostersHandler : public JsonHandler {
     if (depth_ == 2 && in_entry_) {
       in_entry_ = false;
       if (entry_.protocol && !entry_.port.empty()) {
+        // Bounded: an imposter becomes series labelled with its protocol:port.
+        if (entry_.protocol->size() + entry_.port.size() + 1 > kMaxLabelValueBytes) {
+          count_drop(dropped_, drop_reason::kLabelLimit);
+          return true;
+        }
+        if (out_.size() >= max_imposters_) {
+          count_drop(dropped_, drop_reason::kMaxSeries);
+          return true;
+        }
         MountebankImposter m;
         m.label = *entry_.protocol + ":" + entry_.port;
         m.name = std::move(entry_.name);
@@ -69,12 +80,14 @@ class ImpostersHandler : public JsonHandler {
   }
   bool string(std::string_view v) override {
     if (!entry_field()) return true;
+    // Text past the label cap is not copied: the entry is dropped at its end.
+    std::string_view kept = v.substr(0, kMaxLabelValueBytes + 1);
     if (key_ == "protocol") {
-      entry_.protocol = std::string(v);
+      entry_.protocol = std::string(kept);
     } else if (key_ == "port") {
-      entry_.port.assign(v);
+      entry_.port.assign(kept);
     } else if (key_ == "name") {
-      entry_.name.assign(v);
+      entry_.name.assign(v.substr(0, kMaxLabelValueBytes));
     } else if (key_ == "numberOfRequests") {
       entry_.requests = 0;
     }
@@ -123,6 +136,7 @@ class ImpostersHandler : public JsonHandler {
   }
 
   std::vector<MountebankImposter>& out_;
+  std::size_t max_imposters_;
   std::string key_;
   int depth_ = 0;
   bool root_is_object_ = false;
@@ -135,11 +149,12 @@ class ImpostersHandler : public JsonHandler {
 }  // namespace
 
 bool parse_mountebank_imposters(std::string_view json, std::vector<MountebankImposter>& out,
-                                std::string& error) {
+                                std::string& error, std::size_t max_imposters,
+                                DropCounts* dropped) {
   out.clear();
-  ImpostersHandler handler(out);
+  ImpostersHandler handler(out, max_imposters);
   std::string why;
-  if (!json_sax(json, handler, why)) {
+  if (!read_json_events(json, handler, why)) {
     out.clear();
     error = "/imposters: not JSON (" + why + ")";
     return false;
@@ -148,6 +163,9 @@ bool parse_mountebank_imposters(std::string_view json, std::vector<MountebankImp
     out.clear();
     error = "/imposters: no \"imposters\" list";
     return false;
+  }
+  if (dropped) {
+    for (const auto& [reason, n] : handler.dropped_) count_drop(*dropped, reason, n);
   }
   return true;
 }
@@ -236,7 +254,8 @@ class MountebankScraper : public SourceScraper {
     if (answers.empty()) return result;
     std::vector<MountebankImposter> imposters;
     std::string error;
-    if (!parse_mountebank_imposters(answers[0].body, imposters, error)) {
+    if (!parse_mountebank_imposters(answers[0].body, imposters, error, config.max_series,
+                                    &result.dropped)) {
       result.error = FetchError::Parse;
       result.message = config.url + error;
       return result;
@@ -246,13 +265,16 @@ class MountebankScraper : public SourceScraper {
     if (answers.size() > 1) {
       const FetchResult& m = answers[1];
       if (m.ok()) {
-        PromTextParse parsed = parse_prom_text(m.body);
+        PromTextLimits limits;
+        limits.max_series = config.max_series;
+        PromTextParse parsed = parse_prom_text(m.body, limits);
         if (!parsed.ok()) {
           result.error = FetchError::Parse;
           result.message = config.url + "/metrics: " + parsed.error;
           return result;
         }
         families = std::move(parsed.families);
+        result.dropped = std::move(parsed.dropped);
         have_metrics = true;
       } else if (!(m.error == FetchError::HttpStatus && m.status == 404)) {
         result.error = m.error;
@@ -263,7 +285,10 @@ class MountebankScraper : public SourceScraper {
     MetricSink sink;
     mapper_.map(imposters, have_metrics ? &families : nullptr, config.name, sink);
     mapper_.end_scrape(config.max_series * 4);
+    DropCounts dropped = std::move(result.dropped);
+    result = ScrapeResult{};
     result.families = sink.take();
+    result.dropped = std::move(dropped);
     return result;
   }
 

@@ -4,12 +4,14 @@
 
 #include <prometheus/metric_family.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "metric_sink.h"
+#include "series_limits.h"
 #include "sources/counter_carry.h"
 #include "sources/source_runner.h"
 
@@ -25,8 +27,11 @@ struct MountebankImposter {
 
 /// Parses the /imposters body. False with `error` set on anything but
 /// {"imposters": [{protocol, port, ...}, ...]}; entries without protocol or port are skipped.
+/// At most `max_imposters` entries are kept, and none whose protocol:port is longer than
+/// kMaxLabelValueBytes (a name is cut there); the others are counted in `dropped`.
 bool parse_mountebank_imposters(std::string_view json, std::vector<MountebankImposter>& out,
-                                std::string& error);
+                                std::string& error, std::size_t max_imposters = SIZE_MAX,
+                                DropCounts* dropped = nullptr);
 
 /// mb labels its imposter metrics with its log prefix, "[http:3000 orders api] " (or
 /// "[http:3000] " without a name); loadwatch uses "http:3000". Other text is kept as is.

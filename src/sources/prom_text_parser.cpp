@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace loadwatch {
 
@@ -45,6 +46,7 @@ struct FamilyState {
   bool has_help = false;
   bool has_type = false;
   bool has_samples = false;
+  bool touched = false;  // strict: a line of it was seen (its lines must be contiguous)
   // Summary/histogram: label signature (without quantile/le) -> index in family.metric.
   std::unordered_map<std::string, size_t> by_signature;
 };
@@ -56,7 +58,7 @@ struct Label {
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : text_(text) {}
+  Parser(std::string_view text, const PromTextLimits& limits) : text_(text), limits_(limits) {}
 
   PromTextParse run() {
     PromTextParse result;
@@ -68,12 +70,13 @@ class Parser {
       std::string_view line = text_.substr(pos, end - pos);
       ++line_no;
       pos = end + 1;
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (!limits_.strict && !line.empty() && line.back() == '\r') line.remove_suffix(1);
       if (!parse_line(line)) {
         result.error = "line " + std::to_string(line_no) + ": " + error_;
         return result;
       }
     }
+    result.dropped = std::move(dropped_);
     result.families.reserve(families_.size());
     for (auto& st : families_) {
       if (!st.family.metric.empty()) result.families.push_back(std::move(st.family));
@@ -102,15 +105,30 @@ class Parser {
     return it == index_.end() ? nullptr : &families_[it->second];
   }
 
-  FamilyState& find_or_create(std::string_view name) {
+  // Null when the family is new and the parse already holds as many families as it may keep
+  // series: its lines are then dropped (HELP/TYPE lines ignored).
+  FamilyState* find_or_create(std::string_view name) {
+    if (families_.size() >= limits_.max_series && !find(name)) return nullptr;
     auto [it, inserted] = index_.try_emplace(std::string(name), families_.size());
     if (inserted) {
       families_.emplace_back();
       families_.back().family.name = std::string(name);
       families_.back().family.type = MetricType::Untyped;
     }
-    return families_[it->second];
+    return &families_[it->second];
   }
+
+  // Strict mode: every line of a family comes in one block.
+  bool touch(FamilyState& st) {
+    std::size_t index = static_cast<std::size_t>(&st - families_.data());
+    if (!limits_.strict || index == last_touched_) return true;
+    if (st.touched) return fail("lines of family " + st.family.name + " are not contiguous");
+    st.touched = true;
+    last_touched_ = index;
+    return true;
+  }
+
+  void drop(const char* reason) { count_drop(dropped_, reason); }
 
   bool parse_line(std::string_view line) {
     size_t i = 0;
@@ -134,11 +152,21 @@ class Parser {
     if (!valid_metric_name(name)) return fail("invalid metric name \"" + std::string(name) + "\"");
     skip_blanks(line, i);  // expfmt strips the blanks before the docstring/type
     std::string_view rest = line.substr(i);
-    FamilyState& st = find_or_create(name);
+    FamilyState* found = find_or_create(name);
+    if (!found) {  // over the cap: the line is still checked, then ignored
+      std::string doc;
+      return !help || unescape_help(rest, doc);
+    }
+    FamilyState& st = *found;
+    if (!touch(st)) return false;
     if (help) {
       if (st.has_help) return fail("second HELP line for metric " + std::string(name));
+      if (limits_.strict && st.has_samples)
+        return fail("HELP line for metric " + std::string(name) + " after its samples");
       std::string doc;
       if (!unescape_help(rest, doc)) return false;
+      if (limits_.strict && !valid_utf8(doc))
+        return fail("HELP text of " + std::string(name) + " is not valid UTF-8");
       st.family.help = std::move(doc);
       st.has_help = true;
       return true;
@@ -168,23 +196,30 @@ class Parser {
   }
 
   // HELP text escapes are only \\ and \n (spec); anything else after a backslash is an error.
+  // Text past max_help is checked, not kept; the cut is made at a UTF-8 boundary.
   bool unescape_help(std::string_view in, std::string& out) {
-    out.reserve(in.size());
+    // 4 bytes over the cap so truncate_utf8 sees where the sequence at the cut ends.
+    std::size_t keep = limits_.max_help > SIZE_MAX - 4 ? SIZE_MAX : limits_.max_help + 4;
+    out.reserve(std::min(in.size(), keep));
+    auto put = [&](char c) {
+      if (out.size() < keep) out.push_back(c);
+    };
     for (size_t i = 0; i < in.size(); ++i) {
       char c = in[i];
       if (c != '\\') {
-        out.push_back(c);
+        put(c);
         continue;
       }
       if (++i >= in.size()) return fail("HELP text ends in a lone backslash");
       if (in[i] == '\\') {
-        out.push_back('\\');
+        put('\\');
       } else if (in[i] == 'n') {
-        out.push_back('\n');
+        put('\n');
       } else {
         return fail(std::string("invalid escape sequence \\") + in[i] + " in HELP text");
       }
     }
+    truncate_utf8(out, limits_.max_help);
     return true;
   }
 
@@ -205,6 +240,10 @@ class Parser {
         return fail("invalid label name \"" + std::string(name) + "\"");
       }
       if (name == "__name__") return fail("label name __name__ is reserved");
+      // Past the label cap the sample is dropped, so names are no longer kept or compared:
+      // a line of 100,000 labels costs its length, not its square.
+      bool keep = labels.size() < limits_.max_labels && name.size() <= limits_.max_label_name;
+      if (!keep) sample_drop_ = drop_reason::kLabelLimit;
       for (const auto& l : labels) {
         if (l.name == name) return fail("duplicate label name \"" + std::string(name) + "\"");
       }
@@ -218,6 +257,17 @@ class Parser {
       ++i;
       std::string value;
       bool closed = false;
+      // A value past the cap is read to its end (for the syntax) but not stored.
+      auto put = [&](char c) {
+        if (!keep) return;
+        if (value.size() < limits_.max_label_value) {
+          value.push_back(c);
+        } else {
+          keep = false;
+          sample_drop_ = drop_reason::kLabelLimit;
+          value = std::string();
+        }
+      };
       while (i < line.size()) {
         char c = line[i++];
         if (c == '"') {
@@ -225,31 +275,33 @@ class Parser {
           break;
         }
         if (c != '\\') {
-          value.push_back(c);
+          put(c);
           continue;
         }
         // Label value escapes: \\, \" and \n (spec); anything else is an error.
         if (i >= line.size()) break;
         char e = line[i++];
         if (e == '\\') {
-          value.push_back('\\');
+          put('\\');
         } else if (e == '"') {
-          value.push_back('"');
+          put('"');
         } else if (e == 'n') {
-          value.push_back('\n');
+          put('\n');
         } else {
           return fail(std::string("invalid escape sequence \\") + e + " in label value");
         }
       }
       if (!closed) return fail("unterminated value of label " + std::string(name));
-      labels.push_back({std::string(name), std::move(value)});
+      if (limits_.strict && !valid_utf8(value))
+        return fail("value of label " + std::string(name) + " is not valid UTF-8");
+      if (keep) labels.push_back({std::string(name), std::move(value)});
       skip_blanks(line, i);
       if (i >= line.size()) return fail("unterminated label set");
       if (line[i] == ',') {
         ++i;
         continue;
       }
-      if (line[i] != '}') return fail("expected ',' or '}' after label " + labels.back().name);
+      if (line[i] != '}') return fail("expected ',' or '}' after label " + std::string(name));
     }
   }
 
@@ -282,9 +334,9 @@ class Parser {
 
   // Which family a sample name belongs to: its own name first, then a summary/histogram
   // whose name it extends with _sum/_count/_bucket (expfmt's rule).
-  FamilyState& family_for_sample(std::string_view name, Part& part) {
+  FamilyState* family_for_sample(std::string_view name, Part& part) {
     part = Part::Plain;
-    if (FamilyState* st = find(name)) return *st;
+    if (FamilyState* st = find(name)) return st;
     struct Suffix {
       std::string_view text;
       Part part;
@@ -301,7 +353,7 @@ class Parser {
           t == MetricType::Histogram || (t == MetricType::Summary && s.part != Part::Bucket);
       if (fits) {
         part = s.part;
-        return *base;
+        return base;
       }
     }
     return find_or_create(name);
@@ -314,6 +366,7 @@ class Parser {
     if (!valid_metric_name(name)) return fail("invalid metric name \"" + std::string(name) + "\"");
     skip_blanks(line, i);
     std::vector<Label> labels;
+    sample_drop_ = nullptr;
     if (i < line.size() && line[i] == '{') {
       if (!parse_labels(line, i, labels)) return false;
       skip_blanks(line, i);
@@ -343,10 +396,27 @@ class Parser {
     }
 
     Part part = Part::Plain;
-    FamilyState& st = family_for_sample(name, part);
+    FamilyState* found = family_for_sample(name, part);
+    if (!found) {
+      drop(drop_reason::kMaxSeries);
+      return true;
+    }
+    FamilyState& st = *found;
+    if (!touch(st)) return false;
     st.has_samples = true;
+    if (limits_.strict && !seen_series_.insert(series_key(name, labels)).second)
+      return fail("duplicate series " + std::string(name));
+    if (sample_drop_) {
+      drop(sample_drop_);
+      return true;
+    }
+    if (kept_ >= limits_.max_series) {
+      drop(drop_reason::kMaxSeries);
+      return true;
+    }
     MetricType type = st.family.type;
     if (type != MetricType::Summary && type != MetricType::Histogram) {
+      ++kept_;
       ClientMetric m;
       m.label = to_metric_labels(labels, {});
       m.timestamp_ms = timestamp;
@@ -393,6 +463,15 @@ class Parser {
       st.family.metric.back().label = to_metric_labels(labels, special);
     }
     ClientMetric& m = st.family.metric[it->second];
+    if (part == Part::Plain && m.summary.quantile.size() >= limits_.max_quantiles) {
+      drop(drop_reason::kMaxQuantiles);
+      return true;
+    }
+    if (part == Part::Bucket && m.histogram.bucket.size() >= limits_.max_buckets) {
+      drop(drop_reason::kMaxBuckets);
+      return true;
+    }
+    ++kept_;
     m.timestamp_ms = timestamp;
     switch (part) {
       case Part::Plain:
@@ -411,24 +490,27 @@ class Parser {
     return true;
   }
 
+  // Strict mode: the sample name and every label, sorted, as one key.
+  static std::string series_key(std::string_view name, const std::vector<Label>& labels) {
+    std::string key(name);
+    key.push_back('\0');
+    key += signature(labels, {});
+    return key;
+  }
+
   std::string_view text_;
+  const PromTextLimits& limits_;
   std::string error_;
   std::vector<FamilyState> families_;
   std::unordered_map<std::string, size_t> index_;
+  DropCounts dropped_;
+  std::size_t kept_ = 0;                         // sample lines stored
+  const char* sample_drop_ = nullptr;            // why the sample being read will be dropped
+  std::size_t last_touched_ = SIZE_MAX;          // index in families_
+  std::unordered_set<std::string> seen_series_;  // strict mode only
 };
 
 }  // namespace
-
-bool valid_metric_name(std::string_view name) {
-  if (name.empty() || !(is_alpha_(name[0]) || name[0] == ':')) return false;
-  return std::all_of(name.begin(), name.end(),
-                     [](char c) { return is_alpha_(c) || is_digit(c) || c == ':'; });
-}
-
-bool valid_label_name(std::string_view name) {
-  if (name.empty() || !is_alpha_(name[0])) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) { return is_alpha_(c) || is_digit(c); });
-}
 
 bool parse_prom_value(std::string_view s, double& out) {
   if (s.empty()) return false;
@@ -467,21 +549,10 @@ bool parse_prom_value(std::string_view s, double& out) {
   return true;
 }
 
-PromTextParse parse_prom_text(std::string_view text) { return Parser(text).run(); }
-
-std::string escape_help(std::string_view help) {
-  std::string out;
-  out.reserve(help.size());
-  for (char c : help) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
+PromTextParse parse_prom_text(std::string_view text, const PromTextLimits& limits) {
+  return Parser(text, limits).run();
 }
+
+PromTextParse parse_prom_text(std::string_view text) { return parse_prom_text(text, {}); }
 
 }  // namespace loadwatch

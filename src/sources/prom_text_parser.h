@@ -12,7 +12,43 @@
 #include <string_view>
 #include <vector>
 
+#include "exposition.h"
+#include "series_limits.h"
+
 namespace loadwatch {
+
+/// Bounds on what one parse keeps, so an endless or hostile body costs its own size and no
+/// more: samples past a cap are still read (a syntax error still fails the parse) but not
+/// stored, and counted in PromTextParse::dropped.
+struct PromTextLimits {
+  /// Sample lines kept (each is one series); later ones are dropped as max_series. Also
+  /// bounds the families held while parsing.
+  std::size_t max_series = SIZE_MAX;
+  std::size_t max_label_name = kMaxLabelNameBytes;     // else label_limit
+  std::size_t max_label_value = kMaxLabelValueBytes;   // else label_limit
+  std::size_t max_labels = kMaxLabelsPerSeries;        // else label_limit
+  std::size_t max_quantiles = kMaxQuantilesPerSeries;  // per summary series
+  std::size_t max_buckets = kMaxBucketsPerSeries;      // per histogram series
+  std::size_t max_help = kMaxHelpBytes;                // longer HELP is cut
+  /// Strict mode, for checking loadwatch's own /metrics: no caps, and besides the format
+  /// rules every HELP and label value must be valid UTF-8, no series may appear twice
+  /// (sample name and labels, quantile/le included), a family's lines must be contiguous
+  /// and its HELP must come before its samples; a `\r` is not forgiven.
+  bool strict = false;
+
+  /// Everything, as the format allows it.
+  static PromTextLimits unlimited() {
+    PromTextLimits l;
+    l.max_label_name = l.max_label_value = l.max_labels = l.max_quantiles = l.max_buckets =
+        l.max_help = SIZE_MAX;
+    return l;
+  }
+  static PromTextLimits strict_mode() {
+    PromTextLimits l = unlimited();
+    l.strict = true;
+    return l;
+  }
+};
 
 /// The outcome of parsing one exposition. Plain value; no shared state.
 struct PromTextParse {
@@ -21,6 +57,8 @@ struct PromTextParse {
   std::vector<prometheus::MetricFamily> families;
   /// "line N: message" for the first error; empty on success.
   std::string error;
+  /// Sample lines read but not kept, by reason (see PromTextLimits).
+  DropCounts dropped;
   bool ok() const { return error.empty(); }
 };
 
@@ -39,21 +77,12 @@ struct PromTextParse {
 /// - Summary samples `name{quantile=...}`, `name_sum`, `name_count` and histogram samples
 ///   `name_bucket{le=...}`, `name_sum`, `name_count` are grouped into the family `name` and
 ///   into one metric per label set (without quantile/le).
-/// Leniency beyond the spec: a `\r` before the line feed is ignored (CRLF bodies).
+/// Leniency beyond the spec (not in strict mode): a `\r` before the line feed is ignored.
+PromTextParse parse_prom_text(std::string_view text, const PromTextLimits& limits);
+/// The same with the default PromTextLimits (label and quantile caps, no series cap).
 PromTextParse parse_prom_text(std::string_view text);
 
 /// Parses one sample value token (see above). Returns false on anything else.
 bool parse_prom_value(std::string_view token, double& out);
-
-/// HELP text escaped for the exposition format (`\` -> `\\`, newline -> `\n`).
-/// prometheus-cpp 1.0.1's TextSerializer writes HELP verbatim, so families re-exported
-/// from a source (whose HELP parse_prom_text unescaped) carry it escaped, or a backslash or
-/// newline in an upstream HELP would break /metrics.
-std::string escape_help(std::string_view help);
-
-/// True for a valid metric name [a-zA-Z_:][a-zA-Z0-9_:]*.
-bool valid_metric_name(std::string_view name);
-/// True for a valid label name [a-zA-Z_][a-zA-Z0-9_]*.
-bool valid_label_name(std::string_view name);
 
 }  // namespace loadwatch

@@ -37,7 +37,9 @@ class PrometheusScraper : public SourceScraper {
   ScrapeResult process(const SourceConfig& config, std::vector<FetchResult>& answers) override {
     ScrapeResult result;
     if (answers.empty()) return result;
-    PromTextParse parsed = parse_prom_text(answers[0].body);
+    PromTextLimits limits;
+    limits.max_series = config.max_series;  // a 1,000,000-series body keeps 1,000 in memory
+    PromTextParse parsed = parse_prom_text(answers[0].body, limits);
     if (!parsed.ok()) {
       result.error = FetchError::Parse;
       result.message = config.url + ": " + parsed.error;
@@ -51,6 +53,7 @@ class PrometheusScraper : public SourceScraper {
         f.help = "Re-exported from source " + config.name + " (no HELP upstream).";
     }
     result.families = std::move(parsed.families);
+    result.dropped = std::move(parsed.dropped);
     return result;
   }
 };

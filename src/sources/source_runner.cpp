@@ -6,8 +6,9 @@
 #include <chrono>
 #include <limits>
 
-#include "sources/prom_text_parser.h"
+#include "heap_trim.h"
 #include "sources/secret_file.h"
+#include "unix_time.h"
 
 namespace loadwatch {
 
@@ -34,37 +35,14 @@ bool read_credentials(const SourceAuth& auth, FetchOptions& options, std::string
   return true;
 }
 
-std::size_t series_count(const prometheus::ClientMetric& metric, prometheus::MetricType type) {
-  switch (type) {
-    case prometheus::MetricType::Histogram: {
-      const auto& b = metric.histogram.bucket;
-      bool has_inf = !b.empty() && b.back().upper_bound == std::numeric_limits<double>::infinity();
-      return b.size() + (has_inf ? 0 : 1) + 2;
-    }
-    case prometheus::MetricType::Summary:
-      return metric.summary.quantile.size() + 2;
-    default:
-      return 1;
-  }
-}
-
-std::size_t cap_series(std::vector<prometheus::MetricFamily>& families, std::size_t max_series) {
-  std::size_t kept = 0, dropped = 0;
-  for (auto& fam : families) {
-    std::size_t keep_metrics = 0;
-    for (const auto& m : fam.metric) {
-      std::size_t n = series_count(m, fam.type);
-      if (dropped == 0 && kept + n <= max_series) {
-        kept += n;
-        ++keep_metrics;
-      } else {
-        dropped += n;
-      }
-    }
-    fam.metric.resize(keep_metrics);
-  }
-  std::erase_if(families, [](const prometheus::MetricFamily& f) { return f.metric.empty(); });
-  return dropped;
+void finish_scrape(std::vector<prometheus::MetricFamily>& families, const SourceConfig& config,
+                   DropCounts& dropped) {
+  GuardOptions options;
+  options.fix_utf8 = false;
+  GuardReport report;
+  guard_families(families, nullptr, options, report);
+  for (const auto& [key, n] : report.dropped) count_drop(dropped, key.second, n);
+  count_drop(dropped, drop_reason::kMaxSeries, double(cap_series(families, config.max_series)));
 }
 
 SourceRunner::SourceRunner(SourceConfig config, std::unique_ptr<SourceScraper> scraper)
@@ -161,10 +139,13 @@ void SourceRunner::run() {
         result = scraper_->process(cfg, answers);
       } catch (const std::exception& e) {
         // Kinds do not throw on any body; this keeps a bug there from ending the daemon.
-        result = ScrapeResult{FetchError::Parse, cfg.url + ": " + e.what(), {}};
+        result = ScrapeResult{FetchError::Parse, cfg.url + ": " + e.what(), {}, {}};
       }
-      answers.clear();
     }
+    std::size_t body_bytes = 0;
+    for (const auto& a : answers) body_bytes += a.body.capacity();
+    answers.clear();
+    note_heap_freed(body_bytes);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
@@ -174,30 +155,34 @@ void SourceRunner::run() {
     snap->errors = prev->errors;
     snap->dropped_series = prev->dropped_series;
     snap->last_success = prev->last_success;
+    snap->last_error_kind = prev->last_error_kind;
+    snap->last_error = prev->last_error;
     snap->duration_seconds = seconds;
     if (result.error == FetchError::None) {
-      for (auto& f : result.families) {
-        if (f.help.find_first_of("\\\n") != std::string::npos) f.help = escape_help(f.help);
-      }
-      std::size_t dropped = cap_series(result.families, cfg.max_series);
-      if (dropped > 0) {
-        snap->dropped_series += double(dropped);
-        if (!warned_cap_) {
-          spdlog::warn("source {}: more than {} series, dropping {} (warned once)", cfg.name,
-                       cfg.max_series, dropped);
-          warned_cap_ = true;
+      finish_scrape(result.families, cfg, result.dropped);
+      for (const auto& [reason, n] : result.dropped) {
+        count_drop(snap->dropped_series, reason, n);
+        if (warned_.insert(reason).second) {
+          if (reason == drop_reason::kMaxSeries) {
+            spdlog::warn("source {}: more than {} series, dropping {} (warned once)", cfg.name,
+                         cfg.max_series, n);
+          } else {
+            spdlog::warn(
+                "source {}: dropped {} series (reason {}; see docs/limits.md; warned "
+                "once)",
+                cfg.name, n, reason);
+          }
         }
       }
       snap->up = true;
-      snap->last_success =
-          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-              .count();
+      snap->last_success = unix_now();
       snap->families = std::move(result.families);
       if (!prev->up && prev->scrapes > 0) spdlog::info("source {}: up again", cfg.name);
     } else {
       for (std::size_t i = 0; i < std::size(kFetchErrorReasons); ++i) {
         if (kFetchErrorReasons[i] == result.error) snap->errors[i] += 1;
       }
+      snap->last_error_kind = result.error;
       snap->last_error = result.message;
       // Log transitions only: a source that stays down must not flood the log.
       if (prev->up || prev->scrapes == 0) {

@@ -10,11 +10,13 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "config.h"
+#include "series_guard.h"
 #include "sources/http_fetch.h"
 
 namespace loadwatch {
@@ -33,6 +35,8 @@ struct ScrapeResult {
   FetchError error = FetchError::None;
   std::string message;
   std::vector<prometheus::MetricFamily> families;
+  /// Series the kind read but did not keep (its parse caps), by reason.
+  DropCounts dropped;
 };
 
 /// One kind of source. Kinds do no I/O: they name their requests and map the answers, so
@@ -56,19 +60,22 @@ struct SourceSnapshot {
   double last_success = 0;      // unix time of the last success, 0 = never
   /// Errors so far, indexed like kFetchErrorReasons.
   std::array<double, std::size(kFetchErrorReasons)> errors{};
-  double dropped_series = 0;  // series dropped by the max_series cap, summed over scrapes
-  std::string last_error;     // message of the last failure, for logs and the API
+  /// Series dropped (max_series cap, parse caps, repeats), by reason, summed over scrapes.
+  DropCounts dropped_series;
+  /// The last failure, kept while the source is up again: the landing page and the API
+  /// show why it was last down.
+  FetchError last_error_kind = FetchError::None;
+  std::string last_error;  // its message, for logs and the API
   /// Families of the last scrape when it succeeded; empty while the source is down (stale
   /// numbers of a dead peer are worse than none).
   std::vector<prometheus::MetricFamily> families;
 };
 
-/// Counts Prometheus series: a histogram metric is its buckets (+Inf included) + _sum +
-/// _count, a summary its quantiles + _sum + _count, anything else 1.
-std::size_t series_count(const prometheus::ClientMetric& metric, prometheus::MetricType type);
-
-/// Keeps at most `max_series` series, in order; returns how many were dropped.
-std::size_t cap_series(std::vector<prometheus::MetricFamily>& families, std::size_t max_series);
+/// What the runner does with the families of a successful scrape: guard_families (repeated
+/// series, bad or oversized labels; UTF-8 is left to the sampler's guard, which counts it per
+/// collector), then cap_series at config.max_series. Adds the drops to `dropped`.
+void finish_scrape(std::vector<prometheus::MetricFamily>& families, const SourceConfig& config,
+                   DropCounts& dropped);
 
 /// Reads the source's password or bearer token file (if any) into `options`. False with
 /// `error` naming the file and the cause (never the secret) when it cannot be used.
@@ -108,7 +115,7 @@ class SourceRunner {
   mutable std::condition_variable changed_;
   SourceConfig config_;
   std::shared_ptr<const SourceSnapshot> snapshot_;
-  bool warned_cap_ = false;  // runner thread only
+  std::set<std::string> warned_;  // drop reasons logged (runner thread only)
   std::thread thread_;
 };
 

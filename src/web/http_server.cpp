@@ -46,7 +46,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "config.h"
+#include "config_error.h"
 #include "web/basic_auth.h"
 #include "web/tls_context.h"
 #include "web/transfer_deadlines.h"
@@ -63,25 +63,6 @@ namespace {
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
-}
-
-std::string url_decode(std::string_view in) {
-  std::string out;
-  out.reserve(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    char c = in[i];
-    if (c == '+') {
-      out += ' ';
-    } else if (c == '%' && i + 2 < in.size() &&
-               std::isxdigit(static_cast<unsigned char>(in[i + 1])) &&
-               std::isxdigit(static_cast<unsigned char>(in[i + 2]))) {
-      out += static_cast<char>(std::stoi(std::string(in.substr(i + 1, 2)), nullptr, 16));
-      i += 2;
-    } else {
-      out += c;
-    }
-  }
-  return out;
 }
 
 /// "HOST:PORT" / ":PORT" / "[::1]:PORT" → civetweb's listening_ports syntax.
@@ -168,18 +149,13 @@ std::string bind_error(const std::string& address) {
 }  // namespace
 
 std::string HttpRequest::query_param(const std::string& name) const {
-  std::string_view q = query;
-  while (!q.empty()) {
-    auto amp = q.find('&');
-    auto pair = q.substr(0, amp);
-    auto eq = pair.find('=');
-    if (url_decode(pair.substr(0, eq)) == name) {
-      return eq == std::string_view::npos ? "" : url_decode(pair.substr(eq + 1));
-    }
-    if (amp == std::string_view::npos) break;
-    q.remove_prefix(amp + 1);
-  }
-  return "";
+  // civetweb finds the first `name=` and decodes its value ('+' and %XX); the decoded value is
+  // never longer than the query.
+  std::string value(query.size() + 1, '\0');
+  const int n = mg_get_var(query.data(), query.size(), name.c_str(), value.data(), value.size());
+  if (n < 0) return "";
+  value.resize(static_cast<std::size_t>(n));
+  return value;
 }
 
 std::string HttpRequest::header(const std::string& lower_name) const {
@@ -267,6 +243,7 @@ char counted_connection;
 struct HttpServer::Impl {
   HttpServerSettings settings;
   std::unordered_map<std::string, Route> routes;
+  std::vector<std::pair<std::string, Route>> prefix_routes;  // "/api/v1/runs/" for ".../*"
   mg_context* ctx = nullptr;
   int workers = 0;                    // civetweb worker threads (max_connections, fd-capped)
   std::atomic<int> in_flight{0};      // handlers running
@@ -529,12 +506,16 @@ struct HttpServer::Impl {
                       plain(429, "too many password checks in progress; retry later\n"),
                       web.get());
     }
-    auto it = routes.find(req.path);
-    if (it == routes.end()) {
+    const Route* found = nullptr;
+    if (auto it = routes.find(req.path); it != routes.end()) found = &it->second;
+    for (const auto& [prefix, r] : prefix_routes) {
+      if (!found && req.path.size() > prefix.size() && req.path.rfind(prefix, 0) == 0) found = &r;
+    }
+    if (!found) {
       send(conn, plain(404, "404 page not found\n"), web.get());
       return 404;
     }
-    const Route& route = it->second;
+    const Route& route = *found;
     bool has_body = chunked || info->content_length > 0;
     if (has_body && route.max_body == 0) {
       return reject(conn, Rejection::body_not_allowed,
@@ -589,6 +570,11 @@ HttpServer::HttpServer(HttpServerSettings settings) : impl_(std::make_unique<Imp
 HttpServer::~HttpServer() { stop(); }
 
 void HttpServer::route(const std::string& path, HttpHandler handler, std::size_t max_body) {
+  if (path.size() > 1 && path.back() == '*') {
+    impl_->prefix_routes.emplace_back(path.substr(0, path.size() - 1),
+                                      Route{std::move(handler), max_body});
+    return;
+  }
   impl_->routes[path] = Route{std::move(handler), max_body};
 }
 

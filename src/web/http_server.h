@@ -80,7 +80,8 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   /// Exact-path route; `max_body` caps the request body (413 beyond). 0: the route takes no
-  /// body, and a request that sends one gets 413.
+  /// body, and a request that sends one gets 413. A path ending in "/*" takes every longer path
+  /// under it ("/api/v1/runs/*": "/api/v1/runs/ID"); exact routes win.
   void route(const std::string& path, HttpHandler handler, std::size_t max_body = 0);
   /// Loads the web config file (if any), binds and starts serving; throws std::runtime_error
   /// with a clear message (e.g. the port is already in use, or the web config is invalid:

@@ -10,12 +10,15 @@
 #include "web/tls_context.h"
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
 #include <memory>
 #include <stdexcept>
 #include <string>
+
+#include "bounded_file.h"
 
 namespace loadwatch {
 
@@ -45,16 +48,103 @@ bool is_tls13_suite(const std::string& name) {
          name == "TLS_CHACHA20_POLY1305_SHA256";
 }
 
+// The PEM files are read by us, not opened by OpenSSL by name: through the one bounded
+// reader (regular files only, capped), so a FIFO or a link to /dev/zero swapped in for a
+// certificate can neither block a reload (and SIGTERM behind it) nor be read forever.
+std::string read_pem(const std::string& path, const char* what) {
+  std::string text;
+  BoundedFile file(path);
+  if (int err = file.read(kMaxPemFileBytes, text); err != 0) {
+    throw std::runtime_error(std::string("cannot load ") + what + " " + path + ": " +
+                             file.describe(err, kMaxPemFileBytes));
+  }
+  return text;
+}
+
+using Bio = std::unique_ptr<BIO, decltype(&BIO_free)>;
+Bio memory_bio(const std::string& text) {
+  return Bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())), &BIO_free);
+}
+
+/// What SSL_CTX_use_certificate_chain_file does, from memory: the leaf, then the chain.
+bool use_certificate_chain(SSL_CTX* ctx, const std::string& pem) {
+  Bio bio = memory_bio(pem);
+  if (!bio) return false;
+  std::unique_ptr<X509, decltype(&X509_free)> leaf(
+      PEM_read_bio_X509_AUX(bio.get(), nullptr, nullptr, nullptr), &X509_free);
+  if (!leaf || SSL_CTX_use_certificate(ctx, leaf.get()) != 1) return false;
+  if (SSL_CTX_clear_chain_certs(ctx) != 1) return false;
+  while (X509* ca = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
+    if (SSL_CTX_add0_chain_cert(ctx, ca) != 1) {  // takes ownership on success only
+      X509_free(ca);
+      return false;
+    }
+  }
+  // The loop ends with "no start line" at the end of the text: not an error.
+  if (ERR_GET_REASON(ERR_peek_last_error()) == PEM_R_NO_START_LINE) ERR_clear_error();
+  return ERR_peek_error() == 0;
+}
+
+bool use_private_key(SSL_CTX* ctx, const std::string& pem) {
+  Bio bio = memory_bio(pem);
+  if (!bio) return false;
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
+      PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr), &EVP_PKEY_free);
+  return key && SSL_CTX_use_PrivateKey(ctx, key.get()) == 1;
+}
+
+/// What SSL_CTX_load_verify_locations (certificates and CRLs) and SSL_load_client_CA_file
+/// (the CA names advertised in the CertificateRequest, as Go does for ClientCAs) do, from
+/// memory.
+void load_client_cas(SSL_CTX* ctx, const std::string& pem, const std::string& path) {
+  Bio bio = memory_bio(pem);
+  if (!bio) fail("cannot load client_ca_file " + path);
+  STACK_OF(X509_INFO)* infos = PEM_X509_INFO_read_bio(bio.get(), nullptr, nullptr, nullptr);
+  if (!infos) fail("cannot load client_ca_file " + path);
+  X509_STORE* store = SSL_CTX_get_cert_store(ctx);
+  STACK_OF(X509_NAME)* names = sk_X509_NAME_new(
+      [](const X509_NAME* const* a, const X509_NAME* const* b) { return X509_NAME_cmp(*a, *b); });
+  int loaded = 0;
+  bool ok = names != nullptr;
+  for (int i = 0; ok && i < sk_X509_INFO_num(infos); ++i) {
+    X509_INFO* info = sk_X509_INFO_value(infos, i);
+    if (info->x509) {
+      ok = X509_STORE_add_cert(store, info->x509) == 1;
+      ++loaded;
+      X509_NAME* name = X509_get_subject_name(info->x509);
+      if (ok && sk_X509_NAME_find(names, name) < 0) {
+        X509_NAME* copy = X509_NAME_dup(name);
+        ok = copy && sk_X509_NAME_push(names, copy) > 0;
+        if (!ok) X509_NAME_free(copy);
+      }
+    }
+    if (ok && info->crl) {
+      ok = X509_STORE_add_crl(store, info->crl) == 1;
+      ++loaded;
+    }
+  }
+  sk_X509_INFO_pop_free(infos, X509_INFO_free);
+  if (!ok || loaded == 0) {
+    sk_X509_NAME_pop_free(names, X509_NAME_free);
+    fail("cannot load client_ca_file " + path);
+  }
+  if (sk_X509_NAME_num(names) == 0) {
+    sk_X509_NAME_pop_free(names, X509_NAME_free);
+    fail("no certificates in client_ca_file " + path);
+  }
+  SSL_CTX_set_client_CA_list(ctx, names);  // takes ownership
+}
+
 }  // namespace
 
 void configure_tls_context(void* opaque, const TlsServerConfig& tls) {
   auto* ctx = static_cast<SSL_CTX*>(opaque);
   ERR_clear_error();
   // cert_file may hold the whole chain, leaf first (as Go's tls.X509KeyPair reads it).
-  if (SSL_CTX_use_certificate_chain_file(ctx, tls.cert_file.c_str()) != 1) {
+  if (!use_certificate_chain(ctx, read_pem(tls.cert_file, "cert_file"))) {
     fail("cannot load cert_file " + tls.cert_file);
   }
-  if (SSL_CTX_use_PrivateKey_file(ctx, tls.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+  if (!use_private_key(ctx, read_pem(tls.key_file, "key_file"))) {
     // OpenSSL checks the key against the certificate as it loads it.
     if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH) {
       fail("key_file " + tls.key_file + " does not match cert_file " + tls.cert_file);
@@ -103,13 +193,7 @@ void configure_tls_context(void* opaque, const TlsServerConfig& tls) {
   bool require = tls.client_auth == ClientAuth::RequireAnyClientCert ||
                  tls.client_auth == ClientAuth::RequireAndVerifyClientCert;
   if (!tls.client_ca_file.empty()) {
-    if (SSL_CTX_load_verify_locations(ctx, tls.client_ca_file.c_str(), nullptr) != 1) {
-      fail("cannot load client_ca_file " + tls.client_ca_file);
-    }
-    // Advertise the acceptable CAs in the CertificateRequest, as Go does for ClientCAs.
-    STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(tls.client_ca_file.c_str());
-    if (!names) fail("no certificates in client_ca_file " + tls.client_ca_file);
-    SSL_CTX_set_client_CA_list(ctx, names);
+    load_client_cas(ctx, read_pem(tls.client_ca_file, "client_ca_file"), tls.client_ca_file);
   } else if (verify && SSL_CTX_set_default_verify_paths(ctx) != 1) {
     // Go verifies against the system roots when ClientCAs is nil.
     fail("cannot load the system CA certificates");

@@ -1,7 +1,7 @@
 #pragma once
 // Turns a web config's tls_server_config into OpenSSL settings on a server SSL_CTX.
 
-#include "web/web_config.h"
+#include "web/tls_server_config.h"
 
 namespace loadwatch {
 

@@ -6,11 +6,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <set>
-#include <sstream>
 
-#include "config.h"
+#include "bounded_file.h"
+#include "config_error.h"
 #include "web/tls_context.h"
 #include "yaml_reader.h"
 
@@ -168,17 +167,26 @@ class Parser : private YamlReader {
   }
 
   WebConfig parse(std::string_view text) const {
-    YAML::Node root;
-    try {
-      root = YAML::Load(std::string(text));
-    } catch (const YAML::Exception& e) {
-      fail(e.mark, e.msg);
-    }
+    const YAML::Node root = load(std::string(text));
     WebConfig c;
-    if (root.IsNull()) return c;  // an empty file: plain HTTP, no auth
+    // Fail closed: an empty or truncated file read while it is being rewritten must not
+    // turn TLS and authentication off. Who wants neither passes no --web.config.file.
+    if (root.IsNull()) {
+      fail(YAML::Mark::null_mark(),
+           "the web config is empty (a file being written?); without TLS and basic auth, "
+           "leave --web.config.file out");
+    }
     expect_map(root, "the web config");
     expect_keys(root, "the web config",
                 {"tls_server_config", "http_server_config", "basic_auth_users"});
+    for (auto it = root.begin(); it != root.end(); ++it) {
+      // `tls_server_config:` with nothing under it is what a file cut after that line reads.
+      const std::string& key = it->first.Scalar();
+      if ((key == "tls_server_config" || key == "basic_auth_users") && it->second.IsNull()) {
+        fail(it->first.Mark(),
+             key + " is empty (a truncated file?); remove the key if it is meant to be off");
+      }
+    }
     if (root["tls_server_config"]) c.tls = tls(root["tls_server_config"]);
     if (const YAML::Node http = root["http_server_config"]; http && !http.IsNull()) {
       expect_map(http, "http_server_config");
@@ -237,11 +245,13 @@ WebConfig parse_web_config(std::string_view yaml, const std::string& path) {
 }
 
 WebConfig load_web_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot read web config file");
-  std::stringstream text;
-  text << in.rdbuf();
-  WebConfig config = parse_web_config(text.str(), path);
+  std::string text;
+  BoundedFile in(path);
+  if (int err = in.read(kMaxWebConfigFileBytes, text); err != 0) {
+    throw ConfigError(path + ": cannot read web config file: " +
+                      in.describe(err, kMaxWebConfigFileBytes));
+  }
+  WebConfig config = parse_web_config(text, path);
   if (config.tls.enabled()) {
     try {
       check_tls_config(config.tls);

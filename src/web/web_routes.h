@@ -1,5 +1,5 @@
 #pragma once
-// The daemon's own routes: /metrics, /, /-/healthy, /-/ready, /api/v1/targets.
+// The daemon's own routes: /metrics, /, /-/healthy, /-/ready, /api/v1/targets, /api/v1/sources.
 
 #include "sampler.h"
 #include "web/http_server.h"

@@ -160,6 +160,11 @@ TEST_CASE("influx http: missing db, bad precision, wrong method, unsupported enc
   CHECK_THAT(r.body, Catch::Contains("bucket is required"));
   r = request(s.url("/write?db=x&precision=weeks"), "POST", "m v=1");
   CHECK(r.status == 400);
+  // The error quotes the client's bytes: control characters escaped, invalid UTF-8 replaced,
+  // the body still one JSON object.
+  r = request(s.url("/write?db=x&precision=w%22%0A%FF"), "POST", "m v=1");
+  CHECK(r.status == 400);
+  CHECK(r.body == "{\"error\":\"invalid precision \\\"w\\\"\\n\xEF\xBF\xBD\\\"\"}\n");
   r = request(s.url("/write?db=x"), "GET", "");
   CHECK(r.status == 405);
   for (const char* encoding : {"br", "deflate", "zstd", "gzip, br"}) {

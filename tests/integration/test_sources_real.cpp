@@ -38,9 +38,11 @@
 #include "procfs/fs_root.h"
 #include "sources/http_fetch.h"
 #include "sources/source_runner.h"
+#include "tests/lib/sample_values.h"
 #include "tests/lib/sanitizers.h"
 
 using namespace loadwatch;
+using loadwatch::test::value;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
@@ -205,39 +207,6 @@ std::pair<long, std::string> http(const std::string& url, const std::string& pos
 }
 
 // ---- metrics ------------------------------------------------------------------------------
-
-bool matches(const prometheus::ClientMetric& m, const Labels& want) {
-  for (const auto& [k, v] : want) {
-    bool found = false;
-    for (const auto& l : m.label) found = found || (l.name == k && l.value == v);
-    if (!found) return false;
-  }
-  return true;
-}
-
-/// Value of the first sample of `name` with all labels `want`; NaN when there is none.
-double value(const std::vector<prometheus::MetricFamily>& fams, const std::string& name,
-             const Labels& want = {}) {
-  for (const auto& f : fams) {
-    if (f.name != name) continue;
-    for (const auto& m : f.metric) {
-      if (!matches(m, want)) continue;
-      switch (f.type) {
-        case prometheus::MetricType::Counter:
-          return m.counter.value;
-        case prometheus::MetricType::Gauge:
-          return m.gauge.value;
-        case prometheus::MetricType::Histogram:
-          return double(m.histogram.sample_count);
-        case prometheus::MetricType::Summary:
-          return double(m.summary.sample_count);
-        default:
-          return m.untyped.value;
-      }
-    }
-  }
-  return std::nan("");
-}
 
 double reason_count(const SourceSnapshot& s, FetchError e) {
   for (size_t i = 0; i < std::size(kFetchErrorReasons); ++i)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Monitoring mixin structure: the committed dashboards are what dashboards/generate.py writes,
-# dashboards/lint.py passes, and lint catches seeded mistakes in a scratch copy.
+# Monitoring mixin structure: the committed dashboards and rules are what dashboards/generate.py
+# writes from config.yml and profiles/, dashboards/lint.py passes, and lint, the generator and
+# its config loader catch seeded mistakes in a scratch copy.
 set -euo pipefail
 src=${LOADWATCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 # The system interpreter: a version-manager shim (pyenv) costs seconds per start.
@@ -17,7 +18,7 @@ expect_lint_failure() {
   local what=$1 message=$2 mutation=$3
   rm -rf "$tmp/repo"; mkdir -p "$tmp/repo"
   cp -r "$src/dashboards" "$tmp/repo/"
-  [ -f "$src/README.md" ] && cp "$src/README.md" "$tmp/repo/"
+  [ -f "$src/docs/metrics.md" ] && mkdir -p "$tmp/repo/docs" && cp "$src/docs/metrics.md" "$tmp/repo/docs/"
   (cd "$tmp/repo" && "$py" -c "$mutation")
   if "$py" "$tmp/repo/dashboards/lint.py" --root "$tmp/repo" >"$tmp/out" 2>&1; then
     echo "FAIL: lint passed with $what"; exit 1
@@ -85,22 +86,54 @@ s = open(p).read().replace("""      - eval_time: 1m  # pending
         exp_alerts: []
 """, "")
 open(p, "w").write(s)'
-expect_lint_failure "a README metric reference that lacks a metric" \
+expect_lint_failure "a metric reference that lacks a metric" \
   "Metric reference lacks loadwatch_tcp_listen_overflows_total" '
 names = [l.split()[0] for l in open("dashboards/metrics.txt") if l.strip() and not l.startswith("#")]
 names.remove("loadwatch_tcp_listen_overflows_total")
-open("README.md", "w").write("# x\n\n## Metric reference\n\n" + "\n".join("- `%s`" % n for n in names) + "\n\n## Next\n\nloadwatch_tcp_listen_overflows_total\n")'
+open("docs/metrics.md", "w").write("# x\n\n## Metric reference\n\n" + "\n".join("- `%s`" % n for n in names) + "\n\n## Next\n\nloadwatch_tcp_listen_overflows_total\n")'
 
-# And a README whose Metric reference uses the product brief's compact forms passes.
-rm -rf "$tmp/repo"; mkdir -p "$tmp/repo"; cp -r "$src/dashboards" "$tmp/repo/"
+# expect_generate_failure "what" "expected message (grep -F)" shell-mutation
+expect_generate_failure() {
+  local what=$1 message=$2 mutation=$3
+  rm -rf "$tmp/repo"; mkdir -p "$tmp/repo"
+  cp -r "$src/dashboards" "$tmp/repo/"
+  (cd "$tmp/repo/dashboards" && eval "$mutation")
+  if "$py" "$tmp/repo/dashboards/generate.py" --check >"$tmp/out" 2>&1; then
+    echo "FAIL: generate.py --check passed with $what"; exit 1
+  fi
+  grep -qF -- "$message" "$tmp/out" || { echo "FAIL: $what: generate.py said"; cat "$tmp/out"; exit 1; }
+  echo "ok: generate.py --check catches $what"
+}
+expect_generate_failure "a hand-edited generated alert file" "out of date" \
+  "sed -i 's/^        for: 5m\$/        for: 7m/' rules/loadwatch.alerts.yml"
+expect_generate_failure "a profile's rules not regenerated" "rules/short-soak/loadwatch.alerts.yml" \
+  "sed -i 's/^    trend: 5m\$/    trend: 10m/' profiles/short-soak.yml"
+expect_generate_failure "rules left behind by a removed profile" "rules/gone/loadwatch.rules.yml" \
+  "mkdir rules/gone && cp rules/loadwatch.rules.yml rules/gone/"
+expect_generate_failure "a misspelt profile key" "unknown key windows.trned" \
+  "sed -i 's/^    trend: 5m\$/    trned: 5m/' profiles/short-soak.yml"
+expect_generate_failure "a for: of an alert that does not exist" "unknown key for.LoadwatchNoSuchAlert" \
+  "printf '    LoadwatchNoSuchAlert: 1m\n' >>profiles/short-soak.yml"
+expect_generate_failure "a duration Prometheus does not take" "'5 min' is not a duration" \
+  "sed -i 's/^    trend: 5m\$/    trend: 5 min/' profiles/short-soak.yml"
+expect_generate_failure "a zero window" "windows.rate must be longer than 0s" \
+  "sed -i 's/^    rate: 1m\$/    rate: 0s/' config.yml"
+expect_generate_failure "an alert without a for: in config.yml" "for.LoadwatchSourceDown missing" \
+  "sed -i '/^    LoadwatchSourceDown: 1m\$/d' config.yml"
+expect_generate_failure "a for: in config.yml of an alert that does not exist" \
+  "for: of alerts that do not exist: LoadwatchNoSuchAlert" \
+  "sed -i 's/^  for:\$/  for:\n    LoadwatchNoSuchAlert: 1m/' config.yml"
+
+# And a metric reference that uses compact brace forms passes.
+rm -rf "$tmp/repo"; mkdir -p "$tmp/repo/docs"; cp -r "$src/dashboards" "$tmp/repo/"
 (cd "$tmp/repo" && "$py" -c '
 names = [l.split()[0] for l in open("dashboards/metrics.txt") if l.strip() and not l.startswith("#")]
 net = [n for n in names if n.startswith("loadwatch_network_")]
 rest = [n for n in names if n not in net]
-open("README.md", "w").write("# x\n\n## Metric reference\n\n| metric |\n| --- |\n"
+open("docs/metrics.md", "w").write("# x\n\n## Metric reference\n\n| metric |\n| --- |\n"
     + "".join("| `%s` |\n" % n for n in rest)
     + "| `loadwatch_network_{receive,transmit}_{bytes,packets,drop,errors}_total{device}` |\n")')
 "$py" "$tmp/repo/dashboards/lint.py" --root "$tmp/repo" >/dev/null \
-  || { echo "FAIL: lint rejects a complete README metric reference"; exit 1; }
-echo "ok: lint accepts a complete README metric reference (brace forms expanded)"
+  || { echo "FAIL: lint rejects a complete metric reference"; exit 1; }
+echo "ok: lint accepts a complete metric reference (brace forms expanded)"
 echo "PASS"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Monitoring mixin against a real Prometheus 2.42 and a real loadwatch on loopback: alerts go
 # pending/firing under real conditions, every dashboard query returns data.
-# See dashboards/tests/prometheus_integration.py. Bounded: the script stops itself after 150s.
+# See dashboards/tests/prometheus_integration.py. Bounded: the script stops itself after 170s.
 set -euo pipefail
 src=${LOADWATCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${LOADWATCH_BINARY:-${LOADWATCH_BUILD_DIR:-$src/build}/loadwatch}
@@ -10,5 +10,5 @@ for tool in prometheus promtool; do
 done
 [ -x "$bin" ] || { echo "FAIL: loadwatch binary $bin not built"; exit 1; }
 py=${PYTHON:-$(command -v /usr/bin/python3 || command -v python3)}
-exec timeout -k 5 150 "$py" "$src/dashboards/tests/prometheus_integration.py" \
+exec timeout -k 5 170 "$py" "$src/dashboards/tests/prometheus_integration.py" \
   --binary "$bin" --source-dir "$src"

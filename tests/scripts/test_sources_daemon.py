@@ -94,7 +94,8 @@ class SourcesDaemon(unittest.TestCase):
     def write_config(self, sources):
         path = os.path.join(self.dir, "lw.yml")
         with open(path, "w") as f:
-            f.write("sources:%s\n" % ("" if sources else " []"))
+            # No sources (and no targets): host metrics only, said explicitly.
+            f.write("sources:%s\n" % ("" if sources else " []\nallow_empty: true"))
             for s in sources:
                 f.write("  - {%s}\n" % ", ".join("%s: '%s'" % kv for kv in s.items()))
         return path

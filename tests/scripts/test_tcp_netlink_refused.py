@@ -57,7 +57,7 @@ class NetlinkRefused(unittest.TestCase):
             cls.addClassCleanup(server.close)
         cls.config = os.path.join(cls.dir, "lw.yml")
         with open(cls.config, "w") as f:
-            f.write("tcp:\n  ports: [%d]\n" % cls.port)
+            f.write("allow_empty: true\ntcp:\n  ports: [%d]\n" % cls.port)
 
     def args(self):
         return ["--config.file=" + self.config, "--log.level=debug", "--sample.interval=200ms"]

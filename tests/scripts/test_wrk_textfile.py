@@ -21,9 +21,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def do_GET(self):
-        status, body = (200, b"hello\n") if self.path == "/" else (404, b"no\n")
+        status, body = (200, b"hello\n") if self.path in ("/", "/announce") else (404, b"no\n")
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
+        # "/" closes, when asked to, without saying so in the response (http.server's way);
+        # "/announce" answers "Connection: close" (Mountebank's and Node's way).
+        if self.path == "/announce" and self.headers.get("Connection", "").lower() == "close":
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(body)
 
@@ -80,10 +84,11 @@ class WrkTextfile(unittest.TestCase):
         self.server.server_close()
         shutil.rmtree(self.dir)
 
-    def wrk(self, path, run):
+    def wrk(self, path, run, *extra):
         env = dict(os.environ, LOADWATCH_TEXTFILE_DIR=self.dir, LOADWATCH_WRK_RUN=run)
         url = "http://127.0.0.1:%d%s" % (self.server.server_address[1], path)
-        p = subprocess.run(["wrk", "-t1", "-c2", "-d1s", "--latency", "-s", SCRIPT, url], env=env,
+        p = subprocess.run(["wrk", "-t1", "-c2", "-d1s", "--latency", *extra, "-s", SCRIPT, url],
+                           env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("loadwatch.lua: wrote", p.stderr)
@@ -142,6 +147,22 @@ class WrkTextfile(unittest.TestCase):
                                            kind="status") == again["status"] and
                         lw.value("loadwatch_wrk_requests_total", m, run="ok") ==
                         again["requests"], timeout=10, what="the rewritten wrk_ok.prom")
+
+    def test_connection_close_makes_every_request_a_read_error(self):
+        # wrk without keep-alive: the server closes after each complete response. A server
+        # that does not answer "Connection: close" makes wrk count each close as a socket
+        # "read" error (docs/soak.md); one that answers it does not.
+        run = self.wrk("/", "close", "-H", "Connection: close")
+        self.assertGreater(run["requests"], 0)
+        self.assertEqual(run["status"], 0)
+        # One per response, but for the last response of each of the 2 connections when the
+        # run ended before wrk read the close.
+        self.assertTrue(run["requests"] - 2 <= run["read"] <= run["requests"], run)
+        self.check_file("close", run)  # exported as printed
+        announced = self.wrk("/announce", "announced", "-H", "Connection: close")
+        self.assertGreater(announced["requests"], 0)
+        self.assertEqual(announced["read"], 0)
+        self.check_file("announced", announced)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@
  * Debian 12 / OpenSSL 3:
  * - SSL_get_peer_certificate() is a macro for SSL_get1_peer_certificate() in OpenSSL 3, no
  *   longer an exported symbol ("load_tls_dll: libssl.so: cannot find
- *   SSL_get_peer_certificate", civetweb issue #1334);
+ *   SSL_get_peer_certificate", https://github.com/civetweb/civetweb/issues/1334);
  * - the unversioned names "libssl.so"/"libcrypto.so" exist only with libssl-dev installed.
  *
  * This library has the SONAME "libssl.so" and depends on the real libssl.so.3. loadwatch links

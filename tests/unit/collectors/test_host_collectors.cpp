@@ -17,6 +17,7 @@
 #include "collectors/meminfo.h"
 #include "collectors/softirqs.h"
 #include "collectors/stat.h"
+#include "procfs/stat.h"
 
 using namespace loadwatch;
 using prometheus::MetricType;

@@ -9,6 +9,9 @@
 #include <string>
 
 #include "collectors/textfile.h"
+#include "exposition.h"
+#include "series_guard.h"
+#include "sources/prom_text_parser.h"
 
 using namespace loadwatch;
 
@@ -48,6 +51,26 @@ class Harness {
       }
     }
     return r;
+  }
+
+  /// One sample as the sampler finishes it: own families (origin 0) first, the collector's
+  /// with origin 1, then guard_families and the page text.
+  struct Page {
+    std::string text;
+    GuardReport report;
+    std::map<std::pair<std::uint16_t, std::string>, double> notes;
+  };
+  Page page(MetricSink sink = {}) {
+    SampleContext ctx{proc_, sys_, 0, {}};
+    sink.set_origin(1);
+    collector_->collect(ctx, sink);
+    Page p;
+    p.notes = sink.notes();
+    SeriesOrigins origins;
+    auto families = sink.take(origins);
+    guard_families(families, &origins, GuardOptions{}, p.report);
+    p.text = serialize_text(families);
+    return p;
   }
 
  private:
@@ -153,5 +176,106 @@ TEST_CASE("textfile: a rewritten file is re-read; a removed one disappears") {
   r = h.collect();
   CHECK(r.values.count("runs{}") == 0);
   CHECK(r.values["loadwatch_textfile_scrape_error{}"] == 0);
+  rmdir(dir.c_str());
+}
+
+namespace {
+
+double dropped(const Harness::Page& p, const std::string& reason) {
+  auto it = p.report.dropped.find({1, reason});
+  return it == p.report.dropped.end() ? 0 : it->second;
+}
+
+void check_strict(const std::string& text) {
+  auto strict = parse_prom_text(text, PromTextLimits::strict_mode());
+  INFO(text);
+  CHECK(strict.error == "");
+}
+
+}  // namespace
+
+TEST_CASE("textfile: HELP with a backslash or a line break comes out escaped once") {
+  std::string dir = make_temp_dir();
+  Harness h(dir);
+  write_file(dir + "/a.prom",
+             "# HELP job_x Path C:\\\\tmp\\nsecond line\n# TYPE job_x gauge\njob_x 1\n");
+  auto p = h.page();
+  CHECK(p.text.find("# HELP job_x Path C:\\\\tmp\\nsecond line\n") != std::string::npos);
+  check_strict(p.text);
+  std::remove((dir + "/a.prom").c_str());
+  rmdir(dir.c_str());
+}
+
+TEST_CASE("textfile: a family loadwatch exports is refused; the rest of the file stays") {
+  std::string dir = make_temp_dir();
+  Harness h(dir);
+  write_file(dir + "/a.prom",
+             "# TYPE loadwatch_load1 gauge\nloadwatch_load1 99\n# TYPE job_y gauge\njob_y 1\n");
+  MetricSink own;
+  own.gauge("loadwatch_load1", "1m load average.", {}, 0.25);
+  auto p = h.page(std::move(own));
+  CHECK(p.text.find("loadwatch_load1 0.25\n") != std::string::npos);
+  CHECK(p.text.find("loadwatch_load1 99") == std::string::npos);
+  CHECK(p.text.find("job_y 1\n") != std::string::npos);
+  CHECK(dropped(p, "reserved") == 1);
+  CHECK(p.report.example.at({1, "reserved"}) == "loadwatch_load1");
+  check_strict(p.text);
+  std::remove((dir + "/a.prom").c_str());
+  rmdir(dir.c_str());
+}
+
+TEST_CASE("textfile: a series twice, in one file or two, is exported once") {
+  std::string dir = make_temp_dir();
+  Harness h(dir);
+  write_file(dir + "/a.prom", "# TYPE job_z gauge\njob_z{k=\"1\"} 1\njob_z{k=\"1\"} 2\n");
+  write_file(dir + "/b.prom", "# TYPE job_z gauge\njob_z{k=\"1\"} 3\njob_z{k=\"2\"} 4\n");
+  auto p = h.page();
+  CHECK(dropped(p, "duplicate") == 2);
+  CHECK(p.text.find("job_z{k=\"1\"} 1\n") != std::string::npos);  // the first file's first
+  CHECK(p.text.find("job_z{k=\"2\"} 4\n") != std::string::npos);
+  check_strict(p.text);
+  std::remove((dir + "/a.prom").c_str());
+  std::remove((dir + "/b.prom").c_str());
+  rmdir(dir.c_str());
+}
+
+TEST_CASE("textfile: invalid UTF-8 is replaced on the page and counted") {
+  std::string dir = make_temp_dir();
+  Harness h(dir);
+  write_file(dir + "/a.prom", "# HELP job_u caf\xe9\njob_u{name=\"\xff\xfe\"} 1\n");
+  auto p = h.page();
+  CHECK(valid_utf8(p.text));
+  CHECK(p.report.invalid_utf8.at(1) == 2);
+  check_strict(p.text);
+  std::remove((dir + "/a.prom").c_str());
+  rmdir(dir.c_str());
+}
+
+TEST_CASE("textfile: the directory's series cap is shared by its files, noted each sample") {
+  std::string dir = make_temp_dir();
+  Harness h(dir);
+  std::string big = "# TYPE job_big gauge\n";
+  for (std::size_t i = 0; i < kMaxTextfileSeries + 500; ++i) {
+    big += "job_big{i=\"" + std::to_string(i) + "\"} 1\n";
+  }
+  write_file(dir + "/a.prom", big);
+  write_file(dir + "/b.prom", "# TYPE job_small gauge\njob_small 1\n");
+  for (int sample = 0; sample < 2; ++sample) {
+    auto p = h.page();
+    CHECK(p.notes.at({1, "max_series"}) == 500 + 1);
+    std::size_t kept = 0;
+    for (std::size_t at = 0; (at = p.text.find("\njob_big{", at)) != std::string::npos; ++at)
+      ++kept;
+    CHECK(kept == kMaxTextfileSeries);
+    CHECK(p.text.find("job_small 1") == std::string::npos);
+  }
+  // a.prom shrinks: b.prom gets its series back (re-parsed, as its cached copy was cut).
+  write_file(dir + "/.a.tmp", "# TYPE job_big gauge\njob_big 1\n");
+  REQUIRE(std::rename((dir + "/.a.tmp").c_str(), (dir + "/a.prom").c_str()) == 0);
+  auto p = h.page();
+  CHECK(p.text.find("job_small 1") != std::string::npos);
+  CHECK(p.notes.count({1, "max_series"}) == 0);
+  std::remove((dir + "/a.prom").c_str());
+  std::remove((dir + "/b.prom").c_str());
   rmdir(dir.c_str());
 }

@@ -1,5 +1,12 @@
-#include <catch2/catch.hpp>
+#include <re2/re2.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "bounded_file.h"
 #include "config.h"
 #include "flags.h"
 
@@ -16,7 +23,7 @@ std::string error_of(const std::string& yaml) {
 }
 }  // namespace
 
-TEST_CASE("the PRODUCT.md example config parses") {
+TEST_CASE("an example config with targets, sources and tcp ports parses") {
   auto c = parse_config(R"(targets:
   - name: mock
     match: {port: 2525}
@@ -34,7 +41,7 @@ tcp:
   CHECK(c.targets[0].name == "mock");
   CHECK(c.targets[0].match.kind == Selector::Kind::Port);
   CHECK(c.targets[0].match.text() == "port:2525");
-  CHECK(c.targets[1].match.regex.has_value());
+  CHECK(c.targets[1].match.regex != nullptr);
   CHECK(c.targets[1].children);
   REQUIRE(c.sources.size() == 2);
   CHECK(c.sources[0].interval == std::chrono::seconds(5));
@@ -44,9 +51,20 @@ tcp:
   CHECK(c.tcp.ports == std::vector<std::uint16_t>{3000, 2525});
 }
 
-TEST_CASE("an empty config is valid") {
-  CHECK(parse_config("", "lw.yml").targets.empty());
-  CHECK(parse_config("# nothing\n", "lw.yml").sources.empty());
+TEST_CASE("a config without targets and sources needs allow_empty") {
+  // An empty or half-written file must not switch monitoring off.
+  for (const char* text : {"", "# nothing\n", "targets: []\n", "tcp:\n  ports: [80]\n",
+                           "targets:\nsources:\n", "allow_empty: false\n"}) {
+    CAPTURE(text);
+    CHECK(error_of(text) ==
+          "lw.yml: no targets and no sources (an empty or half-written file?); add "
+          "`allow_empty: true` to run with host metrics only");
+  }
+  auto c = parse_config("allow_empty: true\ntcp:\n  ports: [80]\n", "lw.yml");
+  CHECK(c.allow_empty);
+  CHECK(c.targets.empty());
+  CHECK(c.tcp.ports == std::vector<std::uint16_t>{80});
+  CHECK(error_of("allow_empty: maybe\n") == "lw.yml:1:14: allow_empty must be true or false");
 }
 
 TEST_CASE("config errors name file:line:col") {
@@ -56,7 +74,7 @@ TEST_CASE("config errors name file:line:col") {
   SECTION("unknown top-level key") {
     CHECK(error_of("targets: []\ntargetz: []\n") ==
           "lw.yml:2:1: unknown key \"targetz\" in config (allowed: targets, sources, tcp, "
-          "collectors)");
+          "collectors, allow_empty)");
   }
   SECTION("unknown key in a target") {
     CHECK(error_of("targets:\n  - name: a\n    match: {pid: 1}\n    kids: true\n")
@@ -236,4 +254,145 @@ TEST_CASE("tls and auth errors name file:line:col", "[config][tls]") {
     CHECK(error_of(http + "    tls: {ca_file: a}\n") ==
           "lw.yml:5:10: tls needs an https:// source url");
   }
+}
+
+TEST_CASE("duplicate keys are errors at the second one, in every mapping") {
+  // yaml-cpp keeps the first and ignores the second: a second `targets:` would be dropped.
+  CHECK(error_of("targets:\n  - {name: a, match: {pid: 1}}\ntargets:\n  - {name: b, match: "
+                 "{pid: 2}}\n") == "lw.yml:3:1: duplicate key \"targets\"");
+  CHECK(error_of("targets:\n  - name: a\n    match: {pid: 1}\n    name: b\n") ==
+        "lw.yml:4:5: duplicate key \"name\"");
+  CHECK(error_of("targets:\n  - {name: a, match: {pid: 1, pid: 2}}\n") ==
+        "lw.yml:2:31: duplicate key \"pid\"");
+  CHECK(error_of("targets:\n  - {name: a, match: {pid: 1}}\ncollectors: {tcp: true, 'tcp': "
+                 "false}\n") == "lw.yml:3:25: duplicate key \"tcp\"");
+  // The same key in two different mappings is fine.
+  CHECK(parse_config("targets:\n  - {name: a, match: {pid: 1}}\n  - {name: b, match: {pid: 2}}\n",
+                     "lw.yml")
+            .targets.size() == 2);
+}
+
+TEST_CASE("keys must be scalars, and a file holds one document") {
+  CHECK(error_of("targets:\n  - {name: a, match: {pid: 1}}\n? [a, b]\n: c\n") ==
+        "lw.yml:3:3: a mapping key must be a plain string");
+  CHECK(error_of("targets:\n  - {name: a, match: {pid: 1}}\n{x: 1}: 2\n").find(
+            "a mapping key must be a plain string") != std::string::npos);
+  CHECK(error_of("targets:\n  - {name: a, match: {pid: 1}}\n---\ntargets: []\n") ==
+        "lw.yml:3:1: a second YAML document; one file holds one document");
+  // Anchors and aliases are not expanded while checking: a "billion laughs" costs its size.
+  std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'j'; ++c) {
+    std::string prev(1, static_cast<char>(c - 1));
+    laughs += std::string(1, c) + ": &" + c + " [*" + prev + ", *" + prev + ", *" + prev + ", *" +
+              prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n";
+  }
+  CHECK(error_of(laughs).find("unknown key \"a\" in config") != std::string::npos);
+}
+
+TEST_CASE("cmdline: patterns are RE2: linear time, bounded size, file:line:col errors") {
+  SECTION("a catastrophic backtracking pattern is accepted and cannot stall") {
+    auto c = parse_config("targets:\n  - {name: a, match: {cmdline: '(a+)+$'}}\n", "lw.yml");
+    REQUIRE(c.targets[0].match.regex);
+  }
+  SECTION("20,000 nested groups: refused by length, at the value") {
+    std::string pattern = std::string(20000, '(') + "a" + std::string(20000, ')');
+    auto e = error_of("targets:\n  - name: a\n    match: {cmdline: '" + pattern + "'}\n");
+    CHECK(e == "lw.yml:3:22: cmdline regex is 40001 bytes, longer than the 4096 allowed");
+  }
+  SECTION("nesting within the length limit compiles") {
+    std::string pattern = std::string(2000, '(') + "a" + std::string(2000, ')');
+    CHECK_NOTHROW(make_selector("cmdline", pattern));
+  }
+  SECTION("a short pattern whose program is too large is refused") {
+    std::string pattern;
+    for (int i = 0; i < 300; ++i) pattern += "[a-z]{1000}";
+    REQUIRE(pattern.size() <= kMaxSelectorPatternBytes);
+    CHECK_THROWS_WITH(make_selector("cmdline", pattern), Catch::Contains("pattern too large"));
+  }
+  SECTION("ECMAScript-only syntax is an error that names RE2") {
+    CHECK_THROWS_WITH(make_selector("cmdline", "(a)\\1"),
+                      Catch::Contains("invalid escape sequence") && Catch::Contains("RE2 syntax"));
+    CHECK_THROWS_WITH(make_selector("cmdline", "node(?=x)"), Catch::Contains("RE2 syntax"));
+  }
+}
+
+TEST_CASE("cmdline: an unanchored search over bytes") {
+  auto sel = make_selector("cmdline", "node .*server");
+  const RE2& re = *sel.regex;
+  CHECK(RE2::PartialMatch("/usr/bin/node /srv/app/server.js", re));  // search, not full match
+  CHECK(RE2::PartialMatch("node \xff\xfe legacy server", re));        // any byte, not only UTF-8
+  CHECK_FALSE(RE2::PartialMatch("node app.js", re));
+  // UTF-8 in a pattern matches its bytes.
+  CHECK(RE2::PartialMatch("jmeter -t 压测.jmx", *make_selector("cmdline", "压测\\.jmx").regex));
+  // Linear: a pattern that backtracks exponentially elsewhere, on a 128 KiB text.
+  auto bad = make_selector("cmdline", "(a+)+$");
+  std::string text(128 << 10, 'a');
+  text += '!';
+  CHECK_FALSE(RE2::PartialMatch(text, *bad.regex));
+}
+
+TEST_CASE("--source builds the value, not YAML text") {
+  Options o;
+  o.sources = {"q=prometheus,http://127.0.0.1:9/m?q='x'",
+               "inj=locust,http://h/', interval: 1ms, x: '",
+               "brace=prometheus,http://h/{a: b}"};
+  Config c;
+  merge_flag_targets(c, o);
+  REQUIRE(c.sources.size() == 3);
+  CHECK(c.sources[0].url == "http://127.0.0.1:9/m?q='x'");
+  CHECK(c.sources[1].url == "http://h/', interval: 1ms, x: '");
+  CHECK(c.sources[1].interval == std::chrono::seconds(5));  // the default, not 1ms
+  CHECK(c.sources[2].url == "http://h/{a: b}");
+  Options empty_name;
+  empty_name.sources = {"=locust,http://h"};
+  CHECK_THROWS_WITH(merge_flag_targets(c, empty_name), Catch::Contains("want NAME=KIND,URL"));
+  Options bad_url;
+  bad_url.sources = {"x=locust,ftp://h"};
+  CHECK_THROWS_WITH(merge_flag_targets(c, bad_url),
+                    "--source=x=locust,ftp://h: source url must start with http:// or https://");
+}
+
+TEST_CASE("--target builds the selector from its value") {
+  Options o;
+  o.targets = {"a=cmdline:x', children: false", "b=pidfile:/run/it's.pid"};
+  Config c;
+  merge_flag_targets(c, o);
+  REQUIRE(c.targets.size() == 2);
+  CHECK(c.targets[0].match.value == "x', children: false");
+  CHECK(c.targets[0].children);
+  CHECK(c.targets[1].match.value == "/run/it's.pid");
+}
+
+TEST_CASE("load_config reads a regular file only, at most the cap, and never blocks") {
+  char tmpl[] = "/tmp/lw-config-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  auto error = [](const std::string& path) {
+    try {
+      load_config(path);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error(dir) == dir + ": cannot read config: is a directory, not a regular file");
+  const std::string fifo = dir + "/fifo.yml";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(error(fifo) == fifo + ": cannot read config: is a FIFO, not a regular file");
+  const std::string zero = dir + "/zero.yml";
+  REQUIRE(::symlink("/dev/zero", zero.c_str()) == 0);
+  CHECK(error(zero) == zero + ": cannot read config: is a character device, not a regular file");
+  const std::string big = dir + "/big.yml";
+  std::ofstream(big) << "# " << std::string(kMaxConfigFileBytes, 'x') << "\n";
+  CHECK(error(big) == big + ": cannot read config: is larger than " +
+                          std::to_string(kMaxConfigFileBytes) + " bytes");
+  // A symlink to a regular file is followed (/etc/... links into a ConfigMap).
+  const std::string real = dir + "/real.yml";
+  std::ofstream(real) << "targets:\n  - {name: a, match: {pid: 1}}\n";
+  REQUIRE(::symlink(real.c_str(), (dir + "/link.yml").c_str()) == 0);
+  CHECK(load_config(dir + "/link.yml").targets.size() == 1);
+  std::ofstream(dir + "/empty.yml").flush();
+  CHECK(error(dir + "/empty.yml") ==
+        dir + "/empty.yml: no targets and no sources (an empty or half-written file?); add "
+              "`allow_empty: true` to run with host metrics only");
+  std::filesystem::remove_all(dir);
 }

@@ -1,13 +1,17 @@
 // Selectors and descendants over the controlled fixture tree tests/fixtures/targets
 // (real captured /proc files with rewritten PIDs; see make-tree.py there).
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
+#include "bounded_file.h"
 #include "config.h"
 #include "process/port_owner.h"
 #include "process/process_registry.h"
@@ -92,6 +96,54 @@ TEST_CASE("pid and pidfile", "[resolver]") {
   CHECK(resolve_once("pidfile:" + file) == Pids{100});
   std::ofstream(file) << "\x01\x02garbage\xff";
   CHECK(resolve_once("pidfile:" + file).empty());
+}
+
+TEST_CASE("pidfile: a FIFO, a device or a huge file is a target down, at once", "[resolver]") {
+  TempDir dir;
+  const std::string fifo = (dir.path / "fifo.pid").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  int writer = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK);  // holds it open, never writes
+  REQUIRE(writer >= 0);
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(resolve_once("pidfile:" + fifo).empty());
+  ::close(writer);
+  const std::string zero = (dir.path / "zero.pid").string();
+  fs::create_symlink("/dev/zero", zero);
+  CHECK(resolve_once("pidfile:" + zero).empty());
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+  const std::string big = (dir.path / "big.pid").string();
+  std::ofstream(big) << "100" << std::string(kMaxPidfileBytes, ' ');
+  CHECK(resolve_once("pidfile:" + big).empty());
+  // A link to a regular pidfile is followed (/var/run -> /run).
+  std::ofstream((dir.path / "real.pid").string()) << "100\n";
+  fs::create_symlink(dir.path / "real.pid", dir.path / "link.pid");
+  CHECK(resolve_once("pidfile:" + (dir.path / "link.pid").string()) == Pids{100});
+}
+
+TEST_CASE("cmdline: the first 128 KiB of a long command line are matched", "[resolver]") {
+  TempDir dir;
+  fs::copy(kProc.root(), dir.path / "proc",
+           fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  const FsRoot proc((dir.path / "proc").string());
+  // A JVM-like command line: 200 KiB of classpath, the main class at the end.
+  std::string cmdline = std::string("java\0-cp\0", 9) + std::string(200 << 10, 'x') +
+                        std::string("\0org.Main\0", 10);
+  std::ofstream(dir.path / "proc/101/cmdline", std::ios::binary) << cmdline;
+  auto matches = [&](const std::string& selector) {
+    ProcessRegistry reg(proc);
+    reg.begin_sample();
+    auto r = make_target_resolver(parse_selector(selector));
+    reg.refresh_listing(true);
+    ResolveContext ctx{reg, kSys};
+    std::vector<pid_t> roots;
+    r->resolve(ctx, roots);
+    reg.end_sample();
+    return std::find(roots.begin(), roots.end(), 101) != roots.end();
+  };
+  CHECK(matches("cmdline:^java -cp x{1000}"));
+  CHECK(matches("cmdline:(x+x+)+y|java"));  // exponential for a backtracking engine
+  CHECK_FALSE(matches("cmdline:org\\.Main"));  // past kMaxCmdlineBytes
+  CHECK(kMaxCmdlineBytes == 128u << 10);
 }
 
 TEST_CASE("comm, exe and cmdline walk the listing", "[resolver]") {

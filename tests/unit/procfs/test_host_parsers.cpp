@@ -1,17 +1,20 @@
 // Host-file parsers (stat, softirqs, meminfo, loadavg, file-nr) on string literals: real
 // content from a 2-CPU kernel 6.18 machine, older and newer kernel layouts, and malformed input.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
-#include "collectors/filefd.h"
-#include "collectors/loadavg.h"
-#include "collectors/meminfo.h"
-#include "collectors/softirqs.h"
-#include "collectors/stat.h"
+#include "procfs/file_nr.h"
+#include "procfs/loadavg.h"
+#include "procfs/meminfo.h"
+#include "procfs/softirqs.h"
+#include "procfs/stat.h"
 
 using namespace loadwatch;
 
@@ -59,27 +62,45 @@ constexpr std::string_view kMeminfo =
     "DirectMap2M:    25137152 kB\n";
 
 // Every prefix of `text` (a file cut short by a partial read) and a bounded amount of random
-// garbage must either parse or throw std::runtime_error; anything else (another exception
-// type, a crash under the sanitizers) fails.
-template <class Parse>
-void check_never_crashes(std::string_view text, Parse parse) {
-  for (size_t n = 0; n <= text.size(); ++n) {
-    const std::string prefix(text.substr(0, n));
+// garbage: each input must either parse into a value `valid(input, value)` accepts or throw
+// std::runtime_error; another exception type escapes and fails the test. The whole text parses,
+// the empty text is refused, and so is some of the garbage.
+template <class Parse, class Valid>
+void check_parses_or_throws(std::string_view text, Parse parse, Valid valid) {
+  enum Outcome { kValid, kThrew, kInvalid };
+  auto outcome = [&](std::string_view s) {
     try {
-      parse(std::string_view(prefix));
+      return valid(s, parse(s)) ? kValid : kInvalid;
     } catch (const std::runtime_error&) {
+      return kThrew;
     }
-  }
+  };
+  CHECK(outcome(text) == kValid);
+  CHECK(outcome("") == kThrew);
+  std::size_t invalid = 0, threw = 0;
+  auto tally = [&](const std::string& s) {
+    switch (outcome(s)) {
+      case kInvalid:
+        ++invalid;
+        UNSCOPED_INFO("parsed into an invalid value: " << s);
+        break;
+      case kThrew:
+        ++threw;
+        break;
+      case kValid:
+        break;
+    }
+  };
+  for (size_t n = 0; n <= text.size(); ++n) tally(std::string(text.substr(0, n)));
   std::mt19937 rng(12345);
   const std::string alphabet = std::string(text) + "\t\r\n:-+.e/\x01\xff" + std::string(1, '\0');
   for (int round = 0; round < 2000; ++round) {
     std::string s(rng() % 200, ' ');
     for (char& c : s) c = alphabet[rng() % alphabet.size()];
-    try {
-      parse(std::string_view(s));
-    } catch (const std::runtime_error&) {
-    }
+    tally(s);
   }
+  CHECK(invalid == 0);
+  CHECK(threw > 0);
 }
 
 }  // namespace
@@ -170,7 +191,15 @@ TEST_CASE("parse_stat rejects malformed input", "[stat]") {
 }
 
 TEST_CASE("parse_stat survives truncation and garbage", "[stat]") {
-  check_never_crashes(kStat, parse_stat);
+  // A parsed stat has CPUs in strictly ascending order, each with 4 to 8 modes.
+  check_parses_or_throws(kStat, parse_stat, [](std::string_view, const ProcStat& st) {
+    bool ok = !st.cpus.empty();
+    for (size_t i = 0; i < st.cpus.size(); ++i) {
+      ok = ok && st.cpus[i].modes >= 4 && st.cpus[i].modes <= kCpuModes.size();
+      ok = ok && (i == 0 || st.cpus[i - 1].cpu < st.cpus[i].cpu);
+    }
+    return ok;
+  });
 }
 
 // ---------------------------------------------------------------- softirqs
@@ -216,7 +245,17 @@ TEST_CASE("parse_softirqs rejects malformed input", "[softirqs]") {
 }
 
 TEST_CASE("parse_softirqs survives truncation and garbage", "[softirqs]") {
-  check_never_crashes(kSoftirqs, parse_softirqs);
+  // Parsed softirqs have at least one row and unique, non-empty types without blanks.
+  check_parses_or_throws(kSoftirqs, parse_softirqs,
+                         [](std::string_view, const std::vector<SoftirqCount>& rows) {
+                           std::set<std::string> types;
+                           for (const auto& r : rows) {
+                             if (r.type.empty() || r.type.find_first_of(" \t") != std::string::npos)
+                               return false;
+                             if (!types.insert(r.type).second) return false;
+                           }
+                           return !rows.empty();
+                         });
 }
 
 // ---------------------------------------------------------------- meminfo
@@ -251,7 +290,10 @@ TEST_CASE("parse_meminfo rejects malformed input", "[meminfo]") {
 }
 
 TEST_CASE("parse_meminfo survives truncation and garbage", "[meminfo]") {
-  check_never_crashes(kMeminfo, parse_meminfo);
+  // Nothing parses without a MemTotal line.
+  check_parses_or_throws(kMeminfo, parse_meminfo, [](std::string_view in, const MemInfo&) {
+    return in.find("MemTotal:") != std::string_view::npos;
+  });
 }
 
 // ---------------------------------------------------------------- loadavg
@@ -279,7 +321,14 @@ TEST_CASE("parse_loadavg rejects malformed input", "[loadavg]") {
 }
 
 TEST_CASE("parse_loadavg survives truncation and garbage", "[loadavg]") {
-  check_never_crashes("2.12 0.85 0.33 1/103 7863\n", parse_loadavg);
+  // Parsed load averages are finite and not negative.
+  check_parses_or_throws("2.12 0.85 0.33 1/103 7863\n", parse_loadavg,
+                         [](std::string_view, const LoadAvg& l) {
+                           for (double v : {l.load1, l.load5, l.load15}) {
+                             if (!std::isfinite(v) || v < 0) return false;
+                           }
+                           return true;
+                         });
 }
 
 // ---------------------------------------------------------------- file-nr
@@ -301,5 +350,7 @@ TEST_CASE("parse_file_nr rejects malformed input", "[filefd]") {
 }
 
 TEST_CASE("parse_file_nr survives truncation and garbage", "[filefd]") {
-  check_never_crashes("572\t0\t2466160\n", parse_file_nr);
+  // Any three unsigned numbers are a file-nr: the outcome checked is parse or throw.
+  check_parses_or_throws("572\t0\t2466160\n", parse_file_nr,
+                         [](std::string_view, const FileNr&) { return true; });
 }

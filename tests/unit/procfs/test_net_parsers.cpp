@@ -1,4 +1,4 @@
-// Network parsers and collectors (issue 3): /proc/net/{tcp,tcp6,netstat,snmp,sockstat,dev},
+// Network parsers and collectors: /proc/net/{tcp,tcp6,netstat,snmp,sockstat,dev},
 // sysctls, netlink sock_diag replies from encoded byte fixtures, the inet_diag port-filter
 // bytecode, and the per-port / ephemeral tally. Fixtures: tests/fixtures/proc (captured by
 // tests/fixtures/capture-host.sh) and tests/fixtures/net (captured by
@@ -35,10 +35,16 @@
 #include "collectors/tcp_ephemeral_use.h"
 #include "collectors/tcp_tally.h"
 #include "procfs/fs_root.h"
+#include "procfs/netdev.h"
+#include "procfs/netstat.h"
 #include "procfs/proc_net_tcp.h"
 #include "procfs/sock_diag.h"
+#include "procfs/sockstat.h"
+#include "procfs/sysctl.h"
+#include "tests/lib/sample_values.h"
 
 using namespace loadwatch;
+using loadwatch::test::value;
 
 namespace {
 
@@ -60,24 +66,6 @@ std::map<int, int> by_state(const std::vector<TcpSocket>& v) {
   std::map<int, int> m;
   for (const auto& s : v) ++m[s.state];
   return m;
-}
-
-/// Value of the series `name` whose labels include all of `labels`; NaN-free: -1 when absent.
-double value(const std::vector<prometheus::MetricFamily>& fams, const std::string& name,
-             const Labels& labels = {}) {
-  for (const auto& f : fams) {
-    if (f.name != name) continue;
-    for (const auto& m : f.metric) {
-      bool ok = true;
-      for (const auto& [k, v] : labels) {
-        bool hit = false;
-        for (const auto& l : m.label) hit |= l.name == k && l.value == v;
-        ok &= hit;
-      }
-      if (ok) return f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
-    }
-  }
-  return -1;
 }
 
 std::size_t series(const std::vector<prometheus::MetricFamily>& fams, const std::string& name) {

@@ -211,3 +211,20 @@ TEST_CASE("influx: precision parameter") {
   CHECK(influx_precision_ns("h") == 3600000000000);
   CHECK_FALSE(influx_precision_ns("fortnight"));
 }
+
+TEST_CASE("influx: fields and tags per point are capped; the next line is still read") {
+  std::string fields = "f0=1";
+  for (std::size_t i = 1; i < kInfluxMaxFields; ++i) fields += ",f" + std::to_string(i) + "=1";
+  std::string tags;
+  for (std::size_t i = 0; i < kInfluxMaxTags; ++i) tags += ",t" + std::to_string(i) + "=v";
+  auto r = parse("m" + tags + " " + fields + "\n" +         // exactly at both caps: taken
+                 "m " + fields + ",one=1 2\n" +             // a field too many
+                 "m" + tags + ",one=v v=1\n" + "m v=2\n");  // a tag too many, then a good line
+  REQUIRE(r.points.size() == 2);
+  CHECK(r.points[0].fields.size() == kInfluxMaxFields);
+  CHECK(r.points[0].tags.size() == kInfluxMaxTags);
+  REQUIRE(r.errors.size() == 2);
+  CHECK(r.errors[0].message == "too many fields");
+  CHECK(r.errors[0].line == 2);
+  CHECK(r.errors[1].message == "too many tags");
+}

@@ -6,9 +6,11 @@
 #include <string>
 
 #include "push/jmeter_model.h"
+#include "tests/lib/fixture_file.h"
 #include "tests/lib/sample_values.h"
 
 using namespace loadwatch;
+using loadwatch::test::read_fixture;
 
 namespace {
 
@@ -27,14 +29,6 @@ void graphite(JMeterModel& m, std::string_view text, double now = 1000) {
     REQUIRE(parse_graphite_line(line, l) == nullptr);
     m.ingest_graphite(l, now);
   }
-}
-
-std::string read_fixture(const std::string& name) {
-  std::ifstream in(std::string(LOADWATCH_FIXTURES) + "/" + name);
-  REQUIRE(in);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace
@@ -177,7 +171,8 @@ TEST_CASE("jmeter graphite: series caps drop and count the excess") {
   }
   CHECK(endpoints == 3);
   CHECK(sources == 2);
-  CHECK(v["loadwatch_push_rejected_lines_total{protocol=graphite,reason=limit}"] == 5);
+  CHECK(v["loadwatch_push_rejected_lines_total{protocol=graphite,reason=max_transactions}"] == 2);
+  CHECK(v["loadwatch_push_rejected_lines_total{protocol=graphite,reason=max_sources}"] == 3);
 }
 
 TEST_CASE("jmeter graphite: a real JMeter 2.13 capture adds up to its result file") {
@@ -334,10 +329,13 @@ TEST_CASE("jmeter model: at the source cap a long-quiet source makes room for a 
   m.ingest_influx("old", line, 1000);
   m.ingest_influx("busy", line, 1500);
   // At 1400 nobody has been quiet for 600 s: the newcomer is dropped.
-  m.ingest_influx("new1", line, 1400);
+  auto refused = m.ingest_influx("new1", line, 1400);
+  CHECK(std::string_view(refused.refused) == "max_sources");
+  CHECK(refused.retry_after_s == 200);  // "old" may go at 1600
+  CHECK(refused.taken == 0);
   auto v = flatten(m);
   CHECK(v.count("loadwatch_generator_requests_total{source=new1}") == 0);
-  CHECK(v["loadwatch_push_rejected_lines_total{protocol=influx,reason=limit}"] == 1);
+  CHECK(v["loadwatch_push_rejected_lines_total{protocol=influx,reason=max_sources}"] == 1);
   // At 1700 "old" has been quiet for 700 s: it is forgotten, "new2" takes its place.
   m.ingest_influx("busy", line, 1700);
   m.ingest_influx("new2", line, 1700);
@@ -417,4 +415,97 @@ TEST_CASE("jmeter influx: summaryOnly aggregate: _sum only while nothing failed"
   auto v = flatten(failed);
   CHECK(v["loadwatch_generator_latency_seconds_count{source=p}"] == 8);
   CHECK(std::isnan(v["loadwatch_generator_latency_seconds_sum{source=p}"]));
+}
+
+TEST_CASE("jmeter influx: distinct pctN fields past the cap are dropped, in linear time") {
+  // Before the cap every new field scanned every kept quantile under the model's lock
+  // (20 s for a line of 128,000; such a line is now malformed: kInfluxMaxFields). Now each
+  // field costs at most kMaxQuantilesPerSeries compares.
+  std::string line = "jmeter,transaction=t,statut=all count=1";
+  for (std::size_t i = 0; i + 1 < kInfluxMaxFields; ++i) {
+    line += ",pct" + std::to_string(i / 100) + "." + std::to_string(i % 100) + "=1";
+  }
+  line += "\n";
+  JMeterModel m("influx");
+  auto outcome = m.ingest_influx("db", line, 1000);
+  CHECK(outcome.malformed == 0);
+  CHECK(outcome.taken == 1);
+  MetricSink sink;
+  m.collect(sink);
+  for (const auto& f : sink.families()) {
+    if (f.name != "loadwatch_generator_endpoint_latency_seconds") continue;
+    REQUIRE(f.metric.size() == 1);
+    CHECK(f.metric[0].summary.quantile.size() == kMaxQuantilesPerSeries);
+  }
+  auto v = flatten(m);
+  CHECK(v["loadwatch_push_rejected_lines_total{protocol=influx,reason=max_quantiles}"] == 1);
+
+  std::string huge = "jmeter,transaction=t,statut=all count=1";
+  for (int i = 0; i < 128000; ++i) huge += ",pct" + std::to_string(i) + "=1";
+  auto refused = m.ingest_influx("db", huge + "\n", 1000);
+  CHECK(refused.malformed == 1);
+  REQUIRE(refused.errors.size() == 1);
+  CHECK(std::string(refused.errors[0].message) == "too many fields");
+}
+
+TEST_CASE("jmeter: names past the label cap are refused, not stored") {
+  JMeterModel m("influx");
+  std::string big(64 * 1024, 'n');
+  auto outcome = m.ingest_influx("db", "jmeter,transaction=" + big + ",statut=all count=1\n", 1000);
+  CHECK(outcome.taken == 0);
+  auto v = flatten(m);
+  CHECK(v["loadwatch_push_rejected_lines_total{protocol=influx,reason=label_limit}"] == 1);
+  for (const auto& [k, _] : v) CHECK(k.find(big) == std::string::npos);
+
+  JMeterModel g("graphite");
+  GraphiteLine l{std::string(3000, 'p') + ".all.a.count", 1, 1};
+  CHECK(g.ingest_graphite(l, 1) == JMeterModel::Result::Dropped);
+  GraphiteLine e{"jmeter." + std::string(3000, 't') + ".a.count", 1, 1};
+  CHECK(g.ingest_graphite(e, 1) == JMeterModel::Result::Dropped);
+  CHECK(flatten(g)["loadwatch_push_rejected_lines_total{protocol=graphite,reason=label_limit}"] ==
+        2);
+}
+
+TEST_CASE("jmeter: series caps per source and per listener bound what 8 databases export") {
+  // 100 transactions x 8 databases, as in the 525 MB /metrics report, with small caps.
+  JMeterModel::Limits limits;
+  limits.max_series_per_source = JMeterModel::kSourceSeries + 10 * JMeterModel::kEndpointSeries;
+  limits.max_series = 3 * limits.max_series_per_source;
+  JMeterModel m("influx", limits);
+  std::size_t refused = 0;
+  for (int db = 0; db < 8; ++db) {
+    std::string body;
+    for (int t = 0; t < 100; ++t) {
+      body += "jmeter,transaction=t" + std::to_string(t) + ",statut=all count=1\n";
+    }
+    auto outcome = m.ingest_influx("db" + std::to_string(db), body, 1000);
+    if (outcome.refused) {
+      CHECK(std::string_view(outcome.refused) == "max_series");
+      ++refused;
+    }
+  }
+  CHECK(refused == 5);  // three databases fill the listener
+  auto v = flatten(m);
+  int endpoints = 0;
+  for (const auto& [k, _] : v) {
+    endpoints += k.rfind("loadwatch_generator_endpoint_requests_total{", 0) == 0;
+  }
+  CHECK(endpoints == 30);
+  CHECK(v["loadwatch_push_rejected_lines_total{protocol=influx,reason=max_series}"] ==
+        3 * 90 + 5 * 100);
+}
+
+TEST_CASE("jmeter influx: a source evicted or never kept gives its series back") {
+  JMeterModel::Limits limits;
+  limits.max_sources = 1;
+  limits.evict_after_s = 10;
+  limits.max_series = JMeterModel::kSourceSeries + JMeterModel::kEndpointSeries;
+  JMeterModel m("influx", limits);
+  const char* line = "jmeter,transaction=a,statut=all count=1\n";
+  CHECK(m.ingest_influx("one", line, 1000).refused == nullptr);
+  // A body with nothing JMeter-shaped leaves no source, and takes no series.
+  CHECK(m.ingest_influx("one", "cpu value=1\n", 1000).refused == nullptr);
+  // "one" is evicted after 10 s: "two" gets the whole series budget again.
+  CHECK(m.ingest_influx("two", line, 1011).refused == nullptr);
+  CHECK(flatten(m)["loadwatch_generator_endpoint_requests_total{source=two,name=a,method=}"] == 1);
 }

@@ -8,20 +8,14 @@
 #include <sstream>
 
 #include "sources/prom_text_parser.h"
+#include "tests/lib/fixture_file.h"
 
 using loadwatch::parse_prom_text;
 using loadwatch::parse_prom_value;
+using loadwatch::test::read_fixture;
 using prometheus::MetricType;
 
 namespace {
-
-std::string read_fixture(const std::string& rel) {
-  std::ifstream in(std::string(LOADWATCH_FIXTURES) + "/" + rel, std::ios::binary);
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 const prometheus::MetricFamily* family(const loadwatch::PromTextParse& p, const std::string& name) {
   for (const auto& f : p.families) {
@@ -356,4 +350,87 @@ TEST_CASE("every prefix of a real capture and random bytes parse or fail cleanly
     auto p = parse_prom_text(s);
     if (!p.ok()) CHECK(p.error.rfind("line ", 0) == 0);
   }
+}
+
+TEST_CASE("strict mode accepts loadwatch's own serialization of the spec example",
+          "[prom_text][strict]") {
+  auto parsed = parse_prom_text(kSpecExample);
+  REQUIRE(parsed.ok());
+  std::string page = loadwatch::serialize_text(parsed.families);
+  auto strict = parse_prom_text(page, loadwatch::PromTextLimits::strict_mode());
+  INFO(page);
+  CHECK(strict.error == "");
+  CHECK(strict.families.size() == parsed.families.size());
+}
+
+TEST_CASE("strict mode rejects what would break a scrape", "[prom_text][strict]") {
+  auto strict = [](const std::string& text) {
+    return parse_prom_text(text, loadwatch::PromTextLimits::strict_mode()).error;
+  };
+  CHECK(strict("a{l=\"\xff\"} 1\n").find("not valid UTF-8") != std::string::npos);
+  CHECK(strict("# HELP a caf\xe9\na 1\n").find("not valid UTF-8") != std::string::npos);
+  CHECK(strict("a{l=\"1\"} 1\na{l=\"1\"} 2\n").find("duplicate series") != std::string::npos);
+  CHECK(strict("a{x=\"1\",y=\"2\"} 1\na{y=\"2\",x=\"1\"} 2\n").find("duplicate series") !=
+        std::string::npos);
+  CHECK(strict("# TYPE s summary\ns{quantile=\"0.5\"} 1\ns{quantile=\"0.5\"} 2\n")
+            .find("duplicate series") != std::string::npos);
+  CHECK(strict("a 1\nb 1\na{l=\"2\"} 1\n").find("not contiguous") != std::string::npos);
+  CHECK(strict("a 1\n# HELP a late\n").find("after its samples") != std::string::npos);
+  CHECK(strict("a 1\r\n") != "");
+  // The same inputs parse leniently (as a source's body).
+  CHECK(parse_prom_text("a{l=\"1\"} 1\na{l=\"1\"} 2\n").ok());
+  CHECK(parse_prom_text("a 1\nb 1\na{l=\"2\"} 1\n").ok());
+  CHECK(strict("a{l=\"é\"} 1\n# HELP b x\n# TYPE b gauge\nb 2\n") == "");
+}
+
+TEST_CASE("limits: past max_series samples are read, counted, not kept", "[prom_text][limits]") {
+  std::string text = "# TYPE c counter\n";
+  for (int i = 0; i < 5000; ++i) text += "c{i=\"" + std::to_string(i) + "\"} 1\n";
+  text += "# HELP d new family past the cap\nd 1\n";
+  loadwatch::PromTextLimits limits;
+  limits.max_series = 100;
+  auto p = parse_prom_text(text, limits);
+  REQUIRE(p.ok());
+  REQUIRE(p.families.size() == 1);
+  CHECK(p.families[0].metric.size() == 100);
+  CHECK(p.dropped.at("max_series") == 4900 + 1);
+  // A syntax error past the cap still fails the parse.
+  CHECK_FALSE(parse_prom_text(text + "bad{\n", limits).ok());
+}
+
+TEST_CASE("limits: oversized labels drop the sample without storing the value",
+          "[prom_text][limits]") {
+  std::string huge(15u << 20, 'x');  // one 15 MiB label value, as a hostile source sent
+  std::string text = "a{l=\"" + huge + "\"} 1\na{l=\"ok\"} 2\n";
+  std::string many = "b{";
+  for (int i = 0; i < 100000; ++i) many += "l" + std::to_string(i) + "=\"v\",";
+  many += "} 1\n";
+  text += many;
+  text += "c{" + std::string(300, 'n') + "=\"v\"} 1\n";
+  auto p = parse_prom_text(text);
+  REQUIRE(p.ok());
+  REQUIRE(p.families.size() == 1);
+  CHECK(p.families[0].name == "a");
+  CHECK(p.families[0].metric.size() == 1);
+  CHECK(p.dropped.at("label_limit") == 3);
+}
+
+TEST_CASE("limits: quantiles and buckets per series, HELP length", "[prom_text][limits]") {
+  std::string text = "# HELP s " + std::string(10000, 'h') + "é\n# TYPE s summary\n";
+  for (int i = 0; i < 100; ++i) text += "s{quantile=\"0." + std::to_string(i) + "1\"} 1\n";
+  text += "# TYPE h histogram\n";
+  for (int i = 0; i < 200; ++i) text += "h_bucket{le=\"" + std::to_string(i) + "\"} 1\n";
+  auto p = parse_prom_text(text);
+  REQUIRE(p.ok());
+  CHECK(family(p, "s")->help.size() == loadwatch::kMaxHelpBytes);
+  CHECK(family(p, "s")->metric[0].summary.quantile.size() == loadwatch::kMaxQuantilesPerSeries);
+  CHECK(family(p, "h")->metric[0].histogram.bucket.size() == loadwatch::kMaxBucketsPerSeries);
+  CHECK(p.dropped.at("max_quantiles") == 100 - loadwatch::kMaxQuantilesPerSeries);
+  CHECK(p.dropped.at("max_buckets") == 200 - loadwatch::kMaxBucketsPerSeries);
+  // A HELP cut inside a multi-byte character keeps valid UTF-8.
+  std::string cut = "# HELP u " + std::string(loadwatch::kMaxHelpBytes - 1, 'h') + "é\nu 1\n";
+  auto q = parse_prom_text(cut);
+  REQUIRE(q.ok());
+  CHECK(q.families[0].help.size() == loadwatch::kMaxHelpBytes - 1);
+  CHECK(loadwatch::valid_utf8(q.families[0].help));
 }

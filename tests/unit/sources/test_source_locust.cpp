@@ -5,63 +5,20 @@
 #include <sstream>
 
 #include "sources/locust.h"
+#include "tests/lib/fixture_file.h"
+#include "tests/lib/sample_values.h"
 
 using namespace loadwatch;
+using loadwatch::test::read_fixture;
+using loadwatch::test::value;
 
 namespace {
-
-std::string read_fixture(const std::string& rel) {
-  std::ifstream in(std::string(LOADWATCH_FIXTURES) + "/" + rel, std::ios::binary);
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 LocustStats parse(const std::string& text) {
   LocustStats s;
   std::string error;
   REQUIRE(parse_locust_stats(text, s, error));
   return s;
-}
-
-// The value of the sample of `name` whose labels include all of `want`; NaN if none. For a
-// summary, a "quantile" entry in `want` selects a quantile, "_count"/"_sum" its totals.
-double value(const std::vector<prometheus::MetricFamily>& fams, const std::string& name,
-             const Labels& want) {
-  for (const auto& f : fams) {
-    if (f.name != name) continue;
-    for (const auto& m : f.metric) {
-      bool all = true;
-      std::string quantile;
-      for (const auto& [k, v] : want) {
-        if (f.type == prometheus::MetricType::Summary && k == "quantile") {
-          quantile = v;
-          continue;
-        }
-        bool found = false;
-        for (const auto& l : m.label) found = found || (l.name == k && l.value == v);
-        all = all && found;
-      }
-      if (!all) continue;
-      switch (f.type) {
-        case prometheus::MetricType::Counter:
-          return m.counter.value;
-        case prometheus::MetricType::Gauge:
-          return m.gauge.value;
-        case prometheus::MetricType::Summary:
-          if (quantile == "_count") return double(m.summary.sample_count);
-          if (quantile == "_sum") return m.summary.sample_sum;
-          for (const auto& q : m.summary.quantile) {
-            if (std::to_string(q.quantile) == std::to_string(std::stod(quantile))) return q.value;
-          }
-          return std::numeric_limits<double>::quiet_NaN();
-        default:
-          return m.untyped.value;
-      }
-    }
-  }
-  return std::numeric_limits<double>::quiet_NaN();
 }
 
 bool has_label_value(const std::vector<prometheus::MetricFamily>& fams, const std::string& v) {

@@ -7,18 +7,12 @@
 #include "sources/mountebank.h"
 #include "sources/prom_text_parser.h"
 #include "sources/prometheus.h"
+#include "tests/lib/fixture_file.h"
 
 using namespace loadwatch;
+using loadwatch::test::read_fixture;
 
 namespace {
-
-std::string read_fixture(const std::string& rel) {
-  std::ifstream in(std::string(LOADWATCH_FIXTURES) + "/" + rel, std::ios::binary);
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 const prometheus::MetricFamily* family(const std::vector<prometheus::MetricFamily>& fams,
                                        const std::string& name) {

@@ -1,6 +1,8 @@
 // SourceRunner without a network: a scripted kind (no requests, so process() is called
 // directly) drives up/down, error reasons, the series cap, HELP escaping, and stopping;
 // secret files and the `credentials` reason on temporary files.
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -17,9 +19,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
-
+#include "sources/prometheus.h"
 #include "sources/secret_file.h"
 #include "sources/source_runner.h"
 
@@ -91,9 +91,9 @@ SourceConfig config(std::size_t max_series = 1000) {
 }
 
 ScrapeResult ok(std::vector<prometheus::MetricFamily> fams) {
-  return ScrapeResult{FetchError::None, "", std::move(fams)};
+  return ScrapeResult{FetchError::None, "", std::move(fams), {}};
 }
-ScrapeResult err(FetchError e) { return ScrapeResult{e, "boom", {}}; }
+ScrapeResult err(FetchError e) { return ScrapeResult{e, "boom", {}, {}}; }
 
 size_t reason_index(FetchError e) {
   for (size_t i = 0; i < std::size(kFetchErrorReasons); ++i)
@@ -142,6 +142,7 @@ TEST_CASE("a runner publishes up/down, reasons and last success", "[runner]") {
   CHECK(s1->last_success == 0);
   CHECK(s1->errors[reason_index(FetchError::Connect)] == 1);
   CHECK(s1->last_error == "boom");
+  CHECK(s1->last_error_kind == FetchError::Connect);
 
   gate->release(2);
   REQUIRE(r.wait_for_scrapes(3, 5s));
@@ -151,6 +152,8 @@ TEST_CASE("a runner publishes up/down, reasons and last success", "[runner]") {
   CHECK(s3->last_success > 1.7e9);
   REQUIRE(s3->families.size() == 1);
   CHECK(s3->errors[reason_index(FetchError::Timeout)] == 1);
+  CHECK(s3->last_error_kind == FetchError::Timeout);  // up again: why it was last down stays
+  CHECK(s3->last_error == "boom");
 
   gate->release(1);
   REQUIRE(r.wait_for_scrapes(4, 5s));
@@ -158,6 +161,7 @@ TEST_CASE("a runner publishes up/down, reasons and last success", "[runner]") {
   CHECK(s4->scrapes == 4);
   CHECK_FALSE(s4->up);
   CHECK(s4->families.empty());  // no stale numbers while down
+  CHECK(s4->last_error_kind == FetchError::Parse);
   CHECK(s4->last_success == s3->last_success);
   CHECK(s4->errors[reason_index(FetchError::Parse)] == 1);
   CHECK(s4->errors[reason_index(FetchError::Connect)] == 1);
@@ -185,19 +189,20 @@ TEST_CASE("the series cap drops and counts, every scrape", "[runner]") {
   CHECK(text.find("more than 4 series", first + 1) == std::string::npos);
   REQUIRE(s->families.size() == 1);
   CHECK(s->families[0].metric.size() == 4);
-  CHECK(s->dropped_series == 6.0 * double(s->scrapes));
+  CHECK(s->dropped_series.at("max_series") == 6.0 * double(s->scrapes));
   // Raised limit on reconfigure: nothing dropped from then on.
   auto c = config(100);
   r.set_config(c);
-  double dropped = s->dropped_series;
+  double dropped = s->dropped_series.at("max_series");
   uint64_t n = s->scrapes;
   REQUIRE(r.wait_for_scrapes(n + 3, 5s));
   auto later = r.snapshot();
   CHECK(later->families[0].metric.size() == 10);
-  CHECK(later->dropped_series <= dropped + 6);  // at most the scrape in flight
+  CHECK(later->dropped_series.at("max_series") <= dropped + 6);  // at most the one in flight
 }
 
-TEST_CASE("HELP is escaped for the serializer; a throwing kind is a parse error", "[runner]") {
+TEST_CASE("HELP stays raw (the serializer escapes it); a throwing kind is a parse error",
+          "[runner]") {
   auto scripted = std::make_unique<Scripted>(
       std::vector<std::function<ScrapeResult()>>{
           [] {
@@ -211,7 +216,7 @@ TEST_CASE("HELP is escaped for the serializer; a throwing kind is a parse error"
   SourceRunner r(config(), std::move(scripted));
   gate->release(1);
   REQUIRE(r.wait_for_scrapes(1, 5s));
-  CHECK(r.snapshot()->families.at(0).help == "a \\\\ b\\nc");
+  CHECK(r.snapshot()->families.at(0).help == "a \\ b\nc");
   gate->release(1);
   REQUIRE(r.wait_for_scrapes(2, 5s));
   auto s2 = r.snapshot();
@@ -219,6 +224,43 @@ TEST_CASE("HELP is escaped for the serializer; a throwing kind is a parse error"
   CHECK(s2->errors[reason_index(FetchError::Parse)] == 1);
   CHECK(s2->last_error.find("kind bug") != std::string::npos);
   gate->release(1000);
+}
+
+TEST_CASE("repeated series and oversized labels of a scrape are dropped, counted by reason",
+          "[runner]") {
+  auto fam = counter_family("c", 3);
+  fam.metric.push_back(fam.metric[1]);                             // a repeat
+  fam.metric.push_back(fam.metric[0]);                             // and another
+  fam.metric[0].label.push_back({"big", std::string(3000, 'x')});  // past kMaxLabelValueBytes
+  SourceRunner r(config(), std::make_unique<Scripted>(std::vector<std::function<ScrapeResult()>>{
+                               [fam] { return ok({fam}); }}));
+  REQUIRE(r.wait_for_scrapes(2, 5s));
+  auto s = r.snapshot();
+  REQUIRE(s->families.size() == 1);
+  // Kept: i=1, i=2, and the plain i=0 (the original i=0 had the oversized label).
+  CHECK(s->families[0].metric.size() == 3);
+  CHECK(s->dropped_series.at("duplicate") == 1.0 * double(s->scrapes));
+  CHECK(s->dropped_series.at("label_limit") == 1.0 * double(s->scrapes));
+  CHECK(s->up);
+}
+
+TEST_CASE("the prometheus kind keeps max_series of a huge body while parsing", "[runner]") {
+  // 200,000 series capped to 1,000: the parse holds 1,000, the rest is only counted.
+  std::string body;
+  body.reserve(200000 * 24);
+  for (int i = 0; i < 200000; ++i) body += "m_total{i=\"" + std::to_string(i) + "\"} 1\n";
+  std::vector<FetchResult> answers(1);
+  answers[0].body = std::move(body);
+  auto kind = make_prometheus_scraper();
+  auto c = config(1000);
+  ScrapeResult result = kind->process(c, answers);
+  REQUIRE(result.error == FetchError::None);
+  REQUIRE(result.families.size() == 1);
+  CHECK(result.families[0].metric.size() == 1000);
+  CHECK(result.dropped.at("max_series") == 199000);
+  DropCounts dropped = result.dropped;
+  finish_scrape(result.families, c, dropped);
+  CHECK(dropped.at("max_series") == 199000);  // nothing more to cut
 }
 
 TEST_CASE("destroying a runner waiting for its next scrape is prompt", "[runner]") {

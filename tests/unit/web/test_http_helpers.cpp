@@ -41,4 +41,10 @@ TEST_CASE("query parameters are URL-decoded") {
   CHECK(r.query_param("precision") == "ms");
   CHECK(r.query_param("x").empty());
   CHECK(r.query_param("missing").empty());
+  r.query = "a=x+y%2By&b=%41&b=second&c=";
+  CHECK(r.query_param("a") == "x y+y");
+  CHECK(r.query_param("b") == "A");  // the first one; an escape at the very end is decoded
+  CHECK(r.query_param("c").empty());
+  r.query.clear();
+  CHECK(r.query_param("a").empty());
 }

@@ -1,11 +1,14 @@
 // --web.config.file parsing (exporter-toolkit rules) and loading the TLS files it names.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
+#include "bounded_file.h"
 #include "config.h"
 #include "web/tls_context.h"
 #include "web/web_config.h"
@@ -52,13 +55,30 @@ struct Certs {
 
 }  // namespace
 
-TEST_CASE("an empty web config means plain HTTP without auth") {
-  auto c = parse_web_config("", "w.yml");
+TEST_CASE("an empty or truncated web config is refused, never read as plain HTTP without auth") {
+  // Read while it is being rewritten, such a file would turn TLS and auth off.
+  for (const char* text : {"", "# all commented out\n", "---\n"}) {
+    CAPTURE(text);
+    CHECK(error_of(text).rfind("/etc/lw/web.yml: the web config is empty", 0) == 0);
+  }
+  CHECK(error_of("tls_server_config:\n") ==
+        "/etc/lw/web.yml:1:1: tls_server_config is empty (a truncated file?); remove the key "
+        "if it is meant to be off");
+  CHECK(error_of("http_server_config: {http2: false}\nbasic_auth_users:\n")
+            .rfind("/etc/lw/web.yml:2:1: basic_auth_users is empty", 0) == 0);
+  // Written out as empty on purpose, they are off.
+  auto c = parse_web_config("tls_server_config: {}\nbasic_auth_users: {}\n", "w.yml");
   CHECK_FALSE(c.tls.enabled());
   CHECK(c.users.empty());
-  CHECK(c.headers.empty());
-  c = parse_web_config("tls_server_config:\nbasic_auth_users:\n", "w.yml");
+  c = parse_web_config("http_server_config: {http2: false}\n", "w.yml");
   CHECK_FALSE(c.tls.enabled());
+}
+
+TEST_CASE("duplicate keys in the web config are errors, at the second one") {
+  CHECK(error_of(std::string("basic_auth_users:\n  alice: '") + kHash + "'\n  alice: '" + kHash +
+                 "'\n") == "/etc/lw/web.yml:3:3: duplicate key \"alice\"");
+  CHECK(error_of("tls_server_config: {cert_file: a, key_file: b}\ntls_server_config: {}\n") ==
+        "/etc/lw/web.yml:2:1: duplicate key \"tls_server_config\"");
 }
 
 TEST_CASE("the exporter-toolkit fields are read, relative paths against the file's directory") {
@@ -183,7 +203,7 @@ TEST_CASE("load_web_config loads the certificate and key, and refuses a mismatch
       "tls_server_config: {cert_file: server.crt, key_file: server.key,\n"
       "  cipher_suites: [TLS_MADE_UP_WITH_ROT13]}\n");
   CHECK(e.find("unknown cipher suite TLS_MADE_UP_WITH_ROT13") != std::string::npos);
-  CHECK(error("") == "");
+  CHECK(error("").find("the web config is empty") != std::string::npos);
   CHECK_THROWS_AS(load_web_config(certs / "nope.yml"), ConfigError);
 
   // Every client_auth_type, the TLS 1.2 suites by their Go (IANA) names, and the curves load.
@@ -196,4 +216,75 @@ TEST_CASE("load_web_config loads the certificate and key, and refuses a mismatch
                 ",\n  cipher_suites: [TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, "
                 "TLS_AES_128_GCM_SHA256],\n  curve_preferences: [X25519, CurveP384]}\n") == "");
   }
+}
+
+TEST_CASE("load_web_config refuses what is not a regular file, without blocking or reading forever") {
+  Certs certs;
+  auto error = [&](const std::string& path) {
+    try {
+      load_web_config(path);
+    } catch (const ConfigError& err) {
+      return std::string(err.what());
+    }
+    return std::string();
+  };
+  CHECK(error(certs.dir.string()) ==
+        certs.dir.string() + ": cannot read web config file: is a directory, not a regular file");
+  REQUIRE(::mkfifo((certs / "fifo.yml").c_str(), 0600) == 0);
+  CHECK(error(certs / "fifo.yml") ==
+        certs / "fifo.yml" + ": cannot read web config file: is a FIFO, not a regular file");
+  std::filesystem::create_symlink("/dev/zero", certs / "zero.yml");
+  CHECK(error(certs / "zero.yml") == certs / "zero.yml" +
+                                         ": cannot read web config file: is a character device, "
+                                         "not a regular file");
+  std::ofstream(certs / "big.yml") << "# " << std::string(kMaxWebConfigFileBytes, 'x') << "\n";
+  CHECK(error(certs / "big.yml") ==
+        certs / "big.yml" + ": cannot read web config file: is larger than " +
+            std::to_string(kMaxWebConfigFileBytes) + " bytes");
+}
+
+TEST_CASE("the certificate, key and CA files are read as regular files only, bounded") {
+  Certs certs;
+  std::ofstream(certs / "web.yml")
+      << "tls_server_config: {cert_file: cert.pem, key_file: server.key,\n"
+         "  client_auth_type: RequireAndVerifyClientCert, client_ca_file: ca.pem}\n";
+  auto error = [&] {
+    try {
+      load_web_config(certs / "web.yml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // A chain (leaf, then its CA) and a CA file with two certificates load from memory.
+  std::filesystem::copy_file(certs / "server.crt", certs / "cert.pem");
+  {
+    std::ofstream chain(certs / "cert.pem", std::ios::app);
+    chain << std::ifstream(certs / "ca.crt").rdbuf();
+  }
+  std::filesystem::copy_file(certs / "ca.crt", certs / "ca.pem");
+  {
+    std::ofstream cas(certs / "ca.pem", std::ios::app);
+    cas << std::ifstream(certs / "server.crt").rdbuf();
+  }
+  CHECK(error() == "");
+
+  std::filesystem::remove(certs / "cert.pem");
+  REQUIRE(::mkfifo((certs / "cert.pem").c_str(), 0600) == 0);
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(error().find("cannot load cert_file " + certs / "cert.pem" +
+                     ": is a FIFO, not a regular file") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+  std::filesystem::remove(certs / "cert.pem");
+  std::filesystem::copy_file(certs / "server.crt", certs / "cert.pem");
+  std::filesystem::remove(certs / "ca.pem");
+  std::filesystem::create_symlink("/dev/zero", certs / "ca.pem");
+  CHECK(error().find("cannot load client_ca_file " + certs / "ca.pem" +
+                     ": is a character device, not a regular file") != std::string::npos);
+  std::filesystem::remove(certs / "ca.pem");
+  std::ofstream(certs / "ca.pem") << std::string(kMaxPemFileBytes + 1, 'x');
+  CHECK(error().find("is larger than") != std::string::npos);
+  std::filesystem::remove(certs / "ca.pem");
+  std::ofstream(certs / "ca.pem") << "not a certificate\n";
+  CHECK(error().find("cannot load client_ca_file") != std::string::npos);
 }

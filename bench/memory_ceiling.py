@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+"""Memory under hostile input: peak RSS and RSS after the burst, against a ceiling.
+
+Each input is thrown alone (then taken away), then all of them together; PASS when every
+input alone keeps the peak under --ceiling-mib and RSS returns to within --after-slack-mib
+of the baseline once the burst is over.
+
+Starts a loadwatch binary (loopback only) with a textfile directory, a Graphite port and two
+Prometheus sources served from this process, then throws at it, in turn:
+
+  source_1m     a source answering 1,000,000 series (14 MB, under max_response_bytes)
+  source_15mib  a source answering one 15 MiB label value
+  influx_pct    one Influx line with 128,000 distinct pctN fields, while /-/ready is polled
+  influx_names  64 KiB transaction names x 100 x 8 databases
+  textfiles     4 textfiles of 16 MiB (~1.1 M series each), then deleted
+
+and reports, per step and overall, VmHWM (peak RSS, restarted at each step through
+/proc/PID/clear_refs) and VmRSS after the daemon settled,
+the /metrics size, the slowest /-/ready answer during the Influx line and its status codes.
+Taking an input away means switching the sources back to a small body and deleting the
+textfiles; the "after" figure is taken a few samples after the last step.
+
+    python3 bench/memory_ceiling.py --binary build/loadwatch [--ceiling-mib 64] [--json out]
+
+Every wait is bounded; the daemon is stopped by its PID.
+"""
+import argparse
+import http.server
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def kib(pid, field):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def reset_peak(pid):
+    """Restarts VmHWM from the current RSS (Linux >= 4.0), so each step has its own peak."""
+    try:
+        with open("/proc/%d/clear_refs" % pid, "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(url, timeout=30):
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def post(url, body, timeout=120):
+    req = urllib.request.Request(url, data=body, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+class Bodies:
+    """What the two sources answer; switched by the steps."""
+    small = b"# TYPE ok gauge\nok 1\n"
+
+    def __init__(self):
+        self.one = self.small
+        self.two = self.small
+
+
+def make_handler(bodies):
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = bodies.one if self.path == "/one" else bodies.two
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+    return Handler
+
+
+def textfile_body(target_bytes):
+    # Short series, as many as fit: the worst case for parsed size per byte of file.
+    lines = []
+    size = 0
+    i = 0
+    lines.append(b"# TYPE tf gauge\n")
+    while size < target_bytes:
+        line = b'tf{i="%d"} 1\n' % i
+        lines.append(line)
+        size += len(line)
+        i += 1
+    return b"".join(lines), i
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--binary", default=os.path.join(ROOT, "build", "loadwatch"))
+    ap.add_argument("--ceiling-mib", type=float, default=64)
+    ap.add_argument("--after-slack-mib", type=float, default=8,
+                    help="RSS after the burst may exceed the baseline by this much")
+    ap.add_argument("--settle-seconds", type=float, default=4)
+    ap.add_argument("--json", help="write the figures here")
+    args = ap.parse_args()
+
+    work = tempfile.mkdtemp(prefix="lw-memceiling-")
+    textfiles = os.path.join(work, "textfiles")
+    os.mkdir(textfiles)
+    bodies = Bodies()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), make_handler(bodies))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    sport = server.server_address[1]
+    config = os.path.join(work, "lw.yml")
+    with open(config, "w") as f:
+        f.write("sources:\n"
+                "  - {name: one, kind: prometheus, url: 'http://127.0.0.1:%d/one', interval: 1s,"
+                " timeout: 10s}\n"
+                "  - {name: two, kind: prometheus, url: 'http://127.0.0.1:%d/two', interval: 1s,"
+                " timeout: 10s}\n" % (sport, sport))
+    port, gport = free_port(), free_port()
+    log = open(os.path.join(work, "loadwatch.log"), "wb")
+    proc = subprocess.Popen([args.binary, "--web.listen-address=127.0.0.1:%d" % port,
+                             "--config.file=" + config,
+                             "--collector.textfile.directory=" + textfiles,
+                             "--graphite.listen-address=127.0.0.1:%d" % gport],
+                            stdout=log, stderr=subprocess.STDOUT)
+    url = "http://127.0.0.1:%d" % port
+    results = {"binary": args.binary, "ceiling_mib": args.ceiling_mib, "steps": []}
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                if get(url + "/-/ready", timeout=1)[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise SystemExit("loadwatch not ready")
+        time.sleep(args.settle_seconds)
+        get(url + "/metrics")
+        baseline = kib(proc.pid, "VmRSS")
+        results["baseline_kib"] = baseline
+
+        per_step = reset_peak(proc.pid)
+        results["per_step_peaks"] = per_step
+        overall_peak = 0
+
+        def step(name, run):
+            nonlocal overall_peak
+            reset_peak(proc.pid)
+            t0 = time.time()
+            extra = run() or {}
+            time.sleep(args.settle_seconds)
+            try:
+                status, page = get(url + "/metrics", timeout=60)
+            except OSError:  # a daemon that cannot serve the page in time (older builds)
+                status, page = 0, b""
+            row = {"step": name, "seconds": round(time.time() - t0, 1),
+                   "peak_kib": kib(proc.pid, "VmHWM"), "rss_kib": kib(proc.pid, "VmRSS"),
+                   "metrics_status": status, "metrics_bytes": len(page)}
+            row.update(extra)
+            overall_peak = max(overall_peak, row["peak_kib"])
+            results["steps"].append(row)
+            print("%-13s peak %7.1f MiB  rss %7.1f MiB  /metrics %8d bytes  %s" % (
+                name, row["peak_kib"] / 1024, row["rss_kib"] / 1024, len(page),
+                " ".join("%s=%s" % kv for kv in extra.items())), flush=True)
+
+        def source_1m():
+            bodies.one = b"".join(b'a{i="%d"} 1\n' % i for i in range(1000000))
+            time.sleep(3)
+            return {"body_bytes": len(bodies.one)}
+
+        def source_15mib():
+            bodies.two = b'big{v="' + b"x" * (15 << 20) + b'"} 1\nok 1\n'
+            time.sleep(3)
+            return {}
+
+        def influx_pct():
+            line = b"jmeter,transaction=t,statut=all count=1," + b",".join(
+                b"pct%d.%d=1" % (i // 1000, i % 1000) for i in range(128000)) + b"\n"
+            ready = []
+            stop = threading.Event()
+
+            def poll():
+                while not stop.is_set():
+                    t = time.time()
+                    try:
+                        code = get(url + "/-/ready", timeout=30)[0]
+                    except OSError:
+                        code = 0
+                    ready.append((code, time.time() - t))
+                    time.sleep(0.05)
+            poller = threading.Thread(target=poll)
+            poller.start()
+            t = time.time()
+            status = post(url + "/write?db=pct", line)
+            took = time.time() - t
+            time.sleep(1)
+            stop.set()
+            poller.join(60)
+            return {"post_status": status, "post_seconds": round(took, 2),
+                    "ready_codes": sorted({c for c, _ in ready}),
+                    "ready_worst_s": round(max((d for _, d in ready), default=0), 3)}
+
+        def influx_names():
+            statuses = []
+            for db in range(8):
+                body = b"".join(b"jmeter,transaction=%s%d,statut=all count=1,avg=1,pct90.0=1\n"
+                                % (b"n" * 65536, t) for t in range(100))
+                statuses.append(post(url + "/write?db=big%d" % db, body))
+            return {"post_statuses": sorted(set(statuses))}
+
+        def textfile_burst():
+            series = 0
+            for k in range(4):
+                data, n = textfile_body((16 << 20) - 64)  # just under the file cap
+                series += n
+                tmp = os.path.join(textfiles, ".t%d" % k)
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                os.rename(tmp, os.path.join(textfiles, "t%d.prom" % k))
+            time.sleep(3)
+            return {"series_written": series}
+
+        def calm():
+            bodies.one = bodies.two = Bodies.small
+            for name in os.listdir(textfiles):
+                os.remove(os.path.join(textfiles, name))
+            time.sleep(3)
+            return {}
+
+        def all_at_once():
+            # Every input together: the peak is then the baseline plus what is in flight at
+            # once (two source bodies, a textfile's text, a push body), each under its cap.
+            extra = {}
+            threads = [threading.Thread(target=f) for f in (influx_pct, influx_names)]
+            extra.update(source_1m())
+            source_15mib()
+            for t in threads:
+                t.start()
+            extra.update(textfile_burst())
+            for t in threads:
+                t.join(300)
+            return extra
+
+        # Each input alone (then taken away), then all together, then calm.
+        for name, run in (("source_1m", source_1m), ("source_15mib", source_15mib),
+                          ("influx_pct", influx_pct), ("influx_names", influx_names),
+                          ("textfiles", textfile_burst)):
+            step(name, run)
+            calm()
+            if proc.poll() is not None:
+                raise SystemExit("loadwatch exited during %s" % name)
+        alone_peak = overall_peak
+        step("all_at_once", all_at_once)
+        step("after_burst", calm)
+        after = kib(proc.pid, "VmRSS")
+        results.update(alone_peak_kib=alone_peak, all_peak_kib=overall_peak, after_kib=after,
+                       passed=alone_peak <= args.ceiling_mib * 1024
+                       and after <= baseline + args.after_slack_mib * 1024)
+        print("baseline %.1f MiB; peak with one input at a time %.1f MiB (ceiling %.0f MiB), "
+              "with all at once %.1f MiB; after the burst %.1f MiB (at most baseline + %.0f): %s"
+              % (baseline / 1024, alone_peak / 1024, args.ceiling_mib, overall_peak / 1024,
+                 after / 1024, args.after_slack_mib, "PASS" if results["passed"] else "FAIL"))
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        server.shutdown()
+        log.close()
+        shutil.rmtree(work, ignore_errors=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    sys.exit(0 if results.get("passed") else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,252 @@
+#include "analysis/compare.h"
+
+#include <charconv>
+#include <cmath>
+
+#include "analysis/format_figures.h"
+
+namespace loadwatch::analysis {
+
+namespace {
+
+struct MetricName {
+  const char* name;
+  Metric metric;
+};
+constexpr MetricName kMetricNames[] = {
+    {"rps", Metric::rps},     {"throughput", Metric::rps},      {"qps", Metric::rps},
+    {"p50", Metric::p50},     {"p95", Metric::p95},             {"p99", Metric::p99},
+    {"error_ratio", Metric::error_ratio}, {"errors", Metric::error_ratio}};
+
+bool is_latency(Metric m) { return m == Metric::p50 || m == Metric::p95 || m == Metric::p99; }
+
+std::string trim_number(double v) { return fmt_number(v, 6); }
+
+}  // namespace
+
+const char* metric_name(Metric m) {
+  switch (m) {
+    case Metric::rps: return "rps";
+    case Metric::p50: return "p50";
+    case Metric::p95: return "p95";
+    case Metric::p99: return "p99";
+    case Metric::error_ratio: return "error_ratio";
+  }
+  return "?";
+}
+
+std::optional<double> metric_value(const PhaseStats& p, Metric m) {
+  switch (m) {
+    case Metric::rps: return p.rps;
+    case Metric::p50: return p.p50_seconds;
+    case Metric::p95: return p.p95_seconds;
+    case Metric::p99: return p.p99_seconds;
+    case Metric::error_ratio: return p.error_ratio;
+  }
+  return std::nullopt;
+}
+
+std::string format_metric(Metric m, double v) {
+  if (is_latency(m)) return fmt_ms(v);
+  if (m == Metric::error_ratio) return fmt_pct(v);
+  return fmt_rps(v);
+}
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::ok: return "ok";
+    case Verdict::regression: return "REGRESSION";
+    case Verdict::no_data: return "NO DATA";
+  }
+  return "?";
+}
+
+std::string Rule::describe() const {
+  std::string sign = amount >= 0 ? "+" : "";
+  std::string change_text;
+  switch (change) {
+    case Change::relative: change_text = sign + trim_number(amount) + "%"; break;
+    case Change::points: change_text = sign + trim_number(amount) + "pp"; break;
+    case Change::absolute:
+      change_text = is_latency(metric) ? sign + trim_number(amount * 1e3) + "ms"
+                                       : sign + trim_number(amount);
+      break;
+  }
+  return std::string(metric_name(metric)) + (bound == Bound::max ? " <= " : " >= ") + "base " +
+         change_text;
+}
+
+double Rule::limit(double base) const {
+  switch (change) {
+    case Change::relative: return base * (1 + amount / 100);
+    case Change::points: return base + amount / 100;
+    case Change::absolute: return base + amount;
+  }
+  return base;
+}
+
+Rule parse_rule(Bound bound, std::string_view spec) {
+  Rule r;
+  r.bound = bound;
+  r.text = std::string(spec);
+  auto eq = spec.find('=');
+  if (eq == std::string_view::npos) {
+    throw std::invalid_argument("\"" + r.text + "\": expected METRIC=CHANGE, e.g. p95=+20%");
+  }
+  std::string_view name = spec.substr(0, eq), value = spec.substr(eq + 1);
+  bool known = false;
+  for (const MetricName& m : kMetricNames) {
+    if (name == m.name) {
+      r.metric = m.metric;
+      known = true;
+    }
+  }
+  if (!known) {
+    throw std::invalid_argument("\"" + r.text +
+                                "\": unknown metric (rps, p50, p95, p99, error_ratio)");
+  }
+  bool signed_value = !value.empty() && (value.front() == '+' || value.front() == '-');
+  bool negative = signed_value && value.front() == '-';
+  if (signed_value) value.remove_prefix(1);
+  double scale = 1;
+  bool time_unit = false;
+  r.change = Change::absolute;
+  auto strip = [&](std::string_view suffix) {
+    if (value.size() > suffix.size() && value.substr(value.size() - suffix.size()) == suffix) {
+      value.remove_suffix(suffix.size());
+      return true;
+    }
+    return false;
+  };
+  if (strip("%")) {
+    r.change = Change::relative;
+  } else if (strip("pp")) {
+    if (r.metric != Metric::error_ratio) {
+      throw std::invalid_argument("\"" + r.text + "\": pp (percentage points) is for error_ratio");
+    }
+    r.change = Change::points;
+  } else if (strip("ms")) {
+    scale = 1e-3, time_unit = true;
+  } else if (strip("us")) {
+    scale = 1e-6, time_unit = true;
+  } else if (strip("s")) {
+    time_unit = true;
+  }
+  if (time_unit && !is_latency(r.metric)) {
+    throw std::invalid_argument("\"" + r.text + "\": a time unit is for p50, p95 or p99");
+  }
+  double amount = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), amount);
+  if (ec != std::errc() || end != value.data() + value.size() || !std::isfinite(amount) ||
+      value.empty()) {
+    throw std::invalid_argument("\"" + r.text + "\": not a number with %, pp, ms, s or us");
+  }
+  if (amount < 0) throw std::invalid_argument("\"" + r.text + "\": put the sign first");
+  amount *= scale;
+  if (negative || (!signed_value && bound == Bound::min)) amount = -amount;
+  if (r.change == Change::relative && amount <= -100) {
+    throw std::invalid_argument("\"" + r.text + "\": a change of -100% or less means nothing");
+  }
+  r.amount = amount;
+  return r;
+}
+
+std::vector<Rule> default_rules() { return {parse_rule(Bound::max, "p95=+20%")}; }
+
+bool Comparison::regressed() const {
+  for (const PhaseComparison& p : phases) {
+    for (const RuleResult& r : p.results) {
+      if (r.verdict == Verdict::regression) return true;
+    }
+  }
+  return false;
+}
+
+bool Comparison::bad_input() const {
+  if (!problems.empty()) return true;
+  for (const PhaseComparison& p : phases) {
+    if (!p.current_phase) return true;
+    for (const RuleResult& r : p.results) {
+      if (r.verdict == Verdict::no_data) return true;
+    }
+  }
+  return false;
+}
+
+int Comparison::exit_code() const {
+  if (bad_input()) return 2;
+  return regressed() ? 1 : 0;
+}
+
+namespace {
+
+RuleResult judge(const Rule& rule, const PhaseStats& base, const PhaseStats& cur) {
+  RuleResult r;
+  r.rule = rule;
+  r.base = metric_value(base, rule.metric);
+  r.current = metric_value(cur, rule.metric);
+  const char* name = metric_name(rule.metric);
+  if (!r.base || !r.current) {
+    r.verdict = Verdict::no_data;
+    r.message = std::string("no ") + name + " in " +
+                (!r.base && !r.current ? "either run" : !r.base ? "the baseline" : "the current run");
+    return r;
+  }
+  r.limit = rule.limit(*r.base);
+  // A hair of slack so a value equal to the limit after rounding in a saved file passes.
+  double slack = 1e-9 * std::max(1.0, std::fabs(*r.limit));
+  bool bad = rule.bound == Bound::max ? *r.current > *r.limit + slack
+                                      : *r.current < *r.limit - slack;
+  r.verdict = bad ? Verdict::regression : Verdict::ok;
+  std::string change = *r.base != 0 ? " (" + fmt_change(*r.base, *r.current) + ")" : "";
+  r.message = std::string(name) + " " + format_metric(rule.metric, *r.current) + change +
+              (bad ? (rule.bound == Bound::max ? " above" : " below") : " within") +
+              " the limit " + format_metric(rule.metric, *r.limit) + " (baseline " +
+              format_metric(rule.metric, *r.base) + ")";
+  return r;
+}
+
+}  // namespace
+
+Comparison compare_reports(const CapacityReport& base, const CapacityReport& current,
+                           const std::vector<Rule>& rules) {
+  Comparison c;
+  if (base.phases.empty()) c.problems.push_back("the baseline has no phases");
+  if (current.phases.empty()) c.problems.push_back("the current run has no phases");
+  std::vector<bool> used(current.phases.size(), false);
+  auto take = [&](auto&& matches) -> std::optional<std::size_t> {
+    for (std::size_t i = 0; i < current.phases.size(); ++i) {
+      if (!used[i] && matches(current.phases[i])) {
+        used[i] = true;
+        return i;
+      }
+    }
+    return std::nullopt;
+  };
+  for (const PhaseStats& b : base.phases) {
+    PhaseComparison pc;
+    pc.base_phase = b.name;
+    pc.users = b.users;
+    std::optional<std::size_t> match;
+    if (b.users) {
+      match = take([&](const PhaseStats& p) { return p.users == b.users; });
+      if (match) pc.matched_by = "users";
+    }
+    if (!match) {
+      match = take([&](const PhaseStats& p) { return p.name == b.name; });
+      if (match) pc.matched_by = "name";
+    }
+    if (match) {
+      const PhaseStats& cur = current.phases[*match];
+      pc.current_phase = cur.name;
+      for (const Rule& rule : rules) pc.results.push_back(judge(rule, b, cur));
+    }
+    c.phases.push_back(std::move(pc));
+  }
+  for (std::size_t i = 0; i < current.phases.size(); ++i) {
+    if (!used[i]) c.unmatched_current.push_back(current.phases[i].name);
+  }
+  return c;
+}
+
+}  // namespace loadwatch::analysis

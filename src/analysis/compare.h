@@ -1,0 +1,77 @@
+#pragma once
+// The baseline gate: phases of a current run against the same phases of a baseline, under rules
+// such as "p95 at most 20 % above the baseline". docs/capacity.md describes the rule syntax.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/capacity_report.h"
+
+namespace loadwatch::analysis {
+
+enum class Metric { rps, p50, p95, p99, error_ratio };
+enum class Bound { max, min };  // --max: current <= limit; --min: current >= limit
+enum class Change { relative, points, absolute };  // "20%", "0.5pp", "30ms" / "12"
+
+struct Rule {
+  Metric metric = Metric::p95;
+  Bound bound = Bound::max;
+  Change change = Change::relative;
+  double amount = 20;  // signed: percent, percentage points, or base units (seconds, req/s)
+  std::string text;    // as written, e.g. "p95=+20%"
+
+  /// "p95 <= base +20%"
+  std::string describe() const;
+  /// The limit the current value is held to.
+  double limit(double base) const;
+};
+
+/// "p95=+20%" for --max or --min. A value without a sign points the usual way (up for --max,
+/// down for --min). Throws std::invalid_argument with the reason.
+Rule parse_rule(Bound bound, std::string_view spec);
+
+/// p95 at most 20 % above the baseline.
+std::vector<Rule> default_rules();
+
+const char* metric_name(Metric m);
+std::optional<double> metric_value(const PhaseStats& p, Metric m);
+std::string format_metric(Metric m, double v);
+
+enum class Verdict { ok, regression, no_data };
+const char* verdict_name(Verdict v);
+
+struct RuleResult {
+  Rule rule;
+  std::optional<double> base, current, limit;
+  Verdict verdict = Verdict::no_data;
+  std::string message;  // the figures, in words
+};
+
+struct PhaseComparison {
+  std::string base_phase;
+  std::optional<std::string> current_phase;  // absent: the current run has no such phase
+  std::optional<std::int64_t> users;
+  std::string matched_by;  // "users" or "name"
+  std::vector<RuleResult> results;
+};
+
+struct Comparison {
+  std::vector<PhaseComparison> phases;
+  std::vector<std::string> unmatched_current;  // phases only the current run has (not judged)
+  std::vector<std::string> problems;           // why the input is bad, if it is
+
+  bool regressed() const;
+  bool bad_input() const;
+  /// 0 within the limits, 1 on a regression, 2 when the comparison could not be made in full
+  /// (a baseline phase or a figure is missing): the gate never passes on what it did not check.
+  int exit_code() const;
+};
+
+/// Phases are matched by user count, else by name; each current phase is used once.
+Comparison compare_reports(const CapacityReport& base, const CapacityReport& current,
+                           const std::vector<Rule>& rules);
+
+}  // namespace loadwatch::analysis

@@ -1,0 +1,154 @@
+#include "analysis/phase_stats.h"
+
+#include "analysis/json_fields.h"
+
+namespace loadwatch::analysis {
+
+namespace jf = json_fields;
+using nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+const TargetPhaseStats* PhaseStats::target(const std::string& target_name) const {
+  for (const TargetPhaseStats& t : targets) {
+    if (t.name == target_name) return &t;
+  }
+  return nullptr;
+}
+
+void to_json(ojson& j, const TargetPhaseStats& t) {
+  j = ojson::object();
+  j["name"] = t.name;
+  jf::put(j, "cpu_cores", t.cpu_cores);
+  jf::put(j, "busiest_process_core_share", t.busiest_process_core_share);
+  jf::put(j, "cpu_limit_cores", t.cpu_limit_cores);
+  jf::put(j, "rss_start_bytes", t.rss_start_bytes);
+  jf::put(j, "rss_end_bytes", t.rss_end_bytes);
+  jf::put(j, "rss_slope_bytes_per_second", t.rss_slope_bytes_per_second);
+  jf::put(j, "open_fds_max", t.open_fds_max);
+  jf::put(j, "fd_limit", t.fd_limit);
+}
+
+void from_json(const json& j, TargetPhaseStats& t) {
+  if (!j.is_object()) throw std::invalid_argument("expected an object");
+  auto name = jf::string(j, "name");
+  if (!name || name->empty()) throw std::invalid_argument("name: missing");
+  t.name = *name;
+  t.cpu_cores = jf::non_negative(j, "cpu_cores");
+  t.busiest_process_core_share = jf::non_negative(j, "busiest_process_core_share");
+  t.cpu_limit_cores = jf::non_negative(j, "cpu_limit_cores");
+  t.rss_start_bytes = jf::non_negative(j, "rss_start_bytes");
+  t.rss_end_bytes = jf::non_negative(j, "rss_end_bytes");
+  t.rss_slope_bytes_per_second = jf::number(j, "rss_slope_bytes_per_second");
+  t.open_fds_max = jf::non_negative(j, "open_fds_max");
+  t.fd_limit = jf::non_negative(j, "fd_limit");
+}
+
+void to_json(ojson& j, const HostPhaseStats& h) {
+  j = ojson::object();
+  jf::put(j, "cores", h.cores);
+  if (!h.cpu_cores_by_mode.empty()) j["cpu_cores_by_mode"] = h.cpu_cores_by_mode;
+  jf::put(j, "softirq_cores", h.softirq_cores);
+  jf::put(j, "time_wait_max", h.time_wait_max);
+  jf::put(j, "time_wait_limit", h.time_wait_limit);
+  jf::put(j, "listen_overflows", h.listen_overflows);
+  jf::put(j, "ephemeral_port_ratio_max", h.ephemeral_port_ratio_max);
+}
+
+void from_json(const json& j, HostPhaseStats& h) {
+  if (!j.is_object()) throw std::invalid_argument("expected an object");
+  if (auto cores = jf::integer(j, "cores")) {
+    if (*cores < 1) throw std::invalid_argument("cores: must be at least 1");
+    h.cores = static_cast<int>(*cores);
+  }
+  h.cpu_cores_by_mode.clear();
+  if (const json* modes = jf::object(j, "cpu_cores_by_mode")) {
+    for (const auto& [mode, value] : modes->items()) {
+      jf::within("cpu_cores_by_mode.", [&] {
+        if (auto cores = jf::non_negative(*modes, mode.c_str())) h.cpu_cores_by_mode[mode] = *cores;
+      });
+    }
+  }
+  h.softirq_cores = jf::non_negative(j, "softirq_cores");
+  h.time_wait_max = jf::non_negative(j, "time_wait_max");
+  h.time_wait_limit = jf::non_negative(j, "time_wait_limit");
+  h.listen_overflows = jf::non_negative(j, "listen_overflows");
+  h.ephemeral_port_ratio_max = jf::ratio(j, "ephemeral_port_ratio_max");
+}
+
+void to_json(ojson& j, const MockPhaseStats& m) {
+  j = ojson::object();
+  jf::put(j, "p95_seconds", m.p95_seconds);
+  jf::put(j, "error_ratio", m.error_ratio);
+}
+
+void from_json(const json& j, MockPhaseStats& m) {
+  if (!j.is_object()) throw std::invalid_argument("expected an object");
+  m.p95_seconds = jf::non_negative(j, "p95_seconds");
+  m.error_ratio = jf::ratio(j, "error_ratio");
+}
+
+void to_json(ojson& j, const PhaseStats& p) {
+  j = ojson::object();
+  j["name"] = p.name;
+  jf::put(j, "users", p.users);
+  jf::put(j, "start", p.start);
+  jf::put(j, "end", p.end);
+  jf::put(j, "duration_seconds", p.duration_seconds);
+  jf::put(j, "stable_start", p.stable_start);
+  jf::put(j, "stable_seconds", p.stable_seconds);
+  jf::put(j, "warmup_rule", p.warmup_rule);
+  jf::put(j, "rps", p.rps);
+  jf::put(j, "p50_seconds", p.p50_seconds);
+  jf::put(j, "p95_seconds", p.p95_seconds);
+  jf::put(j, "p99_seconds", p.p99_seconds);
+  jf::put(j, "error_ratio", p.error_ratio);
+  if (!p.targets.empty()) j["targets"] = p.targets;
+  ojson host = p.host;
+  if (!host.empty()) j["host"] = std::move(host);
+  jf::put(j, "generator_target", p.generator_target);
+  ojson mock = p.mock;
+  if (!mock.empty()) j["mock"] = std::move(mock);
+}
+
+void from_json(const json& j, PhaseStats& p) {
+  if (!j.is_object()) throw std::invalid_argument("expected an object");
+  auto name = jf::string(j, "name");
+  if (!name || name->empty()) throw std::invalid_argument("name: missing");
+  p.name = *name;
+  p.users = jf::integer(j, "users");
+  if (p.users && (*p.users < 0 || *p.users > 1'000'000'000'000)) {
+    throw std::invalid_argument("users: must be 0..10^12");
+  }
+  p.start = jf::number(j, "start");
+  p.end = jf::number(j, "end");
+  p.duration_seconds = jf::non_negative(j, "duration_seconds");
+  p.stable_start = jf::number(j, "stable_start");
+  p.stable_seconds = jf::non_negative(j, "stable_seconds");
+  p.warmup_rule = jf::string(j, "warmup_rule").value_or("");
+  p.rps = jf::non_negative(j, "rps");
+  p.p50_seconds = jf::non_negative(j, "p50_seconds");
+  p.p95_seconds = jf::non_negative(j, "p95_seconds");
+  p.p99_seconds = jf::non_negative(j, "p99_seconds");
+  p.error_ratio = jf::ratio(j, "error_ratio");
+  p.targets.clear();
+  if (const json* targets = jf::array(j, "targets")) {
+    for (std::size_t i = 0; i < targets->size(); ++i) {
+      jf::within("targets[" + std::to_string(i) + "].",
+                 [&] { p.targets.push_back((*targets)[i].get<TargetPhaseStats>()); });
+    }
+  }
+  p.host = {};
+  if (const json* host = jf::object(j, "host")) {
+    jf::within("host.", [&] { p.host = host->get<HostPhaseStats>(); });
+  }
+  p.generator_target = jf::string(j, "generator_target");
+  if (p.generator_target && !p.target(*p.generator_target)) {
+    throw std::invalid_argument("generator_target: names no target of the phase");
+  }
+  p.mock = {};
+  if (const json* mock = jf::object(j, "mock")) {
+    jf::within("mock.", [&] { p.mock = mock->get<MockPhaseStats>(); });
+  }
+}
+
+}  // namespace loadwatch::analysis

@@ -1,0 +1,90 @@
+#pragma once
+// From per-sample series to PhaseStats: the one reduction both the daemon's history and a
+// Prometheus server feed (each fills a RunSeries for the run's time range).
+//
+// Which window each figure uses (docs/capacity.md explains why):
+// - rates, means and latency quantiles: the stable window (the phase minus its warm-up);
+// - peaks (fds, TIME_WAIT, ephemeral ports), listen overflows and RSS start/end/slope: the whole
+//   phase, since a leak or an exhausted resource during warm-up counts as much as later.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/capacity_report.h"
+#include "analysis/phase_stats.h"
+#include "analysis/series.h"
+
+namespace loadwatch::analysis {
+
+struct TargetSeries {
+  std::string name;
+  Series cpu_seconds;            // counter: user + system CPU seconds of the group
+  Series busiest_process_cores;  // gauge: CPU of the busiest member over each sample interval
+  Series rss_bytes;
+  Series open_fds;
+  Series max_fds;                         // soft RLIMIT_NOFILE of the member closest to it
+  std::optional<double> cpu_limit_cores;  // cgroup cpu.max quota or affinity, when smaller
+};
+
+struct HostSeries {
+  std::optional<int> cores;
+  std::map<std::string, Series> cpu_seconds_by_mode;  // counters summed over CPUs (/proc/stat)
+  Series time_wait;
+  std::optional<double> time_wait_limit;  // net.ipv4.tcp_max_tw_buckets
+  Series listen_overflows;                // counter
+  Series ephemeral_port_ratio;
+};
+
+struct GeneratorSeries {
+  Series requests;  // counter
+  Series failures;  // counter
+  Series rps;       // gauge as the generator reports it; used when there is no request counter
+  Series p50_seconds, p95_seconds, p99_seconds;  // as the generator reports them
+};
+
+struct MockSeries {
+  Series requests;  // counter
+  Series errors;    // counter (e.g. unmatched requests)
+  Series p95_seconds;
+};
+
+/// Everything a report reads for one run.
+struct RunSeries {
+  std::vector<TargetSeries> targets;
+  HostSeries host;
+  GeneratorSeries generator;
+  MockSeries mock;
+  std::optional<std::string> generator_target;  // a target that is the generator itself
+};
+
+struct PhaseWindow {
+  std::string name;
+  std::optional<std::int64_t> users;
+  double start = 0;  // unix seconds
+  double end = 0;
+};
+
+/// The warm-up dropped from each phase: `fraction` of it, at least `min_seconds`, and never more
+/// than `max_fraction` of it.
+struct WarmupRule {
+  double fraction = 0.20;
+  double min_seconds = 30;
+  double max_fraction = 0.5;
+
+  double warmup_seconds(double phase_seconds) const;
+  std::string describe() const;
+};
+
+PhaseStats summarize_phase(const PhaseWindow& window, const RunSeries& series,
+                           const WarmupRule& warmup = {});
+
+/// A run's whole report: every phase summarised, then analysed. What the daemon's report
+/// endpoint and `report --prometheus` both call once they have filled `series`.
+CapacityReport report_from_series(std::optional<RunInfo> run, const std::vector<PhaseWindow>& phases,
+                                  const RunSeries& series, const WarmupRule& warmup = {},
+                                  const AnalysisOptions& options = {});
+
+}  // namespace loadwatch::analysis

@@ -1,0 +1,34 @@
+#pragma once
+// The text exposition format 0.0.4 as loadwatch writes it: name rules, UTF-8, escaping and
+// the serializer behind /metrics.
+
+#include <prometheus/metric_family.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace loadwatch {
+
+/// True for a valid metric name [a-zA-Z_:][a-zA-Z0-9_:]*.
+bool valid_metric_name(std::string_view name);
+/// True for a valid label name [a-zA-Z_][a-zA-Z0-9_]*.
+bool valid_label_name(std::string_view name);
+
+/// True when `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past
+/// U+10FFFF), as Prometheus requires of label values and HELP.
+bool valid_utf8(std::string_view text);
+/// Replaces each byte that does not start a well-formed UTF-8 sequence with U+FFFD (as
+/// Python's errors="replace" per byte). Returns true when something was replaced.
+bool replace_invalid_utf8(std::string& text);
+/// Cuts `text` to at most `max_bytes` without splitting a UTF-8 sequence.
+void truncate_utf8(std::string& text, std::size_t max_bytes);
+
+/// Serializes families as /metrics does. Escaping happens here and only here: HELP gets
+/// `\\` and `\n`, label values `\\`, `\"` and `\n`; producers keep raw text. Invalid UTF-8
+/// in HELP or a label value is written as U+FFFD (the sampler's guard has normally replaced
+/// and counted it already). Numbers are written as prometheus-cpp 1.0.1's TextSerializer
+/// writes them, so the page is byte-for-byte what it was for valid input.
+std::string serialize_text(const std::vector<prometheus::MetricFamily>& families);
+
+}  // namespace loadwatch

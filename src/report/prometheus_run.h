@@ -1,0 +1,14 @@
+#pragma once
+// A run as a Prometheus server remembers it, from loadwatch's own run metrics: its start,
+// each phase's start and users, and its end.
+
+#include "report/series_source.h"
+#include "runs/run.h"
+
+namespace loadwatch::report {
+
+/// The newest run whose id is `ref`, or whose id ends in "-" + `ref` (its name), seen within
+/// [now - lookback, now]. Throws SeriesSourceError when there is none.
+Run find_prometheus_run(SeriesSource& source, const std::string& ref, double now, double lookback);
+
+}  // namespace loadwatch::report

@@ -1,0 +1,84 @@
+#include "report/render_html.h"
+
+#include "web/static_files.h"
+
+namespace loadwatch::report {
+
+namespace {
+
+std::string embedded(const char* name) {
+  auto f = find_static_file(name);
+  return f ? std::string(*f) : std::string();
+}
+
+/// Text safe inside <script>: no "</" can close the element early.
+std::string script_safe(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<' && i + 1 < s.size() && s[i + 1] == '/') {
+      out += "<\\/";
+      ++i;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_report_html(const std::string& report_json, const std::string& timeline_json,
+                               const std::optional<HtmlComparison>& comparison) {
+  std::string h;
+  h.reserve(80000 + report_json.size() + timeline_json.size());
+  h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+       // Nothing may be fetched: the file must work offline and never call home.
+       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+       "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
+       "<title>loadwatch run report</title>\n<style>\n";
+  h += embedded("uPlot.min.css");
+  h += "\nbody{font-family:sans-serif;margin:10px;color:#222}"
+       "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;"
+       "text-align:right}th{background:#f3f3f3}tr.knee td{background:#fde2e2;font-weight:bold}"
+       "td:first-child{text-align:left}.verdict{font-weight:bold;font-size:16px}"
+       ".fail{color:#c00}.pass{color:#080}pre{background:#f7f7f7;padding:6px;overflow:auto}"
+       "\n</style></head><body>\n<h1 id=\"title\">Run report</h1>\n<ul id=\"summary\"></ul>\n";
+  if (comparison) {
+    h += "<h2>Compared with " + html_escape(comparison->base_label) + "</h2>\n";
+    h += std::string("<p id=\"verdict\" class=\"verdict ") + (comparison->regressed ? "fail" : "pass") +
+         "\">" + (comparison->regressed ? "REGRESSION" : "within limits") + "</p>\n<pre>" +
+         html_escape(comparison->table) + "</pre>\n";
+  }
+  h += "<h2>Scaling</h2>\n<div id=\"scaling\"></div>\n"
+       "<h2>Phases</h2>\n<p id=\"saturated\"></p>\n<table id=\"phases\"></table>\n"
+       "<h2>Time series</h2>\n<div id=\"timeline\"></div>\n"
+       "<p style=\"font-size:12px;color:#777\">loadwatch run report; charts by uPlot (MIT).</p>\n";
+  h += "<script type=\"application/json\" id=\"report-data\">{\"report\":";
+  h += script_safe(report_json.empty() ? std::string("{}") : report_json);
+  h += ",\"timeline\":";
+  h += script_safe(timeline_json.empty() ? std::string("{}") : timeline_json);
+  h += "}</script>\n<script>";
+  h += script_safe(embedded("uPlot.iife.min.js"));
+  h += "</script>\n<script>";
+  h += script_safe(embedded("report_page.js"));
+  h += "</script>\n</body></html>\n";
+  return h;
+}
+
+}  // namespace loadwatch::report

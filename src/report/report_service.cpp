@@ -1,0 +1,154 @@
+#include "report/report_service.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <spdlog/spdlog.h>
+#include <stdexcept>
+
+#include "analysis/render.h"
+#include "report/history_series_source.h"
+#include "report/run_report.h"
+#include "report/timeline.h"
+
+namespace loadwatch::report {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// A temporary file, fsync, rename: a crash leaves the old file or the new one.
+void write_atomically(const fs::path& path, const std::string& data) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot write " + tmp.string());
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n <= 0) {
+      ::close(fd);
+      throw std::runtime_error("cannot write " + tmp.string());
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  bool ok = ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    throw std::runtime_error("cannot write " + path.string());
+  }
+}
+
+std::optional<std::string> read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+ReportService::ReportService(const RunBook& book, const History* history, std::string storage_dir,
+                             std::optional<std::string> generator_target)
+    : book_(book),
+      history_(history),
+      storage_dir_(std::move(storage_dir)),
+      generator_target_(std::move(generator_target)),
+      started_at_(unix_now()) {}
+
+ReportService::~ReportService() { stop(); }
+
+std::string ReportService::reports_dir() const {
+  return storage_dir_.empty() ? std::string() : storage_dir_ + "/reports";
+}
+
+void ReportService::start() {
+  if (storage_dir_.empty() || !history_ || keeper_.joinable()) return;
+  std::error_code ec;
+  fs::create_directories(reports_dir(), ec);
+  keeper_ = std::thread([this] {
+    std::unique_lock lock(mutex_);
+    while (!stop_) {
+      lock.unlock();
+      try {
+        save_finished();
+      } catch (const std::exception& e) {
+        spdlog::warn("run reports: {}", e.what());
+      }
+      lock.lock();
+      wake_.wait_for(lock, std::chrono::seconds(2), [this] { return stop_; });
+    }
+  });
+}
+
+void ReportService::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (keeper_.joinable()) keeper_.join();
+}
+
+std::optional<BuiltReport> ReportService::build(const Run& run) const {
+  if (!history_ || run.phases.empty()) return std::nullopt;
+  HistorySeriesSource source(*history_);
+  RunSeriesOptions options{generator_target_};
+  analysis::RunSeries series;
+  auto report = report_for_run(run, source, unix_now(), options, &series);
+  return BuiltReport{analysis::render_report_json(report), timeline_json(series).dump()};
+}
+
+std::optional<BuiltReport> ReportService::load_saved(const std::string& id) const {
+  if (storage_dir_.empty()) return std::nullopt;
+  auto report = read_file(fs::path(reports_dir()) / (id + ".json"));
+  if (!report) return std::nullopt;
+  auto timeline = read_file(fs::path(reports_dir()) / (id + ".timeline.json"));
+  return BuiltReport{*report, timeline.value_or("{\"series\":[]}")};
+}
+
+std::optional<BuiltReport> ReportService::report(const Run& run, std::string* why) const {
+  if (!run.open()) {
+    if (auto saved = load_saved(run.id)) return saved;
+  }
+  if (run.phases.empty()) {
+    if (why) *why = "the run has no phases";
+    return std::nullopt;
+  }
+  auto built = build(run);
+  if (!built && why) *why = "the history is off and no report was saved for this run";
+  return built;
+}
+
+std::size_t ReportService::save_finished() {
+  if (storage_dir_.empty() || !history_) return 0;
+  std::size_t written = 0;
+  for (const Run& run : book_.list()) {
+    // Runs that ended before this daemon started are not in its history.
+    if (run.open() || run.phases.empty() || run.end.value_or(0) < started_at_) continue;
+    fs::path file = fs::path(reports_dir()) / (run.id + ".json");
+    std::error_code ec;
+    if (fs::exists(file, ec)) continue;
+    auto built = build(run);
+    if (!built) continue;
+    // The timeline first: a report file present means both were written.
+    write_atomically(fs::path(reports_dir()) / (run.id + ".timeline.json"), built->timeline_json);
+    write_atomically(file, built->report_json);
+    ++written;
+    spdlog::info("run {}: report saved to {}", run.id, file.string());
+  }
+  return written;
+}
+
+}  // namespace loadwatch::report

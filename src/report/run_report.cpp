@@ -1,0 +1,35 @@
+#include "report/run_report.h"
+
+namespace loadwatch::report {
+
+analysis::RunInfo run_info(const Run& run) {
+  analysis::RunInfo info;
+  info.id = run.id;
+  info.name = run.name;
+  info.labels = run.labels;
+  info.start = run.start;
+  info.end = run.end;
+  info.status = run_state_name(run.state);
+  return info;
+}
+
+std::vector<analysis::PhaseWindow> phase_windows(const Run& run, double now) {
+  std::vector<analysis::PhaseWindow> out;
+  for (std::size_t i = 0; i < run.phases.size(); ++i) {
+    const RunPhase& p = run.phases[i];
+    out.push_back({p.name, p.users, p.start, run.phase_end(i).value_or(now)});
+  }
+  return out;
+}
+
+analysis::CapacityReport report_for_run(const Run& run, SeriesSource& source, double now,
+                                        const RunSeriesOptions& options,
+                                        analysis::RunSeries* series_out) {
+  double end = run.end.value_or(now);
+  analysis::RunSeries series = load_run_series(source, run.start, end, options);
+  auto report = analysis::report_from_series(run_info(run), phase_windows(run, now), series);
+  if (series_out) *series_out = std::move(series);
+  return report;
+}
+
+}  // namespace loadwatch::report

@@ -1,0 +1,20 @@
+#pragma once
+// A recorded run's capacity report: its phases as windows over the series a source holds.
+
+#include "analysis/capacity_report.h"
+#include "report/series_source.h"
+#include "runs/run.h"
+
+namespace loadwatch::report {
+
+/// The run as the report names it.
+analysis::RunInfo run_info(const Run& run);
+/// The run's phases as time windows; an open run's last phase ends at `now`.
+std::vector<analysis::PhaseWindow> phase_windows(const Run& run, double now);
+
+/// The report of `run` from `source`. Throws SeriesSourceError.
+analysis::CapacityReport report_for_run(const Run& run, SeriesSource& source, double now,
+                                        const RunSeriesOptions& options = {},
+                                        analysis::RunSeries* series_out = nullptr);
+
+}  // namespace loadwatch::report

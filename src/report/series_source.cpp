@@ -1,0 +1,156 @@
+#include "report/series_source.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace loadwatch::report {
+
+namespace {
+
+using analysis::Series;
+
+/// The series of `all` whose label `key` equals `value`.
+std::vector<const Series*> with_label(const std::vector<LabeledSeries>& all, const std::string& key,
+                                      const std::string& value) {
+  std::vector<const Series*> out;
+  for (const auto& s : all) {
+    auto it = s.labels.find(key);
+    if (it != s.labels.end() && it->second == value) out.push_back(&s.series);
+  }
+  return out;
+}
+
+std::set<std::string> label_values(const std::vector<LabeledSeries>& all, const std::string& key) {
+  std::set<std::string> out;
+  for (const auto& s : all) {
+    auto it = s.labels.find(key);
+    if (it != s.labels.end()) out.insert(it->second);
+  }
+  return out;
+}
+
+Series sum_all(const std::vector<LabeledSeries>& all) {
+  std::vector<const Series*> parts;
+  for (const auto& s : all) parts.push_back(&s.series);
+  return sum_aligned(parts);
+}
+
+/// Per-interval CPU cores of a counter of CPU seconds (the rate between consecutive points,
+/// stamped at the later one).
+Series cores_of(const Series& cpu_seconds) {
+  Series out;
+  for (std::size_t i = 1; i < cpu_seconds.t.size(); ++i) {
+    double dt = cpu_seconds.t[i] - cpu_seconds.t[i - 1];
+    double dv = cpu_seconds.v[i] - cpu_seconds.v[i - 1];
+    if (dt > 0 && dv >= 0) out.add(cpu_seconds.t[i], dv / dt);
+  }
+  return out;
+}
+
+}  // namespace
+
+Series sum_aligned(const std::vector<const Series*>& parts) {
+  Series out;
+  if (parts.empty()) return out;
+  if (parts.size() == 1) return *parts[0];
+  std::map<double, std::pair<double, std::size_t>> at;  // time -> (sum, parts seen)
+  for (const Series* p : parts) {
+    for (std::size_t i = 0; i < p->t.size(); ++i) {
+      if (std::isnan(p->v[i])) continue;
+      auto& [sum, n] = at[p->t[i]];
+      sum += p->v[i];
+      ++n;
+    }
+  }
+  for (const auto& [t, sn] : at) {
+    if (sn.second == parts.size()) out.add(t, sn.first);
+  }
+  return out;
+}
+
+analysis::RunSeries load_run_series(SeriesSource& source, double from, double to,
+                                    const RunSeriesOptions& options) {
+  analysis::RunSeries rs;
+  auto fetch = [&](const std::string& family, std::map<std::string, std::string> match = {}) {
+    return source.fetch(family, match, from, to);
+  };
+
+  // Targets: CPU (user + system), RSS, fds and their limit, by the target label.
+  auto cpu = fetch("loadwatch_process_cpu_seconds_total");
+  auto rss = fetch("loadwatch_process_resident_memory_bytes");
+  auto fds = fetch("loadwatch_process_open_fds");
+  auto max_fds = fetch("loadwatch_process_max_fds");
+  auto procs = fetch("loadwatch_target_processes");
+  for (const std::string& name : label_values(cpu, "target")) {
+    analysis::TargetSeries t;
+    t.name = name;
+    t.cpu_seconds = sum_aligned(with_label(cpu, "target", name));
+    auto first = [&](const std::vector<LabeledSeries>& all) {
+      auto s = with_label(all, "target", name);
+      return s.empty() ? Series{} : *s.front();
+    };
+    t.rss_bytes = first(rss);
+    t.open_fds = first(fds);
+    t.max_fds = first(max_fds);
+    // The busiest process is only known when the target is one process: then it is the
+    // target's own CPU. With more members it stays unknown rather than guessed.
+    Series members = first(procs);
+    bool single = !members.empty() &&
+                  std::all_of(members.v.begin(), members.v.end(), [](double v) { return v <= 1; });
+    if (single) t.busiest_process_cores = cores_of(t.cpu_seconds);
+    rs.targets.push_back(std::move(t));
+  }
+
+  // Host: CPU by mode (summed over CPUs), TIME_WAIT, listen overflows, ephemeral ports.
+  auto host_cpu = fetch("loadwatch_cpu_seconds_total");
+  for (const std::string& mode : label_values(host_cpu, "mode")) {
+    rs.host.cpu_seconds_by_mode[mode] = sum_aligned(with_label(host_cpu, "mode", mode));
+  }
+  auto cpus = label_values(host_cpu, "cpu");
+  if (!cpus.empty()) rs.host.cores = static_cast<int>(cpus.size());
+  else rs.host.cores = source.host_cores();
+  rs.host.time_wait = sum_all(fetch("loadwatch_tcp_connections", {{"state", "time_wait"}}));
+  rs.host.listen_overflows = sum_all(fetch("loadwatch_tcp_listen_overflows_total"));
+  rs.host.ephemeral_port_ratio = sum_all(fetch("loadwatch_tcp_ephemeral_port_usage_ratio"));
+
+  // Generator: requests and failures summed over sources; latency from the busiest source,
+  // its recent window when the generator reports one (Locust's cumulative quantiles would
+  // smear every step into the ones before).
+  auto requests = fetch("loadwatch_generator_requests_total");
+  rs.generator.requests = sum_all(requests);
+  rs.generator.failures = sum_all(fetch("loadwatch_generator_failures_total"));
+  rs.generator.rps = sum_all(fetch("loadwatch_generator_requests_per_second"));
+  std::optional<std::string> busiest;
+  double most = -1;
+  for (const auto& s : requests) {
+    auto it = s.labels.find("source");
+    if (it == s.labels.end() || s.series.empty()) continue;
+    double n = s.series.v.back() - s.series.v.front();
+    if (n > most) most = n, busiest = it->second;
+  }
+  std::map<std::string, std::string> by_source;
+  if (busiest) by_source["source"] = *busiest;
+  auto latency = fetch("loadwatch_generator_current_latency_seconds", by_source);
+  if (latency.empty()) latency = fetch("loadwatch_generator_latency_seconds", by_source);
+  auto quantile = [&](const char* q) {
+    auto s = with_label(latency, "quantile", q);
+    return s.empty() ? Series{} : *s.front();
+  };
+  rs.generator.p50_seconds = quantile("0.5");
+  rs.generator.p95_seconds = quantile("0.95");
+  rs.generator.p99_seconds = quantile("0.99");
+
+  rs.mock.requests = sum_all(fetch("loadwatch_mock_requests_total"));
+  rs.mock.errors = sum_all(fetch("loadwatch_mock_unmatched_requests_total"));
+  rs.generator_target = options.generator_target;
+  // By convention a target named "generator" is the load generator itself.
+  if (!rs.generator_target) {
+    for (const auto& t : rs.targets) {
+      if (t.name == "generator") rs.generator_target = t.name;
+    }
+  }
+  return rs;
+}
+
+}  // namespace loadwatch::report

@@ -1,0 +1,37 @@
+#include "report/url_report_loader.h"
+
+#include <filesystem>
+
+#include "runs/run.h"
+
+namespace loadwatch::report {
+
+std::string fetch_from_loadwatch(const RunClient& client, const std::string& path) {
+  RunAnswer a = client.get(path);
+  if (!a.reached) throw analysis::ReportLoadError(client.url() + path + ": " + a.error);
+  if (a.status != 200) {
+    throw analysis::ReportLoadError(client.url() + path + ": HTTP " + std::to_string(a.status) +
+                                    ": " + a.body);
+  }
+  return a.body;
+}
+
+bool UrlReportLoader::accepts(const std::string& ref) const {
+  std::error_code ec;
+  if (std::filesystem::exists(ref, ec)) return false;  // a saved report of that name wins
+  return ref == "current" || plausible_run_id(ref);
+}
+
+analysis::CapacityReport UrlReportLoader::load(const std::string& ref) const {
+  try {
+    RunClient client(options_);
+    return analysis::report_from_json(
+        fetch_from_loadwatch(client, "/api/v1/runs/" + ref + "/report?format=json"));
+  } catch (const analysis::ReportLoadError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw analysis::ReportLoadError(ref + ": " + e.what());
+  }
+}
+
+}  // namespace loadwatch::report

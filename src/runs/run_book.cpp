@@ -1,0 +1,409 @@
+#include "runs/run_book.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace loadwatch {
+
+namespace {
+
+constexpr std::size_t kMaxOrigins = 256;
+
+double system_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+bool by_start(const Run& a, const Run& b) {
+  return a.start != b.start ? a.start < b.start : a.id < b.id;
+}
+
+/// "locust:lc" -> "lc": an inferred run is named after its source.
+std::string origin_subject(const std::string& origin) {
+  auto colon = origin.find(':');
+  return colon == std::string::npos ? origin : origin.substr(colon + 1);
+}
+
+}  // namespace
+
+RunBook::RunBook(std::unique_ptr<RunStore> store, RunBookLimits limits, Clock clock)
+    : limits_(limits),
+      clock_(clock ? std::move(clock) : Clock(system_now)),
+      store_(std::move(store)) {
+  if (!store_) return;
+  RunStore::Loaded loaded = store_->load();
+  for (const auto& problem : loaded.problems) spdlog::error("runs: {}", problem);
+  std::unique_lock lock(mutex_);
+  for (Run& run : loaded.runs) {
+    if (run.open()) {
+      // The daemon stopped (or was killed) while this run was open: what happened after
+      // it last looked is unknown, so the run ends there and says so.
+      double end = std::max(run.last_seen, run.start);
+      if (!run.phases.empty()) end = std::max(end, run.phases.back().start);
+      run.state = RunState::Interrupted;
+      run.end = end;
+      spdlog::warn("runs: run {} was open when loadwatch stopped; marked interrupted", run.id);
+      save_locked(run);
+    }
+    add_finished_locked(std::move(run));
+  }
+  spdlog::info("runs: {} runs loaded from {}", finished_.size(), store_->directory());
+  lock.unlock();
+  flush_pending();
+  writer_ = std::thread([this] { writer_loop(); });
+}
+
+RunBook::~RunBook() {
+  if (!writer_.joinable()) return;
+  {
+    std::lock_guard lock(mutex_);
+    stop_writer_ = true;
+  }
+  writer_wake_.notify_one();
+  writer_.join();  // it leaves once the queue is written
+}
+
+void RunBook::writer_loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    writer_wake_.wait(lock, [&] { return stop_writer_ || !pending_.empty(); });
+    if (pending_.empty()) return;  // stopping, and nothing left to write
+    lock.unlock();
+    flush_pending();
+    lock.lock();
+  }
+}
+
+// ---- state changes (mutex_ held) --------------------------------------------------------
+
+void RunBook::save_locked(const Run& run) { pending_.push_back(Write{run.id, run}); }
+
+std::string RunBook::unique_id_locked(double start, const std::string& name) const {
+  std::string base = make_run_id(start, name);
+  auto taken = [&](const std::string& id) {
+    if (current_ && current_->id == id) return true;
+    return std::any_of(finished_.begin(), finished_.end(),
+                       [&](const Run& r) { return r.id == id; });
+  };
+  std::string id = base;
+  for (int n = 2; taken(id); ++n) id = base + "-" + std::to_string(n);
+  return id;
+}
+
+Run& RunBook::open_locked(const std::string& origin, const std::string& name,
+                          std::map<std::string, std::string> labels, double at) {
+  if (current_) close_locked(at);
+  Run run;
+  run.id = unique_id_locked(at, name);
+  run.name = name;
+  run.labels = std::move(labels);
+  run.origin = origin;
+  run.state = RunState::Running;
+  run.start = at;
+  run.last_seen = at;
+  current_ = std::move(run);
+  save_locked(*current_);
+  spdlog::info("runs: run {} started ({})", current_->id, origin);
+  return *current_;
+}
+
+std::optional<Run> RunBook::close_locked(double at) {
+  if (!current_) return std::nullopt;
+  Run run = std::move(*current_);
+  current_.reset();
+  double end = std::max(at, run.start);
+  if (!run.phases.empty()) end = std::max(end, run.phases.back().start);
+  run.state = RunState::Finished;
+  run.end = end;
+  run.last_seen = end;
+  spdlog::info("runs: run {} ended after {:.1f} s, {} phases", run.id, end - run.start,
+               run.phases.size());
+  save_locked(run);
+  add_finished_locked(run);
+  return run;
+}
+
+void RunBook::add_phase_locked(std::string name, std::optional<std::int64_t> users, double at) {
+  Run& run = *current_;
+  double start = std::max(at, run.start);
+  if (!run.phases.empty()) start = std::max(start, run.phases.back().start);
+  run.phases.push_back(RunPhase{std::move(name), start, users});
+  save_locked(run);
+}
+
+void RunBook::add_finished_locked(Run run) {
+  auto pos = std::upper_bound(finished_.begin(), finished_.end(), run, by_start);
+  finished_.insert(pos, std::move(run));
+  while (finished_.size() > limits_.max_finished) {
+    if (store_) pending_.push_back(Write{finished_.front().id, std::nullopt});
+    finished_.erase(finished_.begin());
+  }
+}
+
+void RunBook::end_stale_locked(double now) {
+  if (!current_ || current_->origin == "api") return;
+  auto it = origins_.find(current_->origin);
+  if (it == origins_.end()) return;
+  const Origin& o = it->second;
+  if (now - o.last_seen > o.stale_after) {
+    spdlog::info("runs: {} not seen for {:.0f} s; its run ends where it was last seen",
+                 current_->origin, now - o.last_seen);
+    close_locked(o.last_seen);
+  }
+}
+
+bool RunBook::inside_api_run_locked(double start, double end) const {
+  // One second of slack: summaries carry whole-second timestamps.
+  auto covers = [&](const Run& r) {
+    if (r.origin != "api" || start < r.start - 1) return false;
+    return !r.end || end <= *r.end + 1;  // an open run covers all that came after its start
+  };
+  if (current_ && covers(*current_)) return true;
+  return std::any_of(finished_.begin(), finished_.end(), covers);
+}
+
+// ---- writes (no mutex_ held) -------------------------------------------------------------
+
+std::vector<std::string> RunBook::flush_pending() {
+  if (!store_) return {};
+  // Writes leave in the order they were queued: io_mutex_ is taken before pending_ is
+  // drained, so an older state of a run can never land after a newer one.
+  std::lock_guard io(io_mutex_);
+  std::vector<Write> writes;
+  {
+    std::lock_guard lock(mutex_);
+    writes.swap(pending_);
+  }
+  std::vector<std::string> warnings;
+  for (std::size_t i = 0; i < writes.size(); ++i) {
+    const Write& w = writes[i];
+    // Only the last state of a run in this batch matters.
+    bool superseded = std::any_of(writes.begin() + static_cast<std::ptrdiff_t>(i) + 1, writes.end(),
+                                  [&](const Write& later) { return later.id == w.id; });
+    if (superseded) continue;
+    try {
+      if (w.run) {
+        store_->save(*w.run);
+      } else {
+        store_->remove(w.id);
+      }
+    } catch (const std::exception& e) {
+      spdlog::error("runs: {}", e.what());
+      warnings.push_back(std::string("not saved: ") + e.what());
+    }
+  }
+  return warnings;
+}
+
+// ---- API -------------------------------------------------------------------------------
+
+RunBook::Change RunBook::start_run(const StartRunRequest& request) {
+  Change change;
+  {
+    std::lock_guard lock(mutex_);
+    change.run = open_locked("api", request.name, request.labels, now());
+  }
+  change.warnings = flush_pending();
+  return change;
+}
+
+RunBook::Change RunBook::add_phase(const PhaseRequest& request) {
+  Change change;
+  {
+    std::lock_guard lock(mutex_);
+    if (!current_) throw RunConflict("no run is open: start one first (POST /api/v1/runs)");
+    if (current_->phases.size() >= limits_.max_phases) {
+      throw RunConflict("run " + current_->id + " already has " +
+                        std::to_string(limits_.max_phases) + " phases, the most a run keeps");
+    }
+    add_phase_locked(request.name, request.users, now());
+    change.run = *current_;
+  }
+  change.warnings = flush_pending();
+  return change;
+}
+
+RunBook::Change RunBook::stop_run() {
+  Change change;
+  {
+    std::lock_guard lock(mutex_);
+    if (!current_) throw RunConflict("no run is open");
+    change.run = *close_locked(now());
+  }
+  change.warnings = flush_pending();
+  return change;
+}
+
+std::optional<Run> RunBook::current() const {
+  std::lock_guard lock(mutex_);
+  return current_;
+}
+
+std::optional<Run> RunBook::find(const std::string& id) const {
+  std::lock_guard lock(mutex_);
+  if (current_ && current_->id == id) return current_;
+  for (const Run& r : finished_) {
+    if (r.id == id) return r;
+  }
+  return std::nullopt;
+}
+
+std::vector<Run> RunBook::list() const {
+  std::lock_guard lock(mutex_);
+  std::vector<Run> out;
+  out.reserve(finished_.size() + 1);
+  if (current_) out.push_back(*current_);
+  out.insert(out.end(), finished_.rbegin(), finished_.rend());
+  return out;
+}
+
+RunBook::Exposed RunBook::exposed() const {
+  std::lock_guard lock(mutex_);
+  Exposed e;
+  if (current_) {
+    const Run& r = *current_;
+    e.current = Exposed::Open{r.id, r.name, r.origin, r.start, std::nullopt};
+    if (!r.phases.empty()) e.current->phase = r.phases.back();
+  }
+  const Run* last = nullptr;
+  for (const Run& r : finished_) {
+    if (!last || r.end.value_or(0) >= last->end.value_or(0)) last = &r;
+  }
+  if (last)
+    e.last_finished = Exposed::Ended{last->id, last->start, last->end.value_or(last->start)};
+  return e;
+}
+
+void RunBook::tick(double now) {
+  bool queued;
+  {
+    std::lock_guard lock(mutex_);
+    end_stale_locked(now);
+    if (current_ && now - current_->last_seen >= limits_.heartbeat_seconds) {
+      current_->last_seen = now;
+      save_locked(*current_);
+    }
+    queued = !pending_.empty();
+  }
+  if (queued) write_later();  // most samples queue nothing: no wake-up
+}
+
+void RunBook::checkpoint() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!current_) return;
+    current_->last_seen = now();
+    save_locked(*current_);
+  }
+  flush_pending();
+}
+
+// ---- inferred runs -----------------------------------------------------------------------
+
+void RunBook::generator_seen(const GeneratorSighting& s) {
+  {
+    std::lock_guard lock(mutex_);
+    if (origins_.size() >= kMaxOrigins && !origins_.count(s.origin)) {
+      // Forget the generator seen longest ago, never the one whose run is open.
+      auto oldest = origins_.end();
+      for (auto it = origins_.begin(); it != origins_.end(); ++it) {
+        if (current_ && it->first == current_->origin) continue;
+        if (oldest == origins_.end() || it->second.last_seen < oldest->second.last_seen)
+          oldest = it;
+      }
+      if (oldest != origins_.end()) origins_.erase(oldest);
+    }
+    Origin& o = origins_[s.origin];
+    o.last_seen = std::max(o.last_seen, s.at);
+    o.stale_after = s.stale_after;
+    end_stale_locked(s.at);
+    bool mine = current_ && current_->origin == s.origin;
+    switch (s.activity) {
+      case GeneratorActivity::Idle:
+        o.ramp_started.reset();
+        if (mine) close_locked(s.at);
+        break;
+      case GeneratorActivity::Ramping:
+      case GeneratorActivity::Steady: {
+        if (!current_) {
+          open_locked(s.origin, origin_subject(s.origin), {}, s.at);
+          mine = true;
+        }
+        if (!mine) break;  // an API run, or another generator's run, is open: it wins
+        if (s.activity == GeneratorActivity::Ramping) {
+          if (!o.ramp_started) o.ramp_started = s.at;
+          break;
+        }
+        if (s.users && std::isfinite(*s.users) && *s.users >= 0 &&
+            *s.users <= static_cast<double>(kMaxUsers)) {
+          auto users = static_cast<std::int64_t>(std::llround(*s.users));
+          const auto& phases = current_->phases;
+          bool changed = phases.empty() || phases.back().users != users;
+          if (changed && phases.size() < limits_.max_phases) {
+            // The step began when the generator started moving to it.
+            add_phase_locked("users=" + std::to_string(users), users,
+                             o.ramp_started.value_or(s.at));
+          }
+        }
+        o.ramp_started.reset();
+        break;
+      }
+      case GeneratorActivity::Unknown:
+        break;
+    }
+  }
+  write_later();
+}
+
+void RunBook::generator_run_started(const std::string& origin, const std::string& name, double at) {
+  {
+    std::lock_guard lock(mutex_);
+    Origin& o = origins_[origin];
+    o.last_seen = std::max(o.last_seen, at);
+    end_stale_locked(at);
+    if (current_ && current_->origin != origin) {
+      spdlog::debug("runs: {} started a run while {} is open; ignored", origin, current_->id);
+    } else {
+      open_locked(origin, clean_name(name, origin_subject(origin)), {}, at);
+    }
+  }
+  write_later();
+}
+
+void RunBook::generator_run_ended(const std::string& origin, double at) {
+  {
+    std::lock_guard lock(mutex_);
+    if (current_ && current_->origin == origin) close_locked(at);
+  }
+  write_later();
+}
+
+void RunBook::finished_run_seen(const std::string& origin, const std::string& name, double start,
+                                double end) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!(std::isfinite(start) && std::isfinite(end)) || end < start) return;
+    // The same summary read again (every restart re-reads the textfile directory).
+    for (const Run& r : finished_) {
+      if (r.origin == origin && std::fabs(r.end.value_or(0) - end) < 1) return;
+    }
+    if (inside_api_run_locked(start, end)) return;  // part of that run, not one of its own
+    if (finished_.size() >= limits_.max_finished && start < finished_.front().start) return;
+    Run run;
+    run.id = unique_id_locked(start, name);
+    run.name = clean_name(name, origin_subject(origin));
+    run.origin = origin;
+    run.state = RunState::Finished;
+    run.start = start;
+    run.end = end;
+    run.last_seen = end;
+    save_locked(run);
+    spdlog::info("runs: finished run {} from {}", run.id, origin);
+    add_finished_locked(std::move(run));
+  }
+  write_later();
+}
+
+}  // namespace loadwatch

@@ -1,0 +1,149 @@
+#pragma once
+// The runs loadwatch knows: the one open now and the last finished ones, from the API and
+// inferred from load generators; kept on disk when a storage path is given.
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runs/run.h"
+#include "runs/run_observer.h"
+#include "runs/run_request.h"
+#include "runs/run_store.h"
+
+namespace loadwatch {
+
+/// An API write that the current state refuses (no run open, too many phases): HTTP 409.
+class RunConflict : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct RunBookLimits {
+  /// Finished (and interrupted) runs kept, in memory and on disk; the oldest go first.
+  std::size_t max_finished = 100;
+  /// Phases per run; more are refused (API) or ignored (inferred).
+  std::size_t max_phases = 1000;
+  /// How often the open run's "last seen" time is written: the end an interrupted run gets.
+  double heartbeat_seconds = 10;
+};
+
+/// Thread-safe. One mutex guards the runs; changes queue their disk writes, which run after it
+/// is released, in order (a second mutex): the API's writes on the caller's thread (it reports
+/// failures), all others (inferred runs, the heartbeat) on the book's own writer thread, so
+/// readers, the sampler and the push listeners never wait for an fsync. A write that fails is
+/// logged (and returned to the API as a warning); the run stays in memory.
+class RunBook : public RunObserver {
+ public:
+  using Clock = std::function<double()>;  // unix seconds
+
+  /// `store` may be null: runs then live in memory only. With a store, the stored runs are
+  /// loaded: one still open becomes `interrupted`, ending when it was last seen; files that
+  /// cannot be read are set aside and logged (RunStore::load).
+  explicit RunBook(std::unique_ptr<RunStore> store = nullptr, RunBookLimits limits = {},
+                   Clock clock = nullptr);
+  ~RunBook() override;
+
+  /// The outcome of a write: the run as it is now, and warnings (e.g. it could not be saved).
+  struct Change {
+    Run run;
+    std::vector<std::string> warnings;
+  };
+  /// Starts a run from the API, ending any run still open.
+  Change start_run(const StartRunRequest& request);
+  /// Opens the next phase of the open run; RunConflict when none is open or it is full.
+  Change add_phase(const PhaseRequest& request);
+  /// Ends the open run; RunConflict when none is open.
+  Change stop_run();
+
+  std::optional<Run> current() const;
+  std::optional<Run> find(const std::string& id) const;
+  /// The open run first, then the finished ones, newest start first.
+  std::vector<Run> list() const;
+  /// What /metrics shows, copied each sample: the open run with its current phase, and the
+  /// finished run that ended last (not whole runs: a long run's phases stay where they are).
+  struct Exposed {
+    struct Open {
+      std::string id, name, origin;
+      double start = 0;
+      std::optional<RunPhase> phase;
+    };
+    struct Ended {
+      std::string id;
+      double start = 0, end = 0;
+    };
+    std::optional<Open> current;
+    std::optional<Ended> last_finished;
+  };
+  Exposed exposed() const;
+
+  /// Called every sample: ends inferred runs whose generator went quiet, and writes the open
+  /// run's last-seen time every heartbeat.
+  void tick(double now);
+  /// Writes the open run's last-seen time now, on this thread (clean shutdown).
+  void checkpoint();
+
+  // RunObserver: inferred runs (docs/runs.md).
+  void generator_seen(const GeneratorSighting& sighting) override;
+  void generator_run_started(const std::string& origin, const std::string& name,
+                             double at) override;
+  void generator_run_ended(const std::string& origin, double at) override;
+  void finished_run_seen(const std::string& origin, const std::string& name, double start,
+                         double end) override;
+
+ private:
+  /// A file to write (or delete, when `run` is empty) once the state lock is released.
+  struct Write {
+    std::string id;
+    std::optional<Run> run;
+  };
+  struct Origin {
+    double last_seen = 0;
+    double stale_after = 30;
+    std::optional<double> ramp_started;  // when the generator began changing its users
+  };
+
+  Run& open_locked(const std::string& origin, const std::string& name,
+                   std::map<std::string, std::string> labels, double at);
+  /// Ends the open run (if any); returns it as finished.
+  std::optional<Run> close_locked(double at);
+  void add_phase_locked(std::string name, std::optional<std::int64_t> users, double at);
+  void add_finished_locked(Run run);
+  void end_stale_locked(double now);
+  bool inside_api_run_locked(double start, double end) const;
+  std::string unique_id_locked(double start, const std::string& name) const;
+  void save_locked(const Run& run);
+  /// Writes what is queued, on this thread.
+  std::vector<std::string> flush_pending();
+  /// Hands what is queued to the writer thread.
+  void write_later() {
+    if (store_) writer_wake_.notify_one();
+  }
+  void writer_loop();
+  double now() const { return clock_(); }
+
+  const RunBookLimits limits_;
+  const Clock clock_;
+
+  mutable std::mutex mutex_;  // guards everything below except the store
+  std::optional<Run> current_;
+  std::vector<Run> finished_;  // by start, oldest first
+  std::map<std::string, Origin> origins_;
+  std::vector<Write> pending_;  // in the order the changes happened
+
+  std::mutex io_mutex_;  // held while writing; taken before mutex_, never while holding it
+  std::unique_ptr<RunStore> store_;
+  std::condition_variable writer_wake_;  // with mutex_: pending_ or stop_writer_ changed
+  bool stop_writer_ = false;
+  std::thread writer_;  // only with a store
+};
+
+}  // namespace loadwatch

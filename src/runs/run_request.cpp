@@ -1,0 +1,180 @@
+#include "runs/run_request.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "exposition.h"
+
+namespace loadwatch {
+
+namespace {
+
+// Bodies are flat: a label map is the deepest thing. Refusing deeper nesting while parsing
+// keeps a hostile body from building a deep tree at all.
+constexpr int kMaxDepth = 4;
+
+nlohmann::json parse_object(std::string_view body) {
+  if (body.size() > kMaxRunBodyBytes) {
+    throw RunRequestError("body", "larger than " + std::to_string(kMaxRunBodyBytes) + " bytes");
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(body, [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+      if (depth > kMaxDepth) throw RunRequestError("body", "nested too deeply");
+      return true;
+    });
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string why = e.what();
+    auto colon = why.find("]: ");  // drop nlohmann's "[json.exception.parse_error.101]" tag
+    throw RunRequestError(
+        "body", "not JSON: " + (colon == std::string::npos ? why : why.substr(colon + 3)));
+  }
+  if (!j.is_object()) throw RunRequestError("body", "want a JSON object");
+  return j;
+}
+
+void check_fields(const nlohmann::json& j, std::initializer_list<const char*> known) {
+  for (const auto& [key, value] : j.items()) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || key == k;
+    if (!ok) throw RunRequestError(key, "unknown field");
+  }
+}
+
+std::string name_field(const nlohmann::json& j, const char* field) {
+  auto it = j.find(field);
+  if (it == j.end()) throw RunRequestError(field, "required");
+  if (!it->is_string()) throw RunRequestError(field, "want a string");
+  std::string name = it->get<std::string>();
+  if (std::string why = name_problem(name); !why.empty()) throw RunRequestError(field, why);
+  return name;
+}
+
+bool label_name_ok(const std::string& k) {
+  if (k.empty() || k.size() > kMaxRunLabelNameBytes || k.rfind("__", 0) == 0) return false;
+  for (std::size_t i = 0; i < k.size(); ++i) {
+    char c = k[i];
+    bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    if (!alpha && !(i > 0 && c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+bool has_control(std::string_view s) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) return true;
+  }
+  return false;
+}
+
+/// Length of the UTF-8 sequence at s[i], 0 when it is not a valid one (RFC 3629: no
+/// overlongs, no surrogates, nothing above U+10FFFF).
+std::size_t utf8_char(std::string_view s, std::size_t i) {
+  auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  std::size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+  if (n == 0 || c > 0xF4 || i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+  }
+  unsigned char c1 = b(i + 1);
+  if (c == 0xE0 && c1 < 0xA0) return 0;  // overlong
+  if (c == 0xED && c1 > 0x9F) return 0;  // surrogate
+  if (c == 0xF0 && c1 < 0x90) return 0;  // overlong
+  if (c == 0xF4 && c1 > 0x8F) return 0;  // above U+10FFFF
+  return n;
+}
+
+}  // namespace
+
+std::string name_problem(std::string_view name) {
+  if (name.empty()) return "must not be empty";
+  if (name.size() > kMaxRunNameBytes) {
+    return "longer than " + std::to_string(kMaxRunNameBytes) + " bytes";
+  }
+  if (!valid_utf8(name)) return "not valid UTF-8";
+  if (has_control(name)) return "contains control characters";
+  return "";
+}
+
+std::string clean_name(std::string_view raw, std::string_view fallback) {
+  std::string out;
+  for (std::size_t i = 0; i < raw.size();) {
+    std::size_t n = utf8_char(raw, i);
+    bool bad = n == 0 || (n == 1 && has_control(raw.substr(i, 1)));
+    std::size_t take = bad ? 1 : n;
+    if (out.size() + (bad ? 1 : n) > kMaxRunNameBytes) break;
+    if (bad) {
+      out += '?';
+    } else {
+      out.append(raw.substr(i, n));
+    }
+    i += take;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out.empty() ? std::string(fallback) : out;
+}
+
+StartRunRequest parse_start_request(std::string_view body) {
+  nlohmann::json j = parse_object(body);
+  check_fields(j, {"name", "labels"});
+  StartRunRequest req;
+  req.name = name_field(j, "name");
+  auto labels = j.find("labels");
+  if (labels == j.end() || labels->is_null()) return req;
+  if (!labels->is_object()) throw RunRequestError("labels", "want an object of strings");
+  if (labels->size() > kMaxLabels) {
+    throw RunRequestError("labels", "more than " + std::to_string(kMaxLabels) + " labels");
+  }
+  for (const auto& [key, value] : labels->items()) {
+    std::string field = "labels." + key;
+    if (!label_name_ok(key)) {
+      throw RunRequestError(field, "label names match [a-zA-Z_][a-zA-Z0-9_]* (at most " +
+                                       std::to_string(kMaxRunLabelNameBytes) +
+                                       " bytes, no leading __)");
+    }
+    if (!value.is_string()) throw RunRequestError(field, "want a string");
+    std::string v = value.get<std::string>();
+    if (v.size() > kMaxRunLabelValueBytes) {
+      throw RunRequestError(field, "longer than " + std::to_string(kMaxRunLabelValueBytes) + " bytes");
+    }
+    if (!valid_utf8(v)) throw RunRequestError(field, "not valid UTF-8");
+    if (has_control(v)) throw RunRequestError(field, "contains control characters");
+    req.labels[key] = std::move(v);
+  }
+  return req;
+}
+
+PhaseRequest parse_phase_request(std::string_view body) {
+  nlohmann::json j = parse_object(body);
+  check_fields(j, {"name", "users"});
+  PhaseRequest req;
+  auto users = j.find("users");
+  if (users != j.end() && !users->is_null()) {
+    // 100 and 100.0 are the same count; 1.5, -1, "100" and 1e30 are not counts.
+    if (!users->is_number()) throw RunRequestError("users", "want a whole number");
+    double v = users->get<double>();
+    if (!(v >= 0 && v <= static_cast<double>(kMaxUsers))) {
+      throw RunRequestError("users", "want 0 to " + std::to_string(kMaxUsers));
+    }
+    if (v != std::floor(v)) throw RunRequestError("users", "want a whole number");
+    req.users = static_cast<std::int64_t>(v);
+  }
+  if (j.contains("name") || !req.users) {
+    req.name = name_field(j, "name");
+  } else {
+    req.name = "users=" + std::to_string(*req.users);
+  }
+  return req;
+}
+
+void parse_empty_request(std::string_view body) {
+  bool blank = true;
+  for (char c : body) blank = blank && (c == ' ' || c == '\n' || c == '\r' || c == '\t');
+  if (blank) return;
+  nlohmann::json j = parse_object(body);
+  check_fields(j, {});
+}
+
+}  // namespace loadwatch

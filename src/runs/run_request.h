@@ -1,0 +1,58 @@
+#pragma once
+// Bodies of the run API's write requests, and the text rules every run name and label obeys
+// (from the API or from an inferred source).
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace loadwatch {
+
+/// Limits on what a run carries; documented in docs/runs.md.
+inline constexpr std::size_t kMaxRunBodyBytes = 64 * 1024;
+inline constexpr std::size_t kMaxRunNameBytes = 128;
+inline constexpr std::size_t kMaxLabels = 32;
+inline constexpr std::size_t kMaxRunLabelNameBytes = 64;
+inline constexpr std::size_t kMaxRunLabelValueBytes = 256;
+inline constexpr std::int64_t kMaxUsers = 1'000'000'000;
+
+/// A body that cannot be used; `field` names the offending field ("body" for the whole).
+class RunRequestError : public std::runtime_error {
+ public:
+  RunRequestError(std::string field, const std::string& why)
+      : std::runtime_error("field \"" + field + "\": " + why), field_(std::move(field)) {}
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string field_;
+};
+
+struct StartRunRequest {
+  std::string name;
+  std::map<std::string, std::string> labels;
+};
+
+struct PhaseRequest {
+  std::string name;  // "users=N" when the body gives users but no name
+  std::optional<std::int64_t> users;
+};
+
+/// {"name": "checkout", "labels": {"build": "1234"}}. Throws RunRequestError.
+StartRunRequest parse_start_request(std::string_view body);
+/// {"name": "step 2", "users": 100}; name or users (or both) required. Throws RunRequestError.
+PhaseRequest parse_phase_request(std::string_view body);
+/// Empty, or an empty JSON object (stop takes no fields). Throws RunRequestError.
+void parse_empty_request(std::string_view body);
+
+/// Why `name` cannot name a run or phase (empty, too long, not UTF-8, control characters), or
+/// "" when it can.
+std::string name_problem(std::string_view name);
+/// A usable name made of what an inferred source sent: invalid UTF-8 and control characters
+/// become '?', cut to kMaxRunNameBytes on a character boundary; `fallback` when nothing is left.
+std::string clean_name(std::string_view raw, std::string_view fallback);
+
+}  // namespace loadwatch

@@ -1,0 +1,55 @@
+"""A test server whose capacity is known by construction.
+
+    python3 capacity_server.py PORT K SERVICE_MS [sleep|cpu]
+
+At most K requests are in service at once; each takes SERVICE_MS, sleeping (so throughput
+flattens at K / SERVICE_MS per second) or burning CPU (one Python process: the GIL caps it
+at one core, so the CPU saturates first). More requests wait for a slot.
+"""
+import http.server
+import sys
+import threading
+import time
+
+PORT, K, SERVICE = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]) / 1000.0
+MODE = sys.argv[4] if len(sys.argv) > 4 else "sleep"
+SLOTS = threading.BoundedSemaphore(K)
+
+
+def cpu_for(seconds):
+    end = time.thread_time() + seconds
+    x = 0
+    while time.thread_time() < end:
+        for i in range(200):
+            x += i * i
+    return x
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        with SLOTS:
+            if MODE == "cpu":
+                cpu_for(SERVICE)
+            else:
+                time.sleep(SERVICE)
+        body = b"ok\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512
+
+    def handle_error(self, request, client_address):
+        pass  # a generator stopping its users mid-request is expected
+
+
+Server(("127.0.0.1", PORT), Handler).serve_forever()

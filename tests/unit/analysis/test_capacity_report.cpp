@@ -1,0 +1,234 @@
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/capacity_csv.h"
+#include "analysis/capacity_report.h"
+#include "analysis/render.h"
+#include "analysis/report_loader.h"
+
+using namespace loadwatch::analysis;
+
+namespace {
+
+/// A phase with every field set, so a round trip proves each one is written and read.
+PhaseStats full_phase() {
+  PhaseStats p;
+  p.name = "step 3";
+  p.users = 150;
+  p.start = 1700000000.5;
+  p.end = 1700000180.5;
+  p.duration_seconds = 180;
+  p.stable_start = 1700000036.5;
+  p.stable_seconds = 144;
+  p.warmup_rule = "first 20% of the phase, at least 30 s, at most 50%";
+  p.rps = 1234.5;
+  p.p50_seconds = 0.012;
+  p.p95_seconds = 0.045;
+  p.p99_seconds = 0.090;
+  p.error_ratio = 0.0025;
+  TargetPhaseStats app{"app", 1.9, 0.97, 2.0, 100e6, 120e6, 1234.5, 900, 1024};
+  TargetPhaseStats gen{"locust", 0.4, 0.4, std::nullopt, 50e6, 51e6, -3.0, 30, 65536};
+  p.targets = {app, gen};
+  p.host.cores = 2;
+  p.host.cpu_cores_by_mode = {{"user", 1.2}, {"system", 0.4}, {"iowait", 0.01}};
+  p.host.softirq_cores = 0.15;
+  p.host.time_wait_max = 2500;
+  p.host.time_wait_limit = 8192;
+  p.host.listen_overflows = 12;
+  p.host.ephemeral_port_ratio_max = 0.08;
+  p.generator_target = "locust";
+  p.mock.p95_seconds = 0.004;
+  p.mock.error_ratio = 0.001;
+  return p;
+}
+
+CapacityReport sample_report() {
+  CapacityReport r;
+  r.run = RunInfo{"r-42", "checkout", {{"build", "1234"}}, 1700000000, 1700001000, "finished"};
+  for (int i = 1; i <= 6; ++i) {
+    PhaseStats p = full_phase();
+    p.name = "step " + std::to_string(i);
+    p.users = 25 * i;
+    p.rps = 20.0 * std::min(25 * i, 100);
+    p.p95_seconds = 0.05 * std::max(1.0, 25.0 * i / 100);
+    r.phases.push_back(p);
+  }
+  analyse(r);
+  return r;
+}
+
+std::string load_error(const std::string& text) {
+  try {
+    report_from_json(text);
+  } catch (const ReportLoadError& e) {
+    return e.what();
+  }
+  return "loaded";
+}
+
+}  // namespace
+
+TEST_CASE("PhaseStats round-trips through JSON, every field") {
+  PhaseStats p = full_phase();
+  nlohmann::ordered_json written = p;
+  nlohmann::json reread = nlohmann::json::parse(written.dump());
+  CHECK(reread.get<PhaseStats>() == p);
+  CHECK(written.begin().key() == "name");  // reading order: name first
+}
+
+TEST_CASE("missing figures stay missing: absent in JSON, nullopt when read") {
+  PhaseStats p;
+  p.name = "only name";
+  nlohmann::ordered_json j = p;
+  CHECK(j.dump() == R"({"name":"only name"})");
+  PhaseStats back = nlohmann::json::parse(j.dump()).get<PhaseStats>();
+  CHECK(back == p);
+  CHECK_FALSE(back.rps);
+  // null reads as absent too.
+  back = nlohmann::json::parse(R"({"name":"x","rps":null,"host":null})").get<PhaseStats>();
+  CHECK_FALSE(back.rps);
+}
+
+TEST_CASE("a whole report round-trips, analysis included") {
+  CapacityReport r = sample_report();
+  REQUIRE(r.knee.phase);
+  CHECK(*r.knee.phase->users == 100);
+  std::string text = render_report_json(r);
+  CapacityReport back = report_from_json(text);
+  CHECK(back.run == r.run);
+  CHECK(back.phases == r.phases);
+  CHECK(back.knee == r.knee);
+  CHECK(back.latency_knee == r.latency_knee);
+  CHECK(back.bottleneck == r.bottleneck);
+  CHECK(back.usl.fitted == r.usl.fitted);
+  CHECK(render_report_json(back) == text);
+}
+
+TEST_CASE("bad report JSON is refused with the field named") {
+  CHECK_THAT(load_error("{"), Catch::Contains("not valid JSON"));
+  CHECK_THAT(load_error("[]"), Catch::Contains("JSON object"));
+  CHECK_THAT(load_error(R"({"phases":[]})"), Catch::Contains("format"));
+  CHECK_THAT(load_error(R"({"format":"loadwatch-capacity-report","version":9,"phases":[]})"),
+             Catch::Contains("version"));
+  const std::string head = R"({"format":"loadwatch-capacity-report","version":1,)";
+  CHECK_THAT(load_error(head + R"("x":1})"), Catch::Contains("phases: missing"));
+  CHECK_THAT(load_error(head + R"("phases":[{"users":5}]})"), Catch::Contains("phases[0].name"));
+  CHECK_THAT(load_error(head + R"("phases":[{"name":"a"},{"name":"b","rps":"fast"}]})"),
+             Catch::Contains("phases[1].rps: expected a number"));
+  CHECK_THAT(load_error(head + R"("phases":[{"name":"a","error_ratio":1.5}]})"),
+             Catch::Contains("phases[0].error_ratio: must be 0..1"));
+  CHECK_THAT(load_error(head + R"("phases":[{"name":"a","users":2.5}]})"),
+             Catch::Contains("phases[0].users: expected an integer"));
+  CHECK_THAT(load_error(head + R"("phases":[{"name":"a","targets":[{"name":"t","cpu_cores":-1}]}]})"),
+             Catch::Contains("phases[0].targets[0].cpu_cores: must not be negative"));
+  CHECK_THAT(load_error(head + R"("phases":[{"name":"a","generator_target":"nope"}]})"),
+             Catch::Contains("generator_target"));
+  CHECK_THAT(load_error(head + R"("phases":[{"name":"a"}],"knee":{"phase_index":3}})"),
+             Catch::Contains("knee.phase_index"));
+  CHECK_THAT(load_error(head + R"("phases":[{"name":"a","host":{"cpu_cores_by_mode":{"user":"x"}}}]})"),
+             Catch::Contains("phases[0].host.cpu_cores_by_mode.user"));
+  // The minimum: a format, a version and phases.
+  CHECK(load_error(head + R"("phases":[{"name":"a","users":1,"rps":2}]})") == "loaded");
+}
+
+TEST_CASE("the CSV of a wrk sweep (awk output: users rps latency_ms success_pct) reads") {
+  const char* csv =
+      "200 18021.52 11.08 100.00\n"
+      "500 34540.18 14.47 100.00\n"
+      "1000 47210.33 21.18 99.50\n";
+  auto phases = read_capacity_csv(csv);
+  REQUIRE(phases.size() == 3);
+  CHECK(phases[0].name == "200");
+  CHECK(*phases[0].users == 200);
+  CHECK(*phases[0].rps == Approx(18021.52));
+  CHECK(*phases[0].p95_seconds == Approx(0.01108));
+  CHECK(*phases[0].error_ratio == 0);
+  CHECK(*phases[2].error_ratio == Approx(0.005));
+}
+
+TEST_CASE("CSV headers name the columns, in any order, with units") {
+  auto phases = read_capacity_csv(
+      "# a comment\n"
+      "qps,p99 (s),Concurrency,p95_ms,error_pct,p75\n"
+      "100,0.5,10,120,1.5,99\n"
+      "\n"
+      "180,0.9,20,200,,99\n");
+  REQUIRE(phases.size() == 2);
+  CHECK(*phases[0].users == 10);
+  CHECK(*phases[0].rps == 100);
+  CHECK(*phases[0].p99_seconds == Approx(0.5));
+  CHECK(*phases[0].p95_seconds == Approx(0.120));
+  CHECK(*phases[0].error_ratio == Approx(0.015));
+  CHECK_FALSE(phases[1].error_ratio);  // empty cell: not known
+
+  phases = read_capacity_csv("users;rps;latency;errors\r\n5;50;50.78ms;0.01\r\n");
+  CHECK(*phases[0].p95_seconds == Approx(0.05078));
+  CHECK(*phases[0].error_ratio == Approx(0.01));
+  phases = read_capacity_csv("users\trps\tp50_us\n5\t50\t830\n");
+  CHECK(*phases[0].p50_seconds == Approx(0.00083));
+
+  CsvOptions named;
+  named.columns = {"users", "rps", "p95_ms", "error_pct"};
+  phases = read_capacity_csv("5 50 10 2\n", named);
+  CHECK(*phases[0].error_ratio == Approx(0.02));
+}
+
+TEST_CASE("bad CSV input names the line and the column") {
+  auto error = [](const char* text) {
+    try {
+      read_capacity_csv(text);
+    } catch (const CsvError& e) {
+      return std::string(e.what());
+    }
+    return std::string("read");
+  };
+  CHECK_THAT(error(""), Catch::Contains("no data rows"));
+  CHECK_THAT(error("# only\n\n"), Catch::Contains("no data rows"));
+  CHECK_THAT(error("10 100\n20 abc\n"), Catch::Contains("line 2"));
+  CHECK_THAT(error("10 100\n20 abc\n"), Catch::Contains("throughput"));
+  CHECK_THAT(error("10.5 100\n"), Catch::Contains("whole number"));
+  CHECK_THAT(error("users,rps,errors\n10,100,3\n"), Catch::Contains("error_pct"));
+  CHECK_THAT(error("10 100 5 101\n"), Catch::Contains("0..100"));
+  CHECK_THAT(error("a,b\n1,2\n"), Catch::Contains("no concurrency column"));
+  CHECK_THAT(error("users,latency\n1,2\n"), Catch::Contains("no throughput column"));
+  CHECK_THAT(error("users,rps,qps\n1,2,3\n"), Catch::Contains("mean the same thing"));
+  CHECK_THAT(error("10\n"), Catch::Contains("line 1"));
+  CHECK_THAT(error("10 -5\n"), Catch::Contains("throughput"));
+}
+
+TEST_CASE("the analysis takes the first phase of each user count, by users") {
+  std::vector<PhaseStats> phases(5);
+  const std::int64_t users[] = {10, 30, 20, 30, 0};
+  for (int i = 0; i < 5; ++i) {
+    phases[i].name = std::to_string(i);
+    phases[i].users = users[i];
+    phases[i].rps = 1;
+  }
+  CHECK(scaling_points(phases) == std::vector<std::size_t>{0, 2, 1});
+}
+
+TEST_CASE("the report names the knee, the fit and the bottleneck in every format") {
+  CapacityReport r = sample_report();
+  std::string table = render_report(r, Format::table);
+  CHECK_THAT(table, Catch::Contains("Throughput knee: phase step 4 (100 users)"));
+  CHECK_THAT(table, Catch::Contains("locust (generator)"));
+  CHECK_THAT(table, Catch::Contains("softirq"));
+  CHECK_THAT(table, Catch::Contains("What saturated first at the throughput knee"));
+  std::string md = render_report(r, Format::markdown);
+  CHECK_THAT(md, Catch::StartsWith("# Capacity report"));
+  CHECK_THAT(md, Catch::Contains("| Phase | Users |"));
+  CHECK_THAT(md, Catch::Contains("| --- | ---: |"));
+  CHECK(nlohmann::json::parse(render_report(r, Format::json))["knee"]["users"] == 100);
+}
+
+TEST_CASE("fewer than four phases: the USL section says so instead of numbers") {
+  CapacityReport r = report_from_csv("10 100\n20 190\n30 250\n", "csv:x");
+  CHECK_FALSE(r.usl.fitted);
+  std::string table = render_report(r, Format::table);
+  CHECK_THAT(table, Catch::Contains("No fit: too few phases"));
+  CHECK_THAT(table, !Catch::Contains("α (contention) ="));
+  auto j = nlohmann::json::parse(render_report(r, Format::json));
+  CHECK(j["usl"]["fitted"] == false);
+  CHECK_FALSE(j["usl"].contains("alpha"));
+}

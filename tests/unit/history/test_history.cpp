@@ -1,0 +1,181 @@
+// The in-memory history: what it keeps, gaps, counters as increases and rates, the ring
+// dropping the oldest points, the series cap, and readers running while the sampler records.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "history/history.h"
+#include "metric_sink.h"
+#include "web/live_routes.h"
+
+using namespace loadwatch;
+
+namespace {
+
+std::vector<prometheus::MetricFamily> sample(double cpu_user, double rss, bool with_app = true) {
+  MetricSink out;
+  if (with_app) {
+    out.counter("loadwatch_process_cpu_seconds_total", "h", {{"target", "app"}, {"mode", "user"}},
+                cpu_user);
+    out.gauge("loadwatch_process_resident_memory_bytes", "h", {{"target", "app"}}, rss);
+  }
+  for (const char* cpu : {"0", "1"}) {
+    out.counter("loadwatch_cpu_seconds_total", "h", {{"cpu", cpu}, {"mode", "softirq"}}, 10);
+  }
+  out.gauge("loadwatch_memory_total_bytes", "not kept", {}, 1);
+  return out.take();
+}
+
+HistoryQuery q(std::string name, bool rate = false) {
+  HistoryQuery query;
+  query.select.push_back({std::move(name), {}});
+  query.rate = rate;
+  return query;
+}
+
+}  // namespace
+
+TEST_CASE("keeps the listed families, sums host CPU over cpus, leaves the rest") {
+  History h;
+  h.record(sample(1, 100), 1000);
+  auto list = h.list();
+  REQUIRE(list.size() == 3);
+  CHECK(list[0].key == "loadwatch_process_cpu_seconds_total{target=\"app\",mode=\"user\"}");
+  CHECK(list[0].counter);
+  CHECK(list[2].key == "loadwatch_cpu_seconds_total{mode=\"softirq\"}");
+  auto cols = h.query(q("loadwatch_cpu_seconds_total"));
+  REQUIRE(cols.values.size() == 1);
+  CHECK(cols.values[0][0] == 20.0f);
+}
+
+TEST_CASE("counters: raw values rebuilt exactly, rates per second, gaps stay gaps") {
+  History h;
+  h.record(sample(1e6, 100), 1000);      // a large counter: float alone would lose the 0.25
+  h.record(sample(1e6 + 0.25, 200), 1001);
+  h.record(sample(0, 0, /*with_app=*/false), 1002);  // the target is gone for one sample
+  h.record(sample(1e6 + 3, 300), 1004);
+  h.record(sample(1e6 + 4, 400), 1006);
+  auto raw = h.query(q("loadwatch_process_cpu_seconds_total"));
+  REQUIRE(raw.time == std::vector<double>{1000, 1001, 1002, 1004, 1006});
+  auto& v = raw.values.at(0);
+  CHECK(v[0] == 1e6f);
+  CHECK(std::isnan(v[2]));
+  CHECK(v[4] == static_cast<float>(1e6 + 4));
+  auto rate = h.query(q("loadwatch_process_cpu_seconds_total", true));
+  auto& r = rate.values.at(0);
+  CHECK(std::isnan(r[0]));              // no earlier point
+  CHECK(r[1] == Approx(0.25));          // the increase survives the large total
+  CHECK(std::isnan(r[3]));              // right after a gap: unknown
+  CHECK(r[4] == Approx(0.5));           // 1 over 2 s
+  auto rss = h.query(q("loadwatch_process_resident_memory_bytes", true));  // gauges as they are
+  CHECK(rss.values.at(0)[4] == 400.0f);
+}
+
+TEST_CASE("a counter reset restarts the raw values and has no rate at the reset") {
+  History h;
+  h.record(sample(50, 1), 1);
+  h.record(sample(60, 1), 2);
+  h.record(sample(5, 1), 3);
+  h.record(sample(7, 1), 4);
+  auto raw = h.query(q("loadwatch_process_cpu_seconds_total"));
+  CHECK(raw.values[0] == std::vector<float>{50, 60, 5, 7});
+  auto rate = h.query(q("loadwatch_process_cpu_seconds_total", true));
+  CHECK(rate.values[0][1] == 10.0f);
+  CHECK(std::isnan(rate.values[0][2]));
+  CHECK(rate.values[0][3] == 2.0f);
+}
+
+TEST_CASE("the ring drops the oldest points and keeps raw counter values right") {
+  History h(HistorySettings{4, 10});
+  for (int i = 0; i < 10; ++i) h.record(sample(100 + i * 2, i), 1000 + i);
+  CHECK(h.size() == 4);
+  auto raw = h.query(q("loadwatch_process_cpu_seconds_total"));
+  CHECK(raw.time == std::vector<double>{1006, 1007, 1008, 1009});
+  CHECK(raw.values[0] == std::vector<float>{112, 114, 116, 118});
+  auto since = h.query([] { auto x = q("loadwatch_process_resident_memory_bytes"); x.since = 1007; x.until = 1008; return x; }());
+  CHECK(since.time == std::vector<double>{1008});
+  CHECK(since.values[0] == std::vector<float>{8});
+}
+
+TEST_CASE("a series gone for a whole ring is dropped; a stale timestamp is ignored") {
+  History h(HistorySettings{3, 10});
+  h.record(sample(1, 1), 1);
+  h.record(sample(1, 1), 1);  // not after the newest point
+  CHECK(h.size() == 1);
+  for (int i = 2; i <= 4; ++i) h.record(sample(0, 0, false), i);
+  CHECK(h.list().size() == 1);  // only host CPU is left
+}
+
+TEST_CASE("the series cap holds and counts what it turned away") {
+  History h(HistorySettings{10, 2});
+  h.record(sample(1, 1), 1);
+  CHECK(h.list().size() == 2);
+  CHECK(h.dropped_series() == 1);
+  CHECK(h.column_bytes() == 10 * sizeof(double) + 2 * 10 * sizeof(float));
+}
+
+TEST_CASE("selectors: family, exact key, labels; max_series truncates") {
+  History h;
+  h.record(sample(1, 1), 1);
+  HistoryQuery by_label;
+  by_label.select.push_back({"loadwatch_process_cpu_seconds_total", {{"mode", "system"}}});
+  CHECK(h.query(by_label).series.empty());
+  auto exact = h.query(q("loadwatch_process_resident_memory_bytes{target=\"app\"}"));
+  CHECK(exact.series.size() == 1);
+  HistoryQuery two;
+  two.select = {{"loadwatch_process_cpu_seconds_total", {}}, {"loadwatch_cpu_seconds_total", {}}};
+  two.max_series = 1;
+  auto cut = h.query(two);
+  CHECK(cut.series.size() == 1);
+  CHECK(cut.truncated);
+}
+
+TEST_CASE("the history endpoint: uPlot columns, null for gaps, errors name the parameter") {
+  History h;
+  h.record(sample(1, 5), 100);
+  h.record(sample(0, 0, false), 101);
+  HttpRequest req;
+  req.query = "series=loadwatch_process_resident_memory_bytes%7Btarget%3D%22app%22%7D,"
+              "loadwatch_cpu_seconds_total&since=99.5&rate=1";
+  auto r = history_response(h, req);
+  REQUIRE(r.status == 200);
+  auto j = nlohmann::json::parse(r.body);
+  CHECK(j["series"] == nlohmann::json::array(
+                           {"time", "loadwatch_process_resident_memory_bytes{target=\"app\"}",
+                            "loadwatch_cpu_seconds_total{mode=\"softirq\"}"}));
+  CHECK(j["data"][0] == nlohmann::json::array({100.0, 101.0}));
+  CHECK(j["data"][1][0] == 5);
+  CHECK(j["data"][1][1].is_null());
+  CHECK(j["data"][2][0].is_null());  // a rate needs an earlier point
+  CHECK(j["data"][2][1] == 0);
+  HttpRequest none;  // nothing new yet: empty columns, one per series
+  none.query = "series=loadwatch_process_cpu_seconds_total,loadwatch_cpu_seconds_total&since=200";
+  auto empty = nlohmann::json::parse(history_response(h, none).body);
+  CHECK(empty["data"] == nlohmann::json::array({nlohmann::json::array(), nlohmann::json::array(),
+                                                nlohmann::json::array()}));
+  for (const char* bad : {"since=abc&series=x", "series=", "series=x&rate=2", "series=x&until=1e999"}) {
+    HttpRequest b;
+    b.query = bad;
+    auto e = history_response(h, b);
+    CHECK(e.status == 400);
+  }
+}
+
+TEST_CASE("readers query while the sampler records") {
+  History h(HistorySettings{500, 100});
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    while (!done) {
+      auto c = h.query(q("loadwatch_process_cpu_seconds_total", true));
+      for (auto& col : c.values) REQUIRE(col.size() == c.time.size());
+    }
+  });
+  for (int i = 0; i < 3000; ++i) h.record(sample(i, i), i + 1);
+  done = true;
+  reader.join();
+  CHECK(h.size() == 500);
+}

@@ -1,0 +1,257 @@
+// The run API through the real HTTP server on loopback, and `loadwatch run ...` (in process)
+// against it: writes off by default, every refusal with its status and field, exec's exit
+// codes and phases.
+#include <curl/curl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runs/cli_run.h"
+#include "runs/run_client.h"
+#include "runs/run_routes.h"
+#include "web/http_server.h"
+
+using namespace loadwatch;
+
+namespace {
+
+struct Server {
+  explicit Server(bool writes) {
+    add_run_routes(http, book, writes);
+    http.start();
+  }
+  static HttpServerSettings settings() {
+    HttpServerSettings st;
+    st.listen_address = "127.0.0.1:0";
+    return st;
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(http.port()); }
+  RunBook book;
+  HttpServer http{settings()};
+};
+
+struct Reply {
+  long status = 0;
+  nlohmann::json json;
+  std::string allow;
+};
+
+Reply call(const Server& s, const std::string& method, const std::string& path,
+           const std::string& body = "") {
+  RunClient client(RunClientOptions{s.url()});
+  RunAnswer a = method == "GET" ? client.get(path) : client.post(path, body);
+  REQUIRE(a.reached);
+  Reply r;
+  r.status = a.status;
+  r.json = nlohmann::json::parse(a.body);
+  return r;
+}
+
+size_t append(char* data, size_t size, size_t n, void* out) {
+  static_cast<std::string*>(out)->append(data, size * n);
+  return size * n;
+}
+
+size_t header(char* data, size_t size, size_t n, void* out) {
+  std::string line(data, size * n);
+  if (line.rfind("Allow:", 0) == 0)
+    *static_cast<std::string*>(out) = line.substr(7, line.find('\r') - 7);
+  return size * n;
+}
+
+Reply raw(const Server& s, const std::string& method, const std::string& path,
+          const std::string& body = "") {
+  CURL* c = curl_easy_init();
+  Reply r;
+  std::string text;
+  std::string url = s.url() + path;
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
+  if (!body.empty()) {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  }
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, append);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &text);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &r.allow);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+  REQUIRE(curl_easy_perform(c) == CURLE_OK);
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+  curl_easy_cleanup(c);
+  if (!text.empty() && text[0] == '{') r.json = nlohmann::json::parse(text);
+  return r;
+}
+
+int cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "run");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return run_cli(static_cast<int>(argv.size()), argv.data());
+}
+
+}  // namespace
+
+TEST_CASE("writes are refused unless enabled, naming the flag; reads always work") {
+  Server s(false);
+  for (std::string path :
+       {"/api/v1/runs", "/api/v1/runs/current/phases", "/api/v1/runs/current/stop"}) {
+    Reply r = call(s, "POST", path, R"({"name":"x","users":1})");
+    CHECK(r.status == 403);
+    CHECK(r.json["errorType"] == "forbidden");
+    CHECK_THAT(r.json["error"].get<std::string>(), Catch::Contains("--web.enable-run-api"));
+  }
+  Reply list = call(s, "GET", "/api/v1/runs");
+  CHECK(list.status == 200);
+  CHECK(list.json["status"] == "success");
+  CHECK(list.json["data"].empty());
+  CHECK_FALSE(s.book.current());
+}
+
+TEST_CASE("a run through the API: start, phases, stop, read") {
+  Server s(true);
+  Reply started = call(s, "POST", "/api/v1/runs", R"({"name":"checkout","labels":{"build":"7"}})");
+  REQUIRE(started.status == 201);
+  std::string id = started.json["data"]["id"];
+  CHECK(started.json["data"]["state"] == "running");
+  CHECK(started.json["data"]["labels"]["build"] == "7");
+  Reply phase = call(s, "POST", "/api/v1/runs/current/phases", R"({"users":50})");
+  CHECK(phase.status == 201);
+  CHECK(phase.json["data"]["phases"][0]["name"] == "users=50");
+  CHECK(phase.json["data"]["phases"][0]["users"] == 50);
+  CHECK(call(s, "GET", "/api/v1/runs/current").json["data"]["id"] == id);
+  Reply stopped = call(s, "POST", "/api/v1/runs/current/stop");
+  CHECK(stopped.status == 200);
+  CHECK(stopped.json["data"]["state"] == "finished");
+  CHECK(stopped.json["data"]["phases"][0]["end"] == stopped.json["data"]["end"]);
+  Reply one = call(s, "GET", "/api/v1/runs/" + id);
+  CHECK(one.status == 200);
+  CHECK(one.json["data"]["id"] == id);
+  CHECK(call(s, "GET", "/api/v1/runs").json["data"].size() == 1);
+}
+
+TEST_CASE("refusals carry their status, type and field") {
+  Server s(true);
+  Reply bad = call(s, "POST", "/api/v1/runs", R"({"name":"x","labels":{"build":7}})");
+  CHECK(bad.status == 400);
+  CHECK(bad.json["errorType"] == "bad_data");
+  CHECK(bad.json["field"] == "labels.build");
+  CHECK(call(s, "POST", "/api/v1/runs", "not json").json["field"] == "body");
+  CHECK(call(s, "POST", "/api/v1/runs", "{}").json["field"] == "name");
+  Reply no_run = call(s, "POST", "/api/v1/runs/current/phases", R"({"users":5})");
+  CHECK(no_run.status == 409);
+  CHECK(no_run.json["errorType"] == "conflict");
+  CHECK(call(s, "POST", "/api/v1/runs/current/stop").status == 409);
+  CHECK(call(s, "GET", "/api/v1/runs/current").status == 404);
+  Reply unknown = call(s, "GET", "/api/v1/runs/20200101T000000-nope");
+  CHECK(unknown.status == 404);
+  CHECK(unknown.json["errorType"] == "not_found");
+  CHECK(raw(s, "GET", "/api/v1/runs/..%2f..%2fetc").status == 404);
+  CHECK(raw(s, "GET", "/api/v1/runs/a%2fb").status == 404);
+  CHECK(call(s, "GET", "/api/v1/runs/current/phases/x").status == 404);
+  call(s, "POST", "/api/v1/runs", R"({"name":"x"})");
+  CHECK(call(s, "POST", "/api/v1/runs/current/phases", R"({"users":"5"})").json["field"] ==
+        "users");
+  CHECK(call(s, "POST", "/api/v1/runs/current/stop", R"({"now":true})").json["field"] == "now");
+  Reply del = raw(s, "DELETE", "/api/v1/runs");
+  CHECK(del.status == 405);
+  CHECK(del.allow == "GET, POST");
+  CHECK(raw(s, "GET", "/api/v1/runs/current/stop").status == 405);
+  CHECK(raw(s, "PUT", "/api/v1/runs/current").status == 405);
+  // The body cap: 413 from the server before any parsing.
+  CHECK(raw(s, "POST", "/api/v1/runs", std::string(70 * 1024, ' ')).status == 413);
+  CHECK(s.book.current()->name == "x");
+}
+
+TEST_CASE("loadwatch run start|phase|stop|list talk to the API") {
+  Server s(true);
+  std::string url = "--url=" + s.url();
+  CHECK(cli({"start", url, "--name", "ci", "--label", "build=9"}) == 0);
+  CHECK(s.book.current()->labels.at("build") == "9");
+  CHECK(cli({"phase", url, "--users", "50"}) == 0);
+  CHECK(cli({"phase", url, "--name", "soak"}) == 0);
+  CHECK(s.book.current()->phases.size() == 2);
+  CHECK(cli({"list", url}) == 0);
+  CHECK(cli({"stop", url}) == 0);
+  CHECK_FALSE(s.book.current());
+  CHECK(cli({"stop", url}) == 1);  // refused: no run is open
+  CHECK(cli({"start", url, "--name", "x", "--label", "bad-key=1"}) == 1);  // the server's 400
+  CHECK(cli({"start", url}) == 2);                                         // --name missing
+  CHECK(cli({"start", url, "--name", "x", "--label", "novalue"}) == 2);
+  CHECK(cli({"phase", url}) == 2);  // neither --name nor --users
+  CHECK(cli({"nosuch"}) == 2);
+  CHECK(cli({}) == 2);
+  CHECK(cli({"stop", "--url=http://127.0.0.1:1"}) == 2);  // unreachable
+  CHECK(cli({"stop", "--url=ftp://x"}) == 2);
+  CHECK(cli({"stop", url, "--password-file=/nonexistent"}) == 2);
+}
+
+TEST_CASE("writes refused by the server fail the CLI with 1") {
+  Server s(false);
+  CHECK(cli({"start", "--url=" + s.url(), "--name", "x"}) == 1);
+  // exec runs nothing unless the run could start.
+  CHECK(cli({"exec", "--url=" + s.url(), "--name", "x", "--", "sh", "-c", "exit 0"}) == 2);
+}
+
+TEST_CASE("run exec wraps a command in a run and exits with its code") {
+  Server s(true);
+  std::string url = "--url=" + s.url();
+  CHECK(cli({"exec", url, "--name", "three", "--label", "k=v", "--", "sh", "-c", "exit 3"}) == 3);
+  CHECK(cli({"exec", url, "--name", "killed", "--", "sh", "-c", "kill -9 $$"}) == 128 + 9);
+  CHECK(cli({"exec", url, "--name", "missing", "--", "/nonexistent/cmd"}) == 127);
+  auto list = s.book.list();
+  REQUIRE(list.size() == 3);
+  for (const auto& r : list) CHECK(r.state == RunState::Finished);
+  CHECK(list[2].name == "three");
+  // The command sees the run and can open phases itself.
+  std::string self = LOADWATCH_BINARY;
+  CHECK(cli({"exec", url, "--name", "nested", "--", "sh", "-c",
+             "test -n \"$LOADWATCH_RUN_ID\" && " + self + " run phase --users 7"}) == 0);
+  auto nested = s.book.list()[0];
+  CHECK(nested.name == "nested");
+  REQUIRE(nested.phases.size() == 1);
+  CHECK(nested.phases[0].users == 7);
+}
+
+TEST_CASE("run exec opens a phase every interval, users rising by the step") {
+  Server s(true);
+  CHECK(cli({"exec", "--url=" + s.url(), "--name", "steps", "--phase-every", "300ms",
+             "--users-step", "50", "--users-start", "10", "--", "sleep", "1"}) == 0);
+  auto run = s.book.list()[0];
+  REQUIRE(run.phases.size() >= 3);
+  REQUIRE(run.phases.size() <= 5);
+  CHECK(run.phases[0].users == 10);
+  CHECK(run.phases[1].users == 60);
+  CHECK(run.phases[2].users == 110);
+  CHECK(run.phases[0].start - run.start < 0.2);
+  CHECK(run.phases[1].start - run.phases[0].start == Approx(0.3).margin(0.15));
+  CHECK(cli({"exec", "--url=" + s.url(), "--name", "x", "--phase-every", "1s", "--", "true"}) == 2);
+  CHECK(cli({"exec", "--url=" + s.url(), "--name", "x", "--users-step", "5", "--", "true"}) == 2);
+}
+
+TEST_CASE("SIGTERM to run exec reaches the command; the run still stops") {
+  // As in the real CLI, no thread but exec's may take SIGTERM: block it before the server's
+  // threads start (they inherit the mask).
+  sigset_t term, old;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &term, &old);
+  Server s(true);
+  pid_t self = getpid();
+  std::thread killer([self] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    kill(self, SIGTERM);  // blocked by exec while its command runs, so taken by sigtimedwait
+  });
+  int rc = cli({"exec", "--url=" + s.url(), "--name", "term", "--", "sleep", "30"});
+  killer.join();
+  CHECK(rc == 128 + SIGTERM);
+  CHECK_FALSE(s.book.current());
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}

@@ -1,0 +1,449 @@
+// RunBook: the API's runs and phases, the bounded history, storage across restarts (open runs
+// come back interrupted, broken files are set aside), and runs inferred from generators.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "runs/run_book.h"
+
+using namespace loadwatch;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  TempDir() {
+    char tmpl[] = "/tmp/lw_runbook_XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string path;
+};
+
+StartRunRequest start(const std::string& name) { return StartRunRequest{name, {}}; }
+PhaseRequest users(std::int64_t n) { return PhaseRequest{"users=" + std::to_string(n), n}; }
+
+std::vector<std::string> files_in(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+GeneratorSighting seen(const std::string& origin, GeneratorActivity a, std::optional<double> users,
+                       double at) {
+  GeneratorSighting s;
+  s.origin = origin;
+  s.activity = a;
+  s.users = users;
+  s.at = at;
+  s.stale_after = 15;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("an API run starts, takes phases and stops") {
+  double t = 1796144712;
+  RunBook book(nullptr, {}, [&] { return t; });
+  CHECK_FALSE(book.current());
+  auto started = book.start_run(StartRunRequest{"checkout", {{"build", "7"}}});
+  CHECK(started.run.id == "20261201T170512-checkout");
+  CHECK(started.run.open());
+  CHECK(started.run.origin == "api");
+  CHECK(started.warnings.empty());
+  t += 10;
+  book.add_phase(users(50));
+  t += 180;
+  auto phased = book.add_phase(users(100));
+  REQUIRE(phased.run.phases.size() == 2);
+  CHECK(phased.run.phases[0].start == 1796144722);
+  CHECK(phased.run.phase_end(0) == 1796144902);
+  CHECK_FALSE(phased.run.phase_end(1));
+  t += 180;
+  auto stopped = book.stop_run();
+  CHECK(stopped.run.state == RunState::Finished);
+  CHECK(stopped.run.end == 1796145082);
+  CHECK(stopped.run.phase_end(1) == 1796145082);
+  CHECK_FALSE(book.current());
+  REQUIRE(book.find("20261201T170512-checkout"));
+  CHECK(book.find("20261201T170512-checkout")->labels.at("build") == "7");
+  CHECK_FALSE(book.find("20261201T170512-other"));
+}
+
+TEST_CASE("starting a run ends the one still open; ids stay unique") {
+  double t = 1796144712;
+  RunBook book(nullptr, {}, [&] { return t; });
+  book.start_run(start("a"));
+  book.add_phase(users(10));
+  t += 0.5;  // same second, same name: a suffix keeps the ids apart
+  book.start_run(start("a"));
+  auto list = book.list();
+  REQUIRE(list.size() == 2);
+  CHECK(list[0].id == "20261201T170512-a-2");
+  CHECK(list[0].open());
+  CHECK(list[1].id == "20261201T170512-a");
+  CHECK(list[1].state == RunState::Finished);
+  CHECK(list[1].end == t);
+}
+
+TEST_CASE("writes the state refuses are conflicts") {
+  double t = 100;
+  RunBookLimits limits;
+  limits.max_phases = 2;
+  RunBook book(nullptr, limits, [&] { return t; });
+  CHECK_THROWS_AS(book.add_phase(users(1)), RunConflict);
+  CHECK_THROWS_AS(book.stop_run(), RunConflict);
+  book.start_run(start("x"));
+  book.add_phase(users(1));
+  book.add_phase(users(2));
+  CHECK_THROWS_WITH(book.add_phase(users(3)), Catch::Contains("2 phases"));
+}
+
+TEST_CASE("phases never start before the run or the phase before them") {
+  double t = 1000;
+  RunBook book(nullptr, {}, [&] { return t; });
+  book.start_run(start("x"));
+  t = 990;  // the wall clock stepped back
+  auto r = book.add_phase(users(1));
+  CHECK(r.run.phases[0].start == 1000);
+}
+
+TEST_CASE("the history keeps the last runs, in memory and on disk") {
+  TempDir dir;
+  double t = 1796144712;
+  RunBookLimits limits;
+  limits.max_finished = 3;
+  RunBook book(std::make_unique<RunStore>(dir.path), limits, [&] { return t; });
+  for (int i = 0; i < 5; ++i) {
+    book.start_run(start("run" + std::to_string(i)));
+    t += 60;
+    book.stop_run();
+  }
+  auto list = book.list();
+  REQUIRE(list.size() == 3);
+  CHECK(list[0].name == "run4");
+  CHECK(list[2].name == "run2");
+  CHECK(files_in(dir.path + "/runs") ==
+        std::vector<std::string>{list[2].id + ".json", list[1].id + ".json", list[0].id + ".json"});
+}
+
+TEST_CASE("a run open when the daemon died comes back interrupted, ending when last seen") {
+  TempDir dir;
+  double t = 1796144712;
+  std::string id;
+  {
+    RunBook book(std::make_unique<RunStore>(dir.path), {}, [&] { return t; });
+    book.start_run(start("soak"));
+    book.add_phase(users(50));
+    t += 30;
+    book.tick(t);  // heartbeat: last seen written
+    t += 5;
+    book.tick(t);  // under the heartbeat period: not written
+    id = book.current()->id;
+    // Destroyed without checkpoint(): as after kill -9.
+  }
+  t += 3600;
+  RunBook again(std::make_unique<RunStore>(dir.path), {}, [&] { return t; });
+  CHECK_FALSE(again.current());
+  auto run = again.find(id);
+  REQUIRE(run);
+  CHECK(run->state == RunState::Interrupted);
+  CHECK(run->end == 1796144742);
+  REQUIRE(run->phases.size() == 1);
+  CHECK(run->phases[0].users == 50);
+  // Marked on disk too: a third start does not see it open again.
+  std::ifstream f(dir.path + "/runs/" + id + ".json");
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Contains("\"interrupted\""));
+}
+
+TEST_CASE("a clean stop records when the open run was last seen") {
+  TempDir dir;
+  double t = 1796144712;
+  std::string id;
+  {
+    RunBook book(std::make_unique<RunStore>(dir.path), {}, [&] { return t; });
+    id = book.start_run(start("soak")).run.id;
+    t += 7;
+    book.checkpoint();
+  }
+  RunBook again(std::make_unique<RunStore>(dir.path), {}, [&] { return t; });
+  CHECK(again.find(id)->end == 1796144719);
+  CHECK(again.find(id)->state == RunState::Interrupted);
+}
+
+TEST_CASE("broken run files are set aside; the others are kept") {
+  TempDir dir;
+  double t = 1796144712;
+  std::vector<std::string> ids;
+  {
+    RunBook book(std::make_unique<RunStore>(dir.path), {}, [&] { return t; });
+    for (int i = 0; i < 3; ++i) {
+      ids.push_back(book.start_run(start("r" + std::to_string(i))).run.id);
+      t += 10;
+      book.stop_run();
+    }
+  }
+  std::string runs = dir.path + "/runs/";
+  // Truncate one file mid-way, as a crash without atomic writes would.
+  std::string victim = runs + ids[1] + ".json";
+  fs::resize_file(victim, fs::file_size(victim) / 2);
+  { std::ofstream(runs + "20261201T000000-empty.json"); }
+  {
+    std::ofstream(runs + "20261201T000001-huge.json")
+        << std::string(RunStore::kMaxFileBytes + 10, ' ');
+  }
+  { std::ofstream(runs + "20261201T000002-wrongname.json") << "{\"format\":1}"; }
+  { std::ofstream(runs + ".20261201T000003-x.json.tmp") << "half"; }
+
+  RunStore store(dir.path);
+  auto loaded = store.load();
+  REQUIRE(loaded.runs.size() == 2);
+  CHECK(loaded.runs[0].id == ids[0]);
+  CHECK(loaded.runs[1].id == ids[2]);
+  REQUIRE(loaded.problems.size() == 4);
+  std::string all;
+  for (const auto& p : loaded.problems) all += p + "\n";
+  CHECK_THAT(all, Catch::Contains(ids[1] + ".json: not valid JSON (truncated or corrupt)"));
+  CHECK_THAT(all, Catch::Contains("empty (truncated)"));
+  CHECK_THAT(all, Catch::Contains("larger than"));
+  CHECK_THAT(all, Catch::Contains("field \"run\""));
+  CHECK_THAT(all, Catch::Contains("set aside as " + victim + ".corrupt"));
+  CHECK(fs::exists(victim + ".corrupt"));
+  CHECK_FALSE(fs::exists(victim));
+  CHECK_FALSE(fs::exists(runs + ".20261201T000003-x.json.tmp"));
+  // Set aside means never read again: a second load finds only the good runs, no problems.
+  auto again = store.load();
+  CHECK(again.runs.size() == 2);
+  CHECK(again.problems.empty());
+}
+
+TEST_CASE("a storage path that cannot be used fails at once, naming it") {
+  TempDir dir;
+  std::string file = dir.path + "/plain-file";
+  { std::ofstream(file) << "x"; }
+  CHECK_THROWS_WITH(RunStore(file + "/state"), Catch::Contains(file + "/state"));
+  CHECK_THROWS_WITH(RunStore(file), Catch::Contains("not a directory"));
+}
+
+TEST_CASE("a Locust test opens a run, each settled user count a phase, stopping closes it") {
+  RunBook book(nullptr, {}, [] { return 0.0; });
+  const std::string o = "locust:lc";
+  book.generator_seen(seen(o, GeneratorActivity::Idle, 0, 100));
+  CHECK_FALSE(book.current());
+  book.generator_seen(seen(o, GeneratorActivity::Ramping, 10, 105));
+  REQUIRE(book.current());
+  CHECK(book.current()->origin == o);
+  CHECK(book.current()->name == "lc");
+  CHECK(book.current()->start == 105);
+  CHECK(book.current()->phases.empty());  // ramping: the step's count is not settled yet
+  book.generator_seen(seen(o, GeneratorActivity::Steady, 50, 110));
+  book.generator_seen(seen(o, GeneratorActivity::Steady, 50, 115));  // same count: same phase
+  book.generator_seen(seen(o, GeneratorActivity::Ramping, 70, 200));
+  book.generator_seen(seen(o, GeneratorActivity::Ramping, 90, 205));
+  book.generator_seen(seen(o, GeneratorActivity::Steady, 100, 210));
+  book.generator_seen(seen(o, GeneratorActivity::Steady, 150, 300));  // no ramp seen
+  auto run = *book.current();
+  REQUIRE(run.phases.size() == 3);
+  CHECK(run.phases[0].name == "users=50");
+  CHECK(run.phases[0].start == 105);  // the ramp to it began with the run
+  CHECK(run.phases[1].users == 100);
+  CHECK(run.phases[1].start == 200);  // where the ramp began
+  CHECK(run.phases[2].users == 150);
+  CHECK(run.phases[2].start == 300);
+  book.generator_seen(seen(o, GeneratorActivity::Idle, 0, 400));
+  CHECK_FALSE(book.current());
+  CHECK(book.list()[0].end == 400);
+  CHECK(book.list()[0].phase_end(2) == 400);
+}
+
+TEST_CASE("an API run wins over inferred starts, stops and phases") {
+  double t = 100;
+  RunBook book(nullptr, {}, [&] { return t; });
+  book.start_run(start("ci"));
+  book.generator_seen(seen("locust:lc", GeneratorActivity::Steady, 50, 101));
+  book.generator_run_started("jmeter:jm", "Test", 102);
+  book.generator_seen(seen("locust:lc", GeneratorActivity::Idle, 0, 103));
+  book.generator_run_ended("jmeter:jm", 104);
+  REQUIRE(book.current());
+  CHECK(book.current()->origin == "api");
+  CHECK(book.current()->phases.empty());
+  CHECK(book.list().size() == 1);
+  // An API start ends an inferred run.
+  book.stop_run();
+  book.generator_seen(seen("locust:lc", GeneratorActivity::Steady, 50, 110));
+  CHECK(book.current()->origin == "locust:lc");
+  t = 120;
+  book.start_run(start("ci2"));
+  auto list = book.list();
+  CHECK(list[0].origin == "api");
+  CHECK(list[1].origin == "locust:lc");
+  CHECK(list[1].end == 120);
+}
+
+TEST_CASE("a second generator does not take over an inferred run") {
+  RunBook book(nullptr, {}, [] { return 0.0; });
+  book.generator_seen(seen("locust:a", GeneratorActivity::Steady, 5, 100));
+  book.generator_seen(seen("locust:b", GeneratorActivity::Steady, 9, 101));
+  book.generator_seen(seen("locust:b", GeneratorActivity::Idle, 0, 102));
+  REQUIRE(book.current());
+  CHECK(book.current()->origin == "locust:a");
+  CHECK(book.current()->phases.size() == 1);
+}
+
+TEST_CASE("a generator that goes quiet ends its run where it was last seen") {
+  RunBook book(nullptr, {}, [] { return 0.0; });
+  book.generator_seen(seen("locust:lc", GeneratorActivity::Steady, 5, 100));
+  book.tick(110);
+  CHECK(book.current());
+  book.tick(116);  // stale_after 15
+  CHECK_FALSE(book.current());
+  CHECK(book.list()[0].end == 100);
+  // Then another generator may start one.
+  book.generator_seen(seen("locust:b", GeneratorActivity::Steady, 5, 120));
+  CHECK(book.current()->origin == "locust:b");
+}
+
+TEST_CASE("JMeter's annotations open and close a run named after the test") {
+  RunBook book(nullptr, {}, [] { return 0.0; });
+  book.generator_run_started("jmeter:jmx", "Checkout plan", 100);
+  REQUIRE(book.current());
+  CHECK(book.current()->name == "Checkout plan");
+  CHECK(book.current()->origin == "jmeter:jmx");
+  GeneratorSighting alive = seen("jmeter:jmx", GeneratorActivity::Unknown, std::nullopt, 150);
+  alive.stale_after = 60;
+  book.generator_seen(alive);
+  book.tick(200);
+  CHECK(book.current());  // pushes keep it open
+  book.generator_run_ended("jmeter:other", 210);
+  CHECK(book.current());
+  book.generator_run_ended("jmeter:jmx", 220);
+  CHECK_FALSE(book.current());
+  CHECK(book.list()[0].end == 220);
+  // A start with an empty title is named after the source.
+  book.generator_run_started("jmeter:jmx", "", 300);
+  CHECK(book.current()->name == "jmx");
+  // A new start from the same generator begins a new run.
+  book.generator_run_started("jmeter:jmx", "again", 400);
+  CHECK(book.current()->name == "again");
+  CHECK(book.list()[1].end == 400);
+}
+
+TEST_CASE("a wrk summary is one finished run, however often it is read") {
+  double t = 5000;
+  RunBook book(nullptr, {}, [&] { return t; });
+  book.finished_run_seen("wrk:smoke", "smoke", 1000, 1010);
+  book.finished_run_seen("wrk:smoke", "smoke", 1000, 1010.4);
+  CHECK_FALSE(book.current());
+  auto list = book.list();
+  REQUIRE(list.size() == 1);
+  CHECK(list[0].origin == "wrk:smoke");
+  CHECK(list[0].start == 1000);
+  CHECK(list[0].end == 1010);
+  CHECK(list[0].state == RunState::Finished);
+  book.finished_run_seen("wrk:smoke", "smoke", 2000, 2010);  // the next run of that name
+  CHECK(book.list().size() == 2);
+  book.finished_run_seen("wrk:bad", "bad", 10, 5);  // ends before it starts
+  CHECK(book.list().size() == 2);
+}
+
+TEST_CASE("a wrk summary inside an API run belongs to that run") {
+  double t = 1000;
+  RunBook book(nullptr, {}, [&] { return t; });
+  book.start_run(start("ci"));
+  book.finished_run_seen("wrk:step", "step", 1001, 1004);  // while it is open
+  t = 1100;
+  book.stop_run();
+  book.finished_run_seen("wrk:step2", "step2", 1050, 1060);  // read after it ended
+  book.finished_run_seen("wrk:later", "later", 1200, 1210);
+  auto list = book.list();
+  REQUIRE(list.size() == 2);
+  CHECK(list[0].origin == "wrk:later");
+}
+
+TEST_CASE("exposed: the open run and the run that ended last") {
+  double t = 1000;
+  RunBook book(nullptr, {}, [&] { return t; });
+  CHECK_FALSE(book.exposed().current);
+  CHECK_FALSE(book.exposed().last_finished);
+  book.start_run(start("a"));
+  t = 1100;
+  book.start_run(start("b"));
+  book.finished_run_seen("wrk:old", "old", 10, 20);  // older: not the last to end
+  book.add_phase(users(20));
+  auto e = book.exposed();
+  CHECK(e.current->name == "b");
+  CHECK(e.current->phase->users == 20);
+  CHECK(e.last_finished->id == "19700101T001640-a");
+  CHECK(e.last_finished->end == 1100);
+}
+
+TEST_CASE("concurrent writers and readers leave consistent runs on disk") {
+  TempDir dir;
+  RunBookLimits limits;
+  limits.max_finished = 20;
+  std::string last_id;
+  {
+    RunBook book(std::make_unique<RunStore>(dir.path), limits);
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> threads;
+    for (int w = 0; w < 3; ++w) {
+      threads.emplace_back([&, w] {
+        std::mt19937 rng(w);
+        for (int i = 0; i < 60; ++i) {
+          try {
+            switch (rng() % 4) {
+              case 0:
+                book.start_run(start("w" + std::to_string(w)));
+                break;
+              case 1:
+                book.add_phase(users(i));
+                break;
+              case 2:
+                book.stop_run();
+                break;
+              case 3:
+                book.generator_seen(
+                    seen("locust:x", GeneratorActivity::Steady, double(i % 7), 1796144712.0 + i));
+                break;
+            }
+          } catch (const RunConflict&) {
+          }
+        }
+      });
+    }
+    std::atomic<int> bad_reads{0};  // Catch's assertions are not thread-safe: count, check after
+    std::thread reader([&] {
+      while (!stop) {
+        for (const auto& r : book.list()) bad_reads += r.id.empty() || (r.open() && r.end);
+        book.exposed();
+        book.tick(1796144712.0);
+      }
+    });
+    for (auto& th : threads) th.join();
+    stop = true;
+    reader.join();
+    CHECK(bad_reads == 0);
+    try {
+      book.stop_run();
+    } catch (const RunConflict&) {
+    }
+    auto list = book.list();
+    CHECK_FALSE(book.current());
+    CHECK(list.size() <= 20);
+    CHECK(files_in(dir.path + "/runs").size() == list.size());
+  }
+  RunStore store(dir.path);
+  auto loaded = store.load();
+  CHECK(loaded.problems.empty());
+  for (const auto& r : loaded.runs) CHECK_FALSE(r.open());  // the newest state of each won
+}

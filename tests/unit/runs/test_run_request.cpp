@@ -1,0 +1,139 @@
+// Run API bodies: what is accepted, and that every refusal names the field to fix.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "exposition.h"
+#include "runs/run_request.h"
+
+using namespace loadwatch;
+
+namespace {
+
+std::string start_field(const std::string& body) {
+  try {
+    parse_start_request(body);
+  } catch (const RunRequestError& e) {
+    return e.field();
+  }
+  return "(accepted)";
+}
+
+std::string phase_field(const std::string& body) {
+  try {
+    parse_phase_request(body);
+  } catch (const RunRequestError& e) {
+    return e.field();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
+TEST_CASE("a start body gives the name and labels") {
+  auto r =
+      parse_start_request(R"({"name": "checkout", "labels": {"build": "1234", "env": "stage"}})");
+  CHECK(r.name == "checkout");
+  CHECK(r.labels.size() == 2);
+  CHECK(r.labels.at("build") == "1234");
+  CHECK(parse_start_request(R"({"name":"x","labels":null})").labels.empty());
+  CHECK(parse_start_request("{\"name\":\"caf\xc3\xa9 \xe6\xb5\x8b\xe8\xaf\x95\"}").name ==
+        "caf\xc3\xa9 \xe6\xb5\x8b\xe8\xaf\x95");
+}
+
+TEST_CASE("a bad start body names the field") {
+  CHECK(start_field("") == "body");
+  CHECK(start_field("{") == "body");
+  CHECK(start_field("[]") == "body");
+  CHECK(start_field(R"("checkout")") == "body");
+  CHECK(start_field("{}") == "name");
+  CHECK(start_field(R"({"name": 3})") == "name");
+  CHECK(start_field(R"({"name": ""})") == "name");
+  CHECK(start_field(R"({"name": ")" + std::string(129, 'a') + "\"}") == "name");
+  CHECK(start_field(R"({"name": ")" + std::string(128, 'a') + "\"}") == "(accepted)");
+  CHECK(start_field(R"({"name": "a\nb"})") == "name");
+  CHECK(start_field(R"({"name": "a\u0000b"})") == "name");
+  CHECK(start_field(R"({"name": "x", "label": {}})") == "label");
+  CHECK(start_field(R"({"name": "x", "labels": []})") == "labels");
+  CHECK(start_field(R"({"name": "x", "labels": {"build": 3}})") == "labels.build");
+  CHECK(start_field(R"({"name": "x", "labels": {"1st": "a"}})") == "labels.1st");
+  CHECK(start_field(R"({"name": "x", "labels": {"__name__": "a"}})") == "labels.__name__");
+  CHECK(start_field(R"({"name": "x", "labels": {"a-b": "a"}})") == "labels.a-b");
+  CHECK(start_field(R"({"name": "x", "labels": {"k": ")" + std::string(257, 'v') + "\"}}") ==
+        "labels.k");
+  CHECK(start_field(R"({"name": "x", "labels": {"k": "a\tb"}})") == "labels.k");
+  std::string many = R"({"name": "x", "labels": {)";
+  for (int i = 0; i < 33; ++i) many += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":\"v\"";
+  CHECK(start_field(many + "}}") == "labels");
+}
+
+TEST_CASE("invalid UTF-8 and deep or huge bodies are refused") {
+  // nlohmann refuses invalid UTF-8 inside strings while parsing: the whole body is bad.
+  CHECK(start_field("{\"name\": \"a\xff\"}") == "body");
+  CHECK(start_field("{\"name\": \"\xed\xa0\x80\"}") == "body");  // a UTF-16 surrogate
+  CHECK(start_field(R"({"name": "x", "labels": {"k": {"deeper": {"deeper": {"deeper": 1}}}}})") ==
+        "body");
+  CHECK(start_field(std::string(100000, '[')) == "body");
+  CHECK(start_field(R"({"name": ")" + std::string(70000, 'a') + "\"}") == "body");
+}
+
+TEST_CASE("a phase body takes a name, users, or both") {
+  auto a = parse_phase_request(R"({"users": 50})");
+  CHECK(a.name == "users=50");
+  CHECK(a.users == 50);
+  auto b = parse_phase_request(R"({"name": "warm-up"})");
+  CHECK(b.name == "warm-up");
+  CHECK_FALSE(b.users);
+  auto c = parse_phase_request(R"({"name": "step 2", "users": 100.0})");
+  CHECK(c.name == "step 2");
+  CHECK(c.users == 100);
+  CHECK(parse_phase_request(R"({"users": 0})").users == 0);
+}
+
+TEST_CASE("a bad phase body names the field") {
+  CHECK(phase_field("{}") == "name");
+  CHECK(phase_field(R"({"users": null})") == "name");
+  CHECK(phase_field(R"({"users": "50"})") == "users");
+  CHECK(phase_field(R"({"users": 1.5})") == "users");
+  CHECK(phase_field(R"({"users": -1})") == "users");
+  CHECK(phase_field(R"({"users": 1e30})") == "users");
+  CHECK(phase_field(R"({"users": 1000000001})") == "users");
+  CHECK(phase_field(R"({"users": 5, "name": ""})") == "name");
+  CHECK(phase_field(R"({"users": 5, "phase": "x"})") == "phase");
+}
+
+TEST_CASE("stop takes nothing or an empty object") {
+  CHECK_NOTHROW(parse_empty_request(""));
+  CHECK_NOTHROW(parse_empty_request(" \n"));
+  CHECK_NOTHROW(parse_empty_request("{}"));
+  CHECK_THROWS_AS(parse_empty_request(R"({"force": true})"), RunRequestError);
+  CHECK_THROWS_AS(parse_empty_request("nope"), RunRequestError);
+}
+
+TEST_CASE("UTF-8 validation follows RFC 3629") {
+  CHECK(valid_utf8(""));
+  CHECK(valid_utf8("plain"));
+  CHECK(valid_utf8("\xc3\xa9\xe6\xb5\x8b\xf0\x9f\x98\x80"));
+  CHECK_FALSE(valid_utf8("\xc0\xaf"));          // overlong '/'
+  CHECK_FALSE(valid_utf8("\xe0\x80\xaf"));      // overlong
+  CHECK_FALSE(valid_utf8("\xed\xa0\x80"));      // surrogate
+  CHECK_FALSE(valid_utf8("\xf4\x90\x80\x80"));  // above U+10FFFF
+  CHECK_FALSE(valid_utf8("\xe6\xb5"));          // cut short
+  CHECK_FALSE(valid_utf8("\x80"));
+}
+
+TEST_CASE("names from generators are cleaned, not refused") {
+  CHECK(clean_name("Checkout test", "fallback") == "Checkout test");
+  CHECK(clean_name("a\xff"
+                   "b\nc",
+                   "fallback") == "a?b?c");
+  CHECK(clean_name("", "fallback") == "fallback");
+  std::string long_name(200, 'x');
+  CHECK(clean_name(long_name, "f").size() == kMaxRunNameBytes);
+  // Cut on a character boundary: never half of a multi-byte character.
+  std::string wide;
+  for (int i = 0; i < 60; ++i) wide += "\xe6\xb5\x8b";
+  std::string cut = clean_name(wide, "f");
+  CHECK(cut.size() <= kMaxRunNameBytes);
+  CHECK(valid_utf8(cut));
+  CHECK(name_problem(cut).empty());
+}
