@@ -57,7 +57,7 @@ def timeline(report):
 class ReportHtml(unittest.TestCase):
     def setUp(self):
         if webdriver is None:
-            raise unittest.SkipTest("python3-selenium missing: run scripts/install-deps test")
+            self.fail("python3-selenium missing: run scripts/install-deps test")
         for tool in ("chromium", "chromedriver"):
             self.assertTrue(shutil.which(tool), tool + " missing: run scripts/install-deps test")
         self.dir = tempfile.mkdtemp(prefix="lw-report-html-")
