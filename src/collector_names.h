@@ -8,9 +8,10 @@
 
 namespace loadwatch {
 
-inline constexpr std::array<std::string_view, 16> kCollectorNames = {
+inline constexpr std::array<std::string_view, 17> kCollectorNames = {
     "targets",  "stat",   "softirqs", "meminfo",   "loadavg",  "filefd", "tcp",      "netstat",
     "sockstat", "sysctl", "netdev",   "conntrack", "graphite", "influx", "textfile", "sources",
+    "http",
 };
 
 /// True when `name` is one of kCollectorNames.
