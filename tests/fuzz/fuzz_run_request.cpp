@@ -9,6 +9,7 @@
 #include <string>
 
 #include "runs/run.h"
+#include "exposition.h"
 #include "runs/run_request.h"
 
 using namespace loadwatch;

@@ -7,7 +7,9 @@
 """
 import base64
 import ctypes
+import errno
 import os
+import random
 import re
 import signal
 import socket
@@ -25,9 +27,25 @@ _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    # Below the ephemeral range (32768-60999): a port the kernel hands out is soon some other
+    # test's client port, and a peer that binds it a moment later gets EADDRINUSE.
+    for _ in range(200):
+        port = random.randint(20000, 32000)
+        families = [(socket.AF_INET, "127.0.0.1")]
+        if socket.has_ipv6:
+            families.append((socket.AF_INET6, "::"))  # peers such as Mountebank bind every address
+        try:
+            for family, host in families:
+                with socket.socket(family) as s:
+                    s.bind((host, port))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                continue
+            if family == socket.AF_INET6:
+                return port  # no IPv6 here: the IPv4 check stands
+            raise
+        return port
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 def parse_metrics(text):
