@@ -236,6 +236,10 @@ bool valid_label_name(std::string_view name) {
   return std::all_of(name.begin(), name.end(), [](char c) { return is_alpha_(c) || is_digit(c); });
 }
 
+std::size_t utf8_char_length(std::string_view text, std::size_t i) {
+  return utf8_sequence(text, i);
+}
+
 bool valid_utf8(std::string_view text) {
   for (std::size_t i = 0; i < text.size();) {
     if (static_cast<unsigned char>(text[i]) < 0x80) {

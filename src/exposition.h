@@ -15,6 +15,9 @@ bool valid_metric_name(std::string_view name);
 /// True for a valid label name [a-zA-Z_][a-zA-Z0-9_]*.
 bool valid_label_name(std::string_view name);
 
+/// Length of the well-formed UTF-8 sequence at text[i] (1 for ASCII), 0 when there is none:
+/// no overlong forms, surrogates or code points past U+10FFFF (RFC 3629).
+std::size_t utf8_char_length(std::string_view text, std::size_t i);
 /// True when `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past
 /// U+10FFFF), as Prometheus requires of label values and HELP.
 bool valid_utf8(std::string_view text);

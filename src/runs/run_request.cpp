@@ -67,25 +67,6 @@ bool has_control(std::string_view s) {
   return false;
 }
 
-/// Length of the UTF-8 sequence at s[i], 0 when it is not a valid one (RFC 3629: no
-/// overlongs, no surrogates, nothing above U+10FFFF).
-std::size_t utf8_char(std::string_view s, std::size_t i) {
-  auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = b(i);
-  if (c < 0x80) return 1;
-  std::size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-  if (n == 0 || c > 0xF4 || i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-  }
-  unsigned char c1 = b(i + 1);
-  if (c == 0xE0 && c1 < 0xA0) return 0;  // overlong
-  if (c == 0xED && c1 > 0x9F) return 0;  // surrogate
-  if (c == 0xF0 && c1 < 0x90) return 0;  // overlong
-  if (c == 0xF4 && c1 > 0x8F) return 0;  // above U+10FFFF
-  return n;
-}
-
 }  // namespace
 
 std::string name_problem(std::string_view name) {
@@ -101,7 +82,7 @@ std::string name_problem(std::string_view name) {
 std::string clean_name(std::string_view raw, std::string_view fallback) {
   std::string out;
   for (std::size_t i = 0; i < raw.size();) {
-    std::size_t n = utf8_char(raw, i);
+    std::size_t n = utf8_char_length(raw, i);
     bool bad = n == 0 || (n == 1 && has_control(raw.substr(i, 1)));
     std::size_t take = bad ? 1 : n;
     if (out.size() + (bad ? 1 : n) > kMaxRunNameBytes) break;
