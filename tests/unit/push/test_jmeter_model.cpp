@@ -458,9 +458,12 @@ TEST_CASE("jmeter: names past the label cap are refused, not stored") {
   for (const auto& [k, _] : v) CHECK(k.find(big) == std::string::npos);
 
   JMeterModel g("graphite");
-  GraphiteLine l{std::string(3000, 'p') + ".all.a.count", 1, 1};
+  // GraphiteLine views its path: the strings must outlive the lines.
+  const std::string long_prefix = std::string(3000, 'p') + ".all.a.count";
+  const std::string long_name = "jmeter." + std::string(3000, 't') + ".a.count";
+  GraphiteLine l{long_prefix, 1, 1};
   CHECK(g.ingest_graphite(l, 1) == JMeterModel::Result::Dropped);
-  GraphiteLine e{"jmeter." + std::string(3000, 't') + ".a.count", 1, 1};
+  GraphiteLine e{long_name, 1, 1};
   CHECK(g.ingest_graphite(e, 1) == JMeterModel::Result::Dropped);
   CHECK(flatten(g)["loadwatch_push_rejected_lines_total{protocol=graphite,reason=label_limit}"] ==
         2);
