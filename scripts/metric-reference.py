@@ -9,22 +9,19 @@ docs/metrics.md. Re-run after adding a metric:
     python3 scripts/metric-reference.py [--build build]
 """
 import argparse
-import http.server
 import os
 import re
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
-from lwtest import Loadwatch, free_port  # noqa: E402
+from lwtest import Loadwatch, free_port, serve  # noqa: E402
 
 BEGIN, END = "<!-- metric-reference:begin -->", "<!-- metric-reference:end -->"
 FIX = os.path.join(ROOT, "tests", "fixtures", "sources")
@@ -48,21 +45,12 @@ INFLUX_BODY = (
     'events,application=app,title=ApacheJMeter text="Test ended" {t2}\n')
 
 
-class Fixtures(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        name = ROUTES.get(self.path.split("?")[0])
-        if not name:
-            self.send_error(404)
-            return
-        with open(os.path.join(FIX, name), "rb") as f:
-            body = f.read()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+def fixture(path):
+    name = ROUTES.get(path.split("?")[0])
+    if not name:
+        return None
+    with open(os.path.join(FIX, name), "rb") as f:
+        return f.read()
 
 
 def families(text):
@@ -90,8 +78,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     a = ap.parse_args()
     os.environ["LOADWATCH_BINARY"] = os.path.join(a.build, "loadwatch")
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Fixtures)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve(fixture)
     base = "http://127.0.0.1:%d" % server.server_address[1]
     textdir = tempfile.mkdtemp()
     for name in os.listdir(TEXTFILES):
