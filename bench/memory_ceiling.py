@@ -27,11 +27,9 @@ textfiles; the "after" figure is taken a few samples after the last step.
 Every wait is bounded; the daemon is stopped by its PID.
 """
 import argparse
-import http.server
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,14 +39,8 @@ import urllib.error
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def kib(pid, field):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+import lwtest  # noqa: E402
 
 
 def reset_peak(pid):
@@ -59,12 +51,6 @@ def reset_peak(pid):
         return True
     except OSError:
         return False
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(url, timeout=30):
@@ -91,21 +77,6 @@ class Bodies:
     def __init__(self):
         self.one = self.small
         self.two = self.small
-
-
-def make_handler(bodies):
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = bodies.one if self.path == "/one" else bodies.two
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-    return Handler
 
 
 def textfile_body(target_bytes):
@@ -139,8 +110,8 @@ def main():
     textfiles = os.path.join(work, "textfiles")
     os.mkdir(textfiles)
     bodies = Bodies()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), make_handler(bodies))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = lwtest.serve(lambda path: bodies.one if path == "/one" else bodies.two,
+                          "text/plain; version=0.0.4")
     sport = server.server_address[1]
     config = os.path.join(work, "lw.yml")
     with open(config, "w") as f:
@@ -149,7 +120,7 @@ def main():
                 " timeout: 10s}\n"
                 "  - {name: two, kind: prometheus, url: 'http://127.0.0.1:%d/two', interval: 1s,"
                 " timeout: 10s}\n" % (sport, sport))
-    port, gport = free_port(), free_port()
+    port, gport = lwtest.free_port(), lwtest.free_port()
     log = open(os.path.join(work, "loadwatch.log"), "wb")
     proc = subprocess.Popen([args.binary, "--web.listen-address=127.0.0.1:%d" % port,
                              "--config.file=" + config,
@@ -172,7 +143,7 @@ def main():
             raise SystemExit("loadwatch not ready")
         time.sleep(args.settle_seconds)
         get(url + "/metrics")
-        baseline = kib(proc.pid, "VmRSS")
+        baseline = lwtest.rss_kib(proc.pid, "VmRSS")
         results["baseline_kib"] = baseline
 
         per_step = reset_peak(proc.pid)
@@ -190,7 +161,7 @@ def main():
             except OSError:  # a daemon that cannot serve the page in time (older builds)
                 status, page = 0, b""
             row = {"step": name, "seconds": round(time.time() - t0, 1),
-                   "peak_kib": kib(proc.pid, "VmHWM"), "rss_kib": kib(proc.pid, "VmRSS"),
+                   "peak_kib": lwtest.rss_kib(proc.pid, "VmHWM"), "rss_kib": lwtest.rss_kib(proc.pid, "VmRSS"),
                    "metrics_status": status, "metrics_bytes": len(page)}
             row.update(extra)
             overall_peak = max(overall_peak, row["peak_kib"])
@@ -288,7 +259,7 @@ def main():
         alone_peak = overall_peak
         step("all_at_once", all_at_once)
         step("after_burst", calm)
-        after = kib(proc.pid, "VmRSS")
+        after = lwtest.rss_kib(proc.pid, "VmRSS")
         ceiling = baseline + args.budget_mib * 1024
         results.update(alone_peak_kib=alone_peak, all_peak_kib=overall_peak, after_kib=after,
                        ceiling_kib=ceiling,

@@ -39,27 +39,14 @@ from bench_build import build_targets
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+import lwtest  # noqa: E402
 
 
 def cpu_seconds(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def rss_bytes(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_http(url, proc, timeout=15):
@@ -130,7 +117,7 @@ def run_floor_and_collector(build, holder_pid, samples):
 
 
 def run_daemon(build, holder_pid, seconds, only_targets):
-    port = free_port()
+    port = lwtest.free_port()
     args = [os.path.join(build, "loadwatch"), "--web.listen-address=127.0.0.1:%d" % port,
             "--target=sleepers=comm:benchsleep", "--target=fds=pid:%d" % holder_pid,
             "--log.level=warn"]
@@ -151,7 +138,7 @@ def run_daemon(build, holder_pid, seconds, only_targets):
                   "cpu_percent": 100 * (c1 - c0) / (t1 - t0)}
         if not only_targets:
             result.update(scrape_latency(url))
-            result["rss_bytes"] = rss_bytes(proc.pid)
+            result["rss_bytes"] = lwtest.rss_kib(proc.pid) * 1024
         return result
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -221,7 +208,7 @@ def run_process_exporter(holder_pid, scrapes):
         f.write("process_names:\n"
                 "  - name: sleepers\n    comm: [benchsleep]\n"
                 "  - name: fds\n    comm: [benchfdhold]\n")
-    port = free_port()
+    port = lwtest.free_port()
     proc = subprocess.Popen([exe, "-config.path", cfg, "-web.listen-address",
                              "127.0.0.1:%d" % port], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
@@ -234,7 +221,8 @@ def run_process_exporter(holder_pid, scrapes):
         for _ in range(scrapes):
             urllib.request.urlopen(url, timeout=30).read()
         c1 = cpu_seconds(proc.pid)
-        return {"cpu_ms_per_scrape": 1000 * (c1 - c0) / scrapes, "rss_bytes": rss_bytes(proc.pid)}
+        return {"cpu_ms_per_scrape": 1000 * (c1 - c0) / scrapes,
+                "rss_bytes": lwtest.rss_kib(proc.pid) * 1024}
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(10)

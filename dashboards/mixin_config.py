@@ -98,14 +98,14 @@ class Config:
         return self.for_[alert]
 
 
-def load(profile=None, default=DEFAULT):
+def load(profile=None):
     """The default configuration, or a profile (a path, or a name under profiles/) over it."""
-    raw = _read(default)
+    raw = _read(DEFAULT)
     for key in ("windows", "for"):
         if not isinstance(raw.get(key), dict):
-            raise ConfigError(f"{default}: _config.{key} must be a mapping")
+            raise ConfigError(f"{DEFAULT}: _config.{key} must be a mapping")
     if profile is None:
-        return Config(raw, None, str(default))
+        return Config(raw, None, str(DEFAULT))
     path = pathlib.Path(profile)
     if not path.suffix:
         path = PROFILES / f"{profile}.yml"

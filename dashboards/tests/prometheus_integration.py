@@ -41,11 +41,9 @@ Every process it starts is stopped by PID at the end.
 """
 
 import argparse
-import errno
 import json
 import os
 import pathlib
-import random
 import re
 import resource
 import shutil
@@ -61,6 +59,9 @@ import urllib.request
 
 HERE = pathlib.Path(__file__).resolve().parent
 MIXIN = HERE.parent
+sys.path.insert(0, str(MIXIN.parent / "tests" / "lib"))
+from lwtest import free_port  # noqa: E402
+
 DEADLINE_S = 130  # whole run, hard bound
 JOB = "loadwatch"
 
@@ -136,28 +137,6 @@ def helper(mode, marker, arg):
 
 class Failure(Exception):
     pass
-
-
-def free_port():
-    # Below the ephemeral range (32768-60999): a port the kernel hands out is soon some other
-    # test's client port, and a peer that binds it a moment later gets EADDRINUSE.
-    for _ in range(200):
-        port = random.randint(20000, 32000)
-        families = [(socket.AF_INET, "127.0.0.1")]
-        if socket.has_ipv6:
-            families.append((socket.AF_INET6, "::"))  # peers such as Mountebank bind every address
-        try:
-            for family, host in families:
-                with socket.socket(family) as s:
-                    s.bind((host, port))
-        except OSError as e:
-            if e.errno == errno.EADDRINUSE:
-                continue
-            if family == socket.AF_INET6:
-                return port  # no IPv6 here: the IPv4 check stands
-            raise
-        return port
-    raise RuntimeError("no free port below the ephemeral range")
 
 
 def http(url, data=None, timeout=3.0, method=None):

@@ -8,6 +8,7 @@
 import base64
 import ctypes
 import errno
+import http.server
 import os
 import random
 import re
@@ -15,6 +16,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -46,6 +48,41 @@ def free_port():
             raise
         return port
     raise RuntimeError("no free port below the ephemeral range")
+
+
+def rss_kib(pid, field="VmRSS"):
+    """A size field of /proc/PID/status (VmRSS, VmHWM, ...) in KiB; 0 when it is absent."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def serve(answer, content_type=None):
+    """Starts a loopback HTTP server in a daemon thread: GET PATH is answered with
+    answer(PATH), bytes (200) or None (404). Returns the server: its port is
+    server.server_address[1], server.shutdown() stops it."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = answer(self.path)
+            if body is None:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            if content_type:
+                self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
 
 
 def parse_metrics(text):

@@ -3,7 +3,6 @@ system or a half-written file can do must neither crash loadwatch, nor stall its
 turn its monitoring, TLS or authentication off (docs/limits.md "Files, config and selectors").
 Loopback only; every process started here is stopped by its PID."""
 import ctypes
-import http.server
 import os
 import resource
 import shutil
@@ -13,14 +12,13 @@ import ssl
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from lwtest import BINARY, Loadwatch, free_port, http_get  # noqa: E402
+from lwtest import BINARY, Loadwatch, free_port, http_get, serve  # noqa: E402
 
 MARK = "lwhard%d" % os.getpid()  # in the test processes' command lines: no stranger matches
 GOOD_AUTH = "YWxpY2U6czNjcmV0"  # base64 of alice:s3cret, the web config's user
@@ -371,23 +369,12 @@ class CountingServer:
     def __init__(self):
         hits = self.hits = []
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                hits.append(self.path)
-                body = b"# TYPE up_thing gauge\nup_thing 1\n"
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        def answer(path):
+            hits.append(path)
+            return b"# TYPE up_thing gauge\nup_thing 1\n"
 
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = serve(answer, "text/plain; version=0.0.4")
         self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
 
     def close(self):
         self.server.shutdown()

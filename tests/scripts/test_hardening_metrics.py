@@ -8,20 +8,18 @@ dropped or replaced move, and the rest of the page (a good source, a good textfi
 loadwatch's own loadwatch_load1) is untouched. The 65th Influx database gets 429 naming
 its reason. Loopback only; the HTTP server runs in this process; bounded waits.
 """
-import http.server
 import os
 import shutil
 import socket
 import sys
 import tempfile
-import threading
 import time
 import unittest
 import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from lwtest import Loadwatch, free_port, parse_metrics, promtool_check  # noqa: E402
+from lwtest import Loadwatch, free_port, parse_metrics, promtool_check, serve  # noqa: E402
 
 BAD_SOURCE = (
     b"# HELP loadwatch_load1 A family loadwatch exports itself.\n"
@@ -40,19 +38,6 @@ BAD_SOURCE = (
 GOOD_SOURCE = b"# HELP good_up Fine.\n# TYPE good_up gauge\ngood_up 1\n"
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = BAD_SOURCE if self.path == "/bad" else GOOD_SOURCE
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 def post(url, body):
     req = urllib.request.Request(url, data=body, method="POST")
     try:
@@ -67,9 +52,8 @@ class HardeningMetrics(unittest.TestCase):
         self.dir = tempfile.mkdtemp(prefix="lw-hardening-")
         self.textfiles = os.path.join(self.dir, "textfiles")
         os.mkdir(self.textfiles)
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self.server = serve(lambda path: BAD_SOURCE if path == "/bad" else GOOD_SOURCE,
+                            "text/plain; version=0.0.4")
         port = self.server.server_address[1]
         self.config = os.path.join(self.dir, "lw.yml")
         with open(self.config, "w") as f:
