@@ -1,5 +1,6 @@
 #include "report/render_html.h"
 
+#include "web/html_escape.h"
 #include "web/static_files.h"
 
 namespace loadwatch::report {
@@ -21,20 +22,6 @@ std::string script_safe(const std::string& s) {
       ++i;
     } else {
       out += s[i];
-    }
-  }
-  return out;
-}
-
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
     }
   }
   return out;

@@ -8,26 +8,12 @@
 #include "unix_time.h"
 #include "version.h"
 #include "web/gzip.h"
+#include "web/html_escape.h"
 #include "web/live_routes.h"
 
 namespace loadwatch {
 
 namespace {
-
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string pid_list(const std::vector<pid_t>& pids, size_t max) {
   std::string out;
@@ -107,7 +93,9 @@ HttpResponse landing(const Sampler& sampler) {
     }
   }
   std::string collectors;
-  for (const auto& name : sampler.collector_names()) collectors += "<li>" + name + "</li>";
+  for (const auto& name : sampler.collector_names()) {
+    collectors += "<li>" + html_escape(name) + "</li>";
+  }
   // No inline script or style: the Content-Security-Policy allows files from this origin only.
   r.headers.push_back({"Content-Security-Policy", kLivePageCsp});
   r.body = R"(<!DOCTYPE html>

@@ -17,7 +17,7 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from lwtest import BINARY, SOURCE_DIR, Loadwatch, free_port, http_get, parse_metrics  # noqa: E402
+from lwtest import SOURCE_DIR, Loadwatch, free_port, http_get, parse_metrics  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -131,13 +131,7 @@ class LivePage(unittest.TestCase):
             f.write("sources:\n  - {name: mb, kind: mountebank, url: '%s', interval: 500ms}\n"
                     "  - {name: locust, kind: locust, url: 'http://127.0.0.1:%d', "
                     "interval: 500ms}\n" % (admin, web_port))
-        help_text = subprocess.run([BINARY, "--help"], stdout=subprocess.PIPE,
-                                   timeout=10).stdout.decode()
-        cls.runs_api = "--web.enable-run-api" in help_text
-        args = ["--config.file=" + cls.config]
-        if cls.runs_api:
-            args.append("--web.enable-run-api")
-        cls.lw = Loadwatch(args)
+        cls.lw = Loadwatch(["--config.file=" + cls.config, "--web.enable-run-api"])
         cls.lw.__enter__()
         cls.lw.wait_for(lambda s: cls.lw.value("loadwatch_generator_users", s, source="locust")
                         == 3 and cls.lw.value("loadwatch_mock_requests_total", s, source="mb",
@@ -285,9 +279,6 @@ class LivePage(unittest.TestCase):
             t.join()
 
     def test_phase_band_within_2s(self):
-        if not self.runs_api:
-            print("SKIP phase band: this loadwatch has no runs API (--web.enable-run-api)")
-            self.skipTest("no runs API in this build")
         d = self.open(1280, 800)
         post_json(self.lw.url + "/api/v1/runs", {"name": "live page"})
         post_json(self.lw.url + "/api/v1/runs/current/phases", {"name": "step 1", "users": 7})

@@ -2,6 +2,7 @@
 #include <zlib.h>
 
 #include "web/gzip.h"
+#include "web/html_escape.h"
 #include "web/http_server.h"
 
 using namespace loadwatch;
@@ -47,4 +48,11 @@ TEST_CASE("query parameters are URL-decoded") {
   CHECK(r.query_param("c").empty());
   r.query.clear();
   CHECK(r.query_param("a").empty());
+}
+
+TEST_CASE("html_escape turns every markup character into an entity") {
+  CHECK(html_escape("plain text") == "plain text");
+  CHECK(html_escape("<a href=\"x\" title='y'>&amp;</a>") ==
+        "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;amp;&lt;/a&gt;");
+  CHECK(html_escape("") == "");
 }
