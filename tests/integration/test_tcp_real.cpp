@@ -1,15 +1,19 @@
 // The tcp collector against real loopback sockets. Only 127.0.0.0/8 and
 // ::1; every loop bounded in count and time; the one child process is killed by its PID.
-// The host is shared (other tests run beside this one), so host-wide figures are compared
-// with `ss` taken in the same moment: ss before and after the sample must agree, else the
-// comparison is retried (at most 10 times).
+// The test runs in a network namespace of its own when it may create one (root), so the
+// host-wide figures hold only its sockets whatever else runs on the host. Without one, they
+// are compared with `ss` taken in the same moment: ss before and after the sample must agree,
+// else the comparison is retried (at most 10 times).
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -21,6 +25,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <utility>
@@ -39,6 +44,22 @@ using namespace loadwatch;
 using loadwatch::test::value;
 
 namespace {
+
+// Before main, while the process has one thread: every socket, child and `ss` below shares it.
+[[maybe_unused]] const bool kOwnNetworkNamespace = [] {
+  if (::unshare(CLONE_NEWNET) != 0) return false;  // not root: the host's namespace
+  // A new namespace's loopback is down; up, it has 127.0.0.1 and ::1.
+  const int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+  if (s < 0 || ::ioctl(s, SIOCGIFFLAGS, &ifr) != 0 ||
+      (ifr.ifr_flags |= IFF_UP, ::ioctl(s, SIOCSIFFLAGS, &ifr) != 0)) {
+    std::perror("test_tcp_real: loopback up in the new network namespace");
+    std::_Exit(1);
+  }
+  ::close(s);
+  return true;
+}();
 
 struct Fd {
   int fd = -1;
