@@ -62,8 +62,11 @@ def rss_kib(pid, field="VmRSS"):
 def serve(answer, content_type=None):
     """Starts a loopback HTTP server in a daemon thread: GET PATH is answered with
     answer(PATH), bytes (200) or None (404). Returns the server: its port is
-    server.server_address[1], server.shutdown() stops it."""
+    server.server_address[1], server.shutdown() stops it. Keep-alive (HTTP/1.1), and quiet
+    about clients that drop their connections (wrk and Locust at their end)."""
     class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
         def do_GET(self):
             body = answer(self.path)
             if body is None:
@@ -79,8 +82,13 @@ def serve(answer, content_type=None):
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    class Server(http.server.ThreadingHTTPServer):
+        daemon_threads = True
+
+        def handle_error(self, request, client_address):
+            pass
+
+    server = Server(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 

@@ -2,7 +2,6 @@
 system or a half-written file can do must neither crash loadwatch, nor stall its sampler, nor
 turn its monitoring, TLS or authentication off (docs/limits.md "Files, config and selectors").
 Loopback only; every process started here is stopped by its PID."""
-import ctypes
 import os
 import resource
 import shutil
@@ -18,7 +17,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from lwtest import BINARY, Loadwatch, free_port, http_get, serve  # noqa: E402
+from lwtest import BINARY, Loadwatch, bcrypt, free_port, http_get, serve  # noqa: E402
 
 MARK = "lwhard%d" % os.getpid()  # in the test processes' command lines: no stranger matches
 GOOD_AUTH = "YWxpY2U6czNjcmV0"  # base64 of alice:s3cret, the web config's user
@@ -58,17 +57,6 @@ def assert_keeps_sampling(test, lw, seconds=3.0):
         test.assertEqual(lw.get("/-/ready")[0], 200, lw.output()[-2000:])
         time.sleep(0.2)
     test.assertGreater(sample_time(lw), start + seconds / 2)
-
-
-_libcrypt = ctypes.CDLL("libcrypt.so.1")
-_libcrypt.crypt_gensalt.restype = ctypes.c_char_p
-_libcrypt.crypt_gensalt.argtypes = [ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int]
-_libcrypt.crypt.restype = ctypes.c_char_p
-_libcrypt.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-
-
-def bcrypt(password):
-    return _libcrypt.crypt(password.encode(), _libcrypt.crypt_gensalt(b"$2b$", 4, None, 0)).decode()
 
 
 class Selectors(unittest.TestCase):
@@ -225,7 +213,7 @@ class FailClosed(unittest.TestCase):
                         "tls.crt"], cwd=cls.dir, check=True, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, timeout=30)
         cls.web = ("tls_server_config: {cert_file: tls.crt, key_file: tls.key}\n"
-                   "basic_auth_users:\n  alice: '%s'\n" % bcrypt("s3cret"))
+                   "basic_auth_users:\n  alice: '%s'\n" % bcrypt("s3cret", 4))
 
     @classmethod
     def tearDownClass(cls):

@@ -4,8 +4,6 @@ field, unknown runs 404, behind TLS and basic auth), /metrics linted by promtool
 back interrupted), a truncated state file (set aside, the others kept), a run inferred from a
 real Locust step load (LoadTestShape) and one from wrk's textfile summary. Loopback only;
 every load is bounded (a few seconds each)."""
-import ctypes
-import http.server
 import json
 import os
 import shutil
@@ -14,47 +12,17 @@ import ssl
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from lwtest import BINARY, SOURCE_DIR, Loadwatch, free_port, parse_metrics, promtool_check  # noqa: E402
+from lwtest import (BINARY, SOURCE_DIR, Loadwatch, bcrypt, free_port, parse_metrics,  # noqa: E402
+                    promtool_check, serve)
 
 WRK_LUA = os.path.join(SOURCE_DIR, "scripts", "wrk", "loadwatch.lua")
 
-_libcrypt = ctypes.CDLL("libcrypt.so.1")
-_libcrypt.crypt_gensalt.restype = ctypes.c_char_p
-_libcrypt.crypt_gensalt.argtypes = [ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int]
-_libcrypt.crypt.restype = ctypes.c_char_p
-_libcrypt.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-
-
-def bcrypt(password):
-    return _libcrypt.crypt(password.encode(), _libcrypt.crypt_gensalt(b"$2b$", 4, None, 0)).decode()
-
-
-class Hello(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self):
-        body = b"hello\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-class QuietServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass  # wrk and Locust drop connections at their end: not news
 
 
 def api(lw, method, path, doc=None, headers=None):
@@ -77,8 +45,7 @@ def cli(*args, env=None, timeout=60):
 class Runs(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = QuietServer(("127.0.0.1", 0), Hello)
-        threading.Thread(target=cls.server.serve_forever, daemon=True).start()
+        cls.server = serve(lambda path: b"hello\n")
         cls.target = "http://127.0.0.1:%d/" % cls.server.server_address[1]
 
     @classmethod
@@ -164,7 +131,7 @@ class Runs(unittest.TestCase):
                         "-out", d + "/tls.crt"], check=True, capture_output=True, timeout=30)
         with open(d + "/web.yml", "w") as f:
             f.write("tls_server_config:\n  cert_file: %s/tls.crt\n  key_file: %s/tls.key\n"
-                    "basic_auth_users:\n  ci: '%s'\n" % (d, d, bcrypt("s3cret")))
+                    "basic_auth_users:\n  ci: '%s'\n" % (d, d, bcrypt("s3cret", 4)))
         with open(d + "/pw", "w") as f:
             f.write("s3cret\n")
         lw = Loadwatch(["--web.enable-run-api", "--web.config.file=" + d + "/web.yml",
