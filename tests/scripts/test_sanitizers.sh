@@ -4,6 +4,11 @@
 # replays every fuzzer's seed corpus (test_fuzz.sh builds the fuzzers with the same sanitizers).
 # Non-zero on a build failure, a failing test or any sanitizer report.
 #
+# --build-only: configure and build, nothing else. The compile runs at the lowest CPU priority:
+# in the suite it is a test of its own that starts first and overlaps the other tests (mostly
+# waiting on peers and sockets), taking only the CPU they leave; test_sanitizers then finds the
+# tree built and runs it with both cores to itself (tests/CMakeLists.txt).
+#
 # Env: LOADWATCH_SOURCE_DIR, LOADWATCH_BUILD_DIR (set by ctest; the tree goes to
 # $LOADWATCH_BUILD_DIR/sanitize), CXX_SANITIZE (default: the C++ compiler CMake finds),
 # SANITIZE_JOBS (default 2). ccache is used when installed.
@@ -23,8 +28,9 @@ fi
 compiler=()
 if [ -n "${CXX_SANITIZE:-}" ]; then compiler=(-DCMAKE_CXX_COMPILER="$CXX_SANITIZE"); fi
 
-# -O1: sanitized code at -O0 makes the timing-sensitive tests several times slower.
-if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+# -O1: sanitized code at -O0 makes the timing-sensitive tests several times slower. -g1 (line
+# tables) is enough for a report's file:line, and compiles faster than -g.
+if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
     -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
     "${launcher[@]}" "${compiler[@]}" >"$build.configure.log" 2>&1; then
@@ -38,7 +44,7 @@ targets=()
 for f in "$src"/tests/unit/*/test_*.cpp "$src"/tests/integration/test_*.cpp; do
   targets+=("$(basename "$f" .cpp)")
 done
-if ! cmake --build "$build" -j"$jobs" --target loadwatch "${targets[@]}" \
+if ! nice -n 19 cmake --build "$build" -j"$jobs" --target loadwatch "${targets[@]}" \
     >"$build.build.log" 2>&1; then
   echo "test_sanitizers: build failed:" >&2
   grep -E "error|Error" "$build.build.log" | head -30 >&2
@@ -46,6 +52,7 @@ if ! cmake --build "$build" -j"$jobs" --target loadwatch "${targets[@]}" \
 fi
 built=$(date +%s)
 echo "test_sanitizers: built ${#targets[@]} test executables in $((built - started)) s"
+if [ "${1:-}" = --build-only ]; then exit 0; fi
 
 # Any report fails the run: ASan aborts by default, UBSan through -fno-sanitize-recover.
 # Leaks are reported at exit of each test executable (and of the daemon the tests start).
