@@ -208,9 +208,10 @@ class Guard {
     check_bounds(i, k, bs, [](const auto& b) { return b.upper_bound; }, kMaxBucketsPerSeries,
                  drop_reason::kMaxBuckets);
     // The serializer adds le="+Inf" after the last bucket unless it is +Inf: in order, it
-    // is written once.
-    std::stable_sort(bs.begin(), bs.end(),
-                     [](const auto& a, const auto& b) { return a.upper_bound < b.upper_bound; });
+    // is written once. Buckets nearly always come sorted: check first, as stable_sort
+    // allocates a buffer on every call.
+    auto below = [](const auto& a, const auto& b) { return a.upper_bound < b.upper_bound; };
+    if (!std::is_sorted(bs.begin(), bs.end(), below)) std::stable_sort(bs.begin(), bs.end(), below);
   }
 
   void fix_text(std::string& text, std::uint16_t origin) {
