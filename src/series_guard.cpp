@@ -171,57 +171,47 @@ class Guard {
     return nullptr;
   }
 
-  // Quantiles: no NaN, no repeat, at most the cap. Linear: the kept list is capped.
-  void check_quantiles(std::size_t i, std::size_t k) {
-    auto& f = fams_[i];
-    auto& qs = f.metric[k].summary.quantile;
-    std::uint16_t origin = origins_[i][k];
+  // Quantiles or buckets of metric k: no NaN bound, no repeated bound, at most `cap`.
+  // Linear: the kept list is capped.
+  template <typename Points, typename Bound>
+  void check_bounds(std::size_t i, std::size_t k, Points& points, Bound bound, std::size_t cap,
+                    const char* cap_reason) {
     std::size_t w = 0;
-    for (std::size_t r = 0; r < qs.size(); ++r) {
+    for (std::size_t r = 0; r < points.size(); ++r) {
+      double b = bound(points[r]);
       const char* why = nullptr;
-      if (std::isnan(qs[r].quantile)) {
+      if (std::isnan(b)) {
         why = drop_reason::kInvalidLabel;
-      } else if (std::any_of(qs.begin(), qs.begin() + static_cast<std::ptrdiff_t>(w),
-                             [&](const auto& q) { return q.quantile == qs[r].quantile; })) {
+      } else if (std::any_of(points.begin(), points.begin() + static_cast<std::ptrdiff_t>(w),
+                             [&](const auto& p) { return bound(p) == b; })) {
         why = drop_reason::kDuplicate;
-      } else if (w >= kMaxQuantilesPerSeries) {
-        why = drop_reason::kMaxQuantiles;
+      } else if (w >= cap) {
+        why = cap_reason;
       }
       if (why) {
-        count(origin, why, f.name, 1);
+        count(origins_[i][k], why, fams_[i].name, 1);
         continue;
       }
-      qs[w++] = qs[r];
+      points[w++] = points[r];
     }
-    qs.resize(w);
+    points.resize(w);
+  }
+
+  void check_quantiles(std::size_t i, std::size_t k) {
+    check_bounds(i, k, fams_[i].metric[k].summary.quantile,
+                 [](const auto& q) { return q.quantile; }, kMaxQuantilesPerSeries,
+                 drop_reason::kMaxQuantiles);
   }
 
   void check_buckets(std::size_t i, std::size_t k) {
-    auto& f = fams_[i];
-    auto& bs = f.metric[k].histogram.bucket;
-    std::uint16_t origin = origins_[i][k];
-    std::size_t w = 0;
-    for (std::size_t r = 0; r < bs.size(); ++r) {
-      const char* why = nullptr;
-      if (std::isnan(bs[r].upper_bound)) {
-        why = drop_reason::kInvalidLabel;
-      } else if (std::any_of(bs.begin(), bs.begin() + static_cast<std::ptrdiff_t>(w),
-                             [&](const auto& b) { return b.upper_bound == bs[r].upper_bound; })) {
-        why = drop_reason::kDuplicate;
-      } else if (w >= kMaxBucketsPerSeries) {
-        why = drop_reason::kMaxBuckets;
-      }
-      if (why) {
-        count(origin, why, f.name, 1);
-        continue;
-      }
-      bs[w++] = bs[r];
-    }
-    bs.resize(w);
+    auto& bs = fams_[i].metric[k].histogram.bucket;
+    check_bounds(i, k, bs, [](const auto& b) { return b.upper_bound; }, kMaxBucketsPerSeries,
+                 drop_reason::kMaxBuckets);
     // The serializer adds le="+Inf" after the last bucket unless it is +Inf: in order, it
-    // is written once.
-    std::stable_sort(bs.begin(), bs.end(),
-                     [](const auto& a, const auto& b) { return a.upper_bound < b.upper_bound; });
+    // is written once. Buckets nearly always come sorted: check first, as stable_sort
+    // allocates a buffer on every call.
+    auto below = [](const auto& a, const auto& b) { return a.upper_bound < b.upper_bound; };
+    if (!std::is_sorted(bs.begin(), bs.end(), below)) std::stable_sort(bs.begin(), bs.end(), below);
   }
 
   void fix_text(std::string& text, std::uint16_t origin) {
