@@ -52,6 +52,34 @@ TEST_CASE("keeps the listed families, sums host CPU over cpus, leaves the rest")
   CHECK(cols.values[0][0] == 20.0f);
 }
 
+TEST_CASE("a summary keeps a series per quantile; keys escape like /metrics; sums follow") {
+  auto latency = [](double p95, double cpu1) {
+    MetricSink out;
+    auto& m = out.add("loadwatch_generator_latency_seconds", "h", prometheus::MetricType::Summary,
+                      {{"source", "say \"hi\"\\\n"}});
+    m.summary.quantile.push_back({0.5, 0.1});
+    m.summary.quantile.push_back({0.95, p95});
+    out.counter("loadwatch_cpu_seconds_total", "h", {{"mode", "user"}, {"cpu", "0"}}, 10);
+    out.counter("loadwatch_cpu_seconds_total", "h", {{"mode", "user"}, {"cpu", "1"}}, cpu1);
+    return out.take();
+  };
+  History h;
+  h.record(latency(0.2, 5), 1);
+  h.record(latency(0.3, 8), 2);  // the same series again: found by key, not added
+  auto list = h.list();
+  REQUIRE(list.size() == 3);
+  CHECK(list[0].key ==
+        "loadwatch_generator_latency_seconds{source=\"say \\\"hi\\\"\\\\\\n\",quantile=\"0.5\"}");
+  CHECK(list[1].labels.at("quantile") == "0.95");
+  CHECK(list[1].family == "loadwatch_generator_latency_seconds");
+  CHECK_FALSE(list[1].counter);
+  CHECK(list[2].key == "loadwatch_cpu_seconds_total{mode=\"user\"}");
+  CHECK(h.query(q("loadwatch_generator_latency_seconds")).values ==
+        std::vector<std::vector<float>>{{0.1f, 0.1f}, {0.2f, 0.3f}});
+  CHECK(h.query(q("loadwatch_cpu_seconds_total")).values[0] == std::vector<float>{15, 18});
+  CHECK(h.query(q("loadwatch_cpu_seconds_total", true)).values[0][1] == 3.0f);
+}
+
 TEST_CASE("counters: raw values rebuilt exactly, rates per second, gaps stay gaps") {
   History h;
   h.record(sample(1e6, 100), 1000);      // a large counter: float alone would lose the 0.25
