@@ -70,13 +70,14 @@ std::string format_quantile(double q) {
 
 /// The labels a series of family `kept` keeps: all of the metric's but the drop label, then the
 /// quantile (summaries).
-std::vector<std::pair<std::string, std::string>> series_labels(
-    const KeptFamily& kept, const prometheus::ClientMetric& m, const double* quantile) {
-  std::vector<std::pair<std::string, std::string>> labels;
+std::map<std::string, std::string> series_labels(const KeptFamily& kept,
+                                                 const prometheus::ClientMetric& m,
+                                                 const double* quantile) {
+  std::map<std::string, std::string> labels;
   for (const auto& l : m.label) {
-    if (kept.drop_label.empty() || l.name != kept.drop_label) labels.emplace_back(l.name, l.value);
+    if (kept.drop_label.empty() || l.name != kept.drop_label) labels.emplace(l.name, l.value);
   }
-  if (quantile) labels.emplace_back("quantile", format_quantile(*quantile));
+  if (quantile) labels.emplace("quantile", format_quantile(*quantile));
   return labels;
 }
 
@@ -144,9 +145,8 @@ void History::extract(const std::vector<prometheus::MetricFamily>& families) {
           }
         }
       }
-      auto labels = series_labels(*kept, m, quantile);
       fresh_.push_back(
-          Fresh{HistorySeriesInfo{key_, f.name, {labels.begin(), labels.end()}, counter}, v});
+          Fresh{HistorySeriesInfo{key_, f.name, series_labels(*kept, m, quantile), counter}, v});
     };
     for (const auto& m : f.metric) {
       switch (f.type) {
