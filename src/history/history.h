@@ -9,8 +9,9 @@
 // from zero, as Prometheus's rate() does), so float precision is spent on the per-sample
 // change rather than on a large running total; their raw value is rebuilt from the newest one.
 //
-// Thread safety: record() is called by the sampler thread only; every other member may be
-// called from any thread. Readers hold a shared lock while copying out the points they asked
+// Thread safety: record() is called by the sampler thread only (never by two threads at once:
+// it reads its key index and scratch without the lock); every other member may be called from
+// any thread. Readers hold a shared lock while copying out the points they asked
 // for; record() holds the exclusive lock only to write one column.
 
 #include <prometheus/metric_family.h>
