@@ -6,6 +6,8 @@
 #include <mutex>
 #include <string_view>
 
+#include "exposition.h"
+
 namespace loadwatch {
 
 namespace {
@@ -50,15 +52,6 @@ const KeptFamily* kept_family(std::string_view name) {
     if (name == k.name) return &k;
   }
   return nullptr;
-}
-
-void append_escaped_label_value(std::string& out, const std::string& v) {
-  for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
 }
 
 std::string format_quantile(double q) {
