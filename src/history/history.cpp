@@ -54,13 +54,6 @@ const KeptFamily* kept_family(std::string_view name) {
   return nullptr;
 }
 
-std::string format_quantile(double q) {
-  std::string s = std::to_string(q);  // "0.950000"
-  while (!s.empty() && s.back() == '0') s.pop_back();
-  if (!s.empty() && s.back() == '.') s.pop_back();
-  return s;
-}
-
 /// The labels a series of family `kept` keeps: all of the metric's but the drop label, then the
 /// quantile (summaries).
 std::map<std::string, std::string> series_labels(const KeptFamily& kept,
@@ -70,7 +63,11 @@ std::map<std::string, std::string> series_labels(const KeptFamily& kept,
   for (const auto& l : m.label) {
     if (kept.drop_label.empty() || l.name != kept.drop_label) labels.emplace(l.name, l.value);
   }
-  if (quantile) labels.emplace("quantile", format_quantile(*quantile));
+  if (quantile) {
+    std::string q;
+    append_number(q, *quantile);
+    labels.emplace("quantile", std::move(q));
+  }
   return labels;
 }
 
@@ -92,7 +89,7 @@ void series_key(std::string& key, const KeptFamily& kept, const prometheus::Clie
     key += first ? '{' : ',';
     first = false;
     key += "quantile=\"";
-    key += format_quantile(*quantile);
+    append_number(key, *quantile);
     key += '"';
   }
   if (!first) key += '}';
