@@ -288,4 +288,10 @@ std::string serialize_text(const std::vector<prometheus::MetricFamily>& families
   return out;
 }
 
+void append_escaped_label_value(std::string& out, std::string_view value) {
+  put_escaped(out, value, true);
+}
+
+void append_number(std::string& out, double value) { put_number(out, value); }
+
 }  // namespace loadwatch

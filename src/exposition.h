@@ -33,5 +33,9 @@ void truncate_utf8(std::string& text, std::size_t max_bytes);
 /// and counted it already). Numbers are written as prometheus-cpp 1.0.1's TextSerializer
 /// writes them, so the page is byte-for-byte what it was for valid input.
 std::string serialize_text(const std::vector<prometheus::MetricFamily>& families);
+/// Appends a label value escaped, and a number (a value, or a quantile or le bound), as
+/// serialize_text writes them: for keys that must read like the page (the history's).
+void append_escaped_label_value(std::string& out, std::string_view value);
+void append_number(std::string& out, double value);
 
 }  // namespace loadwatch

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <limits>
 #include <mutex>
+#include <string_view>
+
+#include "exposition.h"
 
 namespace loadwatch {
 
@@ -15,8 +18,8 @@ constexpr float kGap = std::numeric_limits<float>::quiet_NaN();
 constexpr float kNoIncrease = -1.0f;
 
 struct KeptFamily {
-  const char* name;
-  const char* drop_label;
+  std::string_view name;
+  std::string_view drop_label;
 };
 
 // The series a run report and the live page need: per target, host, per source.
@@ -42,133 +45,157 @@ constexpr KeptFamily kKept[] = {
     {"loadwatch_mock_unmatched_requests_total", ""},
 };
 
-std::string escape_label_value(const std::string& v) {
-  std::string out;
-  out.reserve(v.size());
-  for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+/// The kept family named `name`, or null. The drop label (if any) is summed away, e.g. "cpu"
+/// for host CPU, so the host's series count does not grow with its cores.
+const KeptFamily* kept_family(std::string_view name) {
+  for (const auto& k : kKept) {
+    if (name == k.name) return &k;
   }
-  return out;
+  return nullptr;
 }
 
-std::string format_quantile(double q) {
-  std::string s = std::to_string(q);  // "0.950000"
-  while (!s.empty() && s.back() == '0') s.pop_back();
-  if (!s.empty() && s.back() == '.') s.pop_back();
-  return s;
+/// The labels a series of family `kept` keeps: all of the metric's but the drop label, then the
+/// quantile (summaries).
+std::map<std::string, std::string> series_labels(const KeptFamily& kept,
+                                                 const prometheus::ClientMetric& m,
+                                                 const double* quantile) {
+  std::map<std::string, std::string> labels;
+  for (const auto& l : m.label) {
+    if (kept.drop_label.empty() || l.name != kept.drop_label) labels.emplace(l.name, l.value);
+  }
+  if (quantile) {
+    std::string q;
+    append_number(q, *quantile);
+    labels.emplace("quantile", std::move(q));
+  }
+  return labels;
+}
+
+/// Writes a series key into `key`: name{a="x",b="y"} with Prometheus escaping, or name alone.
+void series_key(std::string& key, const KeptFamily& kept, const prometheus::ClientMetric& m,
+                const double* quantile) {
+  key.assign(kept.name);
+  bool first = true;
+  for (const auto& l : m.label) {
+    if (!kept.drop_label.empty() && l.name == kept.drop_label) continue;
+    key += first ? '{' : ',';
+    first = false;
+    key += l.name;
+    key += "=\"";
+    append_escaped_label_value(key, l.value);
+    key += '"';
+  }
+  if (quantile) {
+    key += first ? '{' : ',';
+    first = false;
+    key += "quantile=\"";
+    append_number(key, *quantile);
+    key += '"';
+  }
+  if (!first) key += '}';
 }
 
 }  // namespace
-
-bool history_kept_family(const std::string& name, std::string* drop_label) {
-  for (const auto& k : kKept) {
-    if (name == k.name) {
-      if (drop_label) *drop_label = k.drop_label;
-      return true;
-    }
-  }
-  return false;
-}
-
-std::string history_series_key(const std::string& name,
-                               const std::vector<std::pair<std::string, std::string>>& labels) {
-  if (labels.empty()) return name;
-  std::string key = name + "{";
-  for (std::size_t i = 0; i < labels.size(); ++i) {
-    if (i) key += ",";
-    key += labels[i].first + "=\"" + escape_label_value(labels[i].second) + "\"";
-  }
-  return key + "}";
-}
 
 History::History(HistorySettings settings) : settings_(settings) {
   settings_.points = std::max<std::size_t>(settings_.points, 2);
   time_.assign(settings_.points, 0.0);
 }
 
-std::vector<History::Value> History::extract(
-    const std::vector<prometheus::MetricFamily>& families) const {
-  std::vector<Value> out;
-  std::unordered_map<std::string, std::size_t> summed;  // key -> index in out (aggregated)
+void History::extract(const std::vector<prometheus::MetricFamily>& families) {
+  known_.clear();
+  fresh_.clear();
   for (const auto& f : families) {
-    std::string drop;
-    if (!history_kept_family(f.name, &drop)) continue;
-    bool counter = f.type == prometheus::MetricType::Counter;
-    for (const auto& m : f.metric) {
-      std::vector<std::pair<std::string, std::string>> labels;
-      for (const auto& l : m.label) {
-        if (l.name != drop || drop.empty()) labels.emplace_back(l.name, l.value);
+    const KeptFamily* kept = kept_family(f.name);
+    if (!kept) continue;
+    const bool counter = f.type == prometheus::MetricType::Counter;
+    const bool sums = !kept->drop_label.empty();
+    // Where this family's values start: a summed series can only repeat within its family.
+    const std::size_t known_start = known_.size(), fresh_start = fresh_.size();
+    auto add = [&](const prometheus::ClientMetric& m, const double* quantile, double v) {
+      series_key(key_, *kept, m, quantile);
+      // index_ changes only in record(), on this same thread: no lock needed to read it.
+      if (auto it = index_.find(key_); it != index_.end()) {
+        if (sums) {
+          for (std::size_t i = known_start; i < known_.size(); ++i) {
+            if (known_[i].series == it->second) {
+              known_[i].value += v;
+              return;
+            }
+          }
+        }
+        known_.push_back(Known{it->second, v});
+        return;
       }
-      auto add = [&](std::vector<std::pair<std::string, std::string>> ls, double v) {
-        std::string key = history_series_key(f.name, ls);
-        if (!drop.empty()) {
-          auto [it, fresh] = summed.emplace(key, out.size());
-          if (!fresh) {
-            out[it->second].value += v;
+      if (sums) {
+        for (std::size_t i = fresh_start; i < fresh_.size(); ++i) {
+          if (fresh_[i].info.key == key_) {
+            fresh_[i].value += v;
             return;
           }
         }
-        HistorySeriesInfo info{key, f.name, {ls.begin(), ls.end()}, counter};
-        out.push_back(Value{std::move(key), std::move(info), v});
-      };
+      }
+      fresh_.push_back(
+          Fresh{HistorySeriesInfo{key_, f.name, series_labels(*kept, m, quantile), counter}, v});
+    };
+    for (const auto& m : f.metric) {
       switch (f.type) {
-        case prometheus::MetricType::Counter: add(labels, m.counter.value); break;
-        case prometheus::MetricType::Gauge: add(labels, m.gauge.value); break;
-        case prometheus::MetricType::Untyped: add(labels, m.untyped.value); break;
+        case prometheus::MetricType::Counter: add(m, nullptr, m.counter.value); break;
+        case prometheus::MetricType::Gauge: add(m, nullptr, m.gauge.value); break;
+        case prometheus::MetricType::Untyped: add(m, nullptr, m.untyped.value); break;
         case prometheus::MetricType::Summary:
-          for (const auto& q : m.summary.quantile) {
-            auto ls = labels;
-            ls.emplace_back("quantile", format_quantile(q.quantile));
-            add(std::move(ls), q.value);
-          }
+          for (const auto& q : m.summary.quantile) add(m, &q.quantile, q.value);
           break;
         default: break;  // histograms are not kept
       }
     }
   }
-  return out;
+}
+
+void History::put(Series& s, std::size_t idx, std::size_t point, double value) {
+  if (!s.info.counter) {
+    s.ring[idx] = static_cast<float>(value);
+  } else {
+    bool continuous = s.has_last && s.last_seen + 1 == point && value >= s.last_raw;
+    if (continuous) {
+      s.ring[idx] = static_cast<float>(value - s.last_raw);
+    } else {
+      s.ring[idx] = kNoIncrease;
+      s.anchors.emplace_back(point, value);
+    }
+    s.last_raw = value;
+    s.has_last = true;
+  }
+  s.last_seen = point;
 }
 
 void History::record(const std::vector<prometheus::MetricFamily>& families, double timestamp) {
-  std::vector<Value> values = extract(families);  // outside the lock: readers go on meanwhile
+  // Series keys are built and looked up outside the lock: readers go on meanwhile. Known series
+  // cost one key and one lookup; only a new series builds its labels.
+  extract(families);
   std::unique_lock lock(mutex_);
   if (count_ > 0 && timestamp <= time_[(head_ + settings_.points - 1) % settings_.points]) return;
   const std::size_t idx = head_;
   const std::size_t point = written_;
   time_[idx] = timestamp;
   for (auto& s : series_) s.ring[idx] = kGap;
-  for (auto& v : values) {
-    auto it = index_.find(v.key);
-    if (it == index_.end()) {
-      if (series_.size() >= settings_.max_series) {
-        ++dropped_;
-        continue;
-      }
-      it = index_.emplace(v.key, series_.size()).first;
-      Series s;
-      s.info = std::move(v.info);
-      s.ring.assign(settings_.points, kGap);
-      s.oldest_raw = std::nan("");
-      series_.push_back(std::move(s));
+  for (const Known& v : known_) put(series_[v.series], idx, point, v.value);
+  for (Fresh& v : fresh_) {
+    if (auto it = index_.find(v.info.key); it != index_.end()) {  // a family given twice
+      put(series_[it->second], idx, point, v.value);
+      continue;
     }
-    Series& s = series_[it->second];
-    if (!s.info.counter) {
-      s.ring[idx] = static_cast<float>(v.value);
-    } else {
-      bool continuous = s.has_last && s.last_seen + 1 == point && v.value >= s.last_raw;
-      if (continuous) {
-        s.ring[idx] = static_cast<float>(v.value - s.last_raw);
-      } else {
-        s.ring[idx] = kNoIncrease;
-        s.anchors.emplace_back(point, v.value);
-      }
-      s.last_raw = v.value;
-      s.has_last = true;
+    if (series_.size() >= settings_.max_series) {
+      ++dropped_;
+      continue;
     }
-    s.last_seen = point;
+    index_.emplace(v.info.key, series_.size());
+    Series s;
+    s.info = std::move(v.info);
+    s.ring.assign(settings_.points, kGap);
+    s.oldest_raw = std::nan("");
+    series_.push_back(std::move(s));
+    put(series_.back(), idx, point, v.value);
   }
   head_ = (head_ + 1) % settings_.points;
   ++written_;

@@ -9,8 +9,9 @@
 // from zero, as Prometheus's rate() does), so float precision is spent on the per-sample
 // change rather than on a large running total; their raw value is rebuilt from the newest one.
 //
-// Thread safety: record() is called by the sampler thread only; every other member may be
-// called from any thread. Readers hold a shared lock while copying out the points they asked
+// Thread safety: record() is called by the sampler thread only (never by two threads at once:
+// it reads its key index and scratch without the lock); every other member may be called from
+// any thread. Readers hold a shared lock while copying out the points they asked
 // for; record() holds the exclusive lock only to write one column.
 
 #include <prometheus/metric_family.h>
@@ -73,8 +74,8 @@ class History {
   explicit History(HistorySettings settings = {});
 
   /// Records one sample (the families the sampler publishes) taken at `timestamp`. Only the
-  /// families history_kept_family() accepts are kept; families it aggregates are summed over
-  /// the labels it drops. A timestamp not after the newest point is ignored.
+  /// families the run report and the live page need are kept (history.cpp lists them); host
+  /// CPU is summed over its cpu label. A timestamp not after the newest point is ignored.
   void record(const std::vector<prometheus::MetricFamily>& families, double timestamp);
 
   HistoryColumns query(const HistoryQuery& q) const;
@@ -101,12 +102,20 @@ class History {
     double oldest_raw = 0;    // counters: raw value at the oldest point held (NaN: a gap)
     std::size_t last_seen = 0;  // point number (not index) of the newest value
   };
-  struct Value {
-    std::string key;
+  /// A value of a series already kept: its index in series_.
+  struct Known {
+    std::size_t series;
+    double value;
+  };
+  /// A value of a series seen for the first time.
+  struct Fresh {
     HistorySeriesInfo info;
     double value;
   };
-  std::vector<Value> extract(const std::vector<prometheus::MetricFamily>& families) const;
+  /// Fills known_ and fresh_ from one sample (summing what a family aggregates).
+  void extract(const std::vector<prometheus::MetricFamily>& families);
+  /// Writes one value of `s` at ring index `idx`, point number `point`.
+  static void put(Series& s, std::size_t idx, std::size_t point, double value);
   bool matches(const Series& s, const HistorySelector& sel) const;
   void evict_stale();
 
@@ -117,17 +126,14 @@ class History {
   std::size_t count_ = 0;     // points held
   std::size_t written_ = 0;   // points ever written
   std::vector<Series> series_;
+  /// Series key -> index in series_. Written by record() only, so the sampler thread reads it
+  /// without the lock.
   std::unordered_map<std::string, std::size_t> index_;
   std::size_t dropped_ = 0;
+  // record()'s scratch, kept between samples so a steady sample allocates nothing for them.
+  std::string key_;
+  std::vector<Known> known_;
+  std::vector<Fresh> fresh_;
 };
-
-/// The families the history keeps and how: `drop_label` (if not empty) is summed away, e.g.
-/// "cpu" for host CPU, so the host's series count does not grow with its cores. Returns false
-/// for families not kept.
-bool history_kept_family(const std::string& name, std::string* drop_label);
-
-/// Renders a series key: name{a="x",b="y"} with Prometheus escaping, or name alone.
-std::string history_series_key(const std::string& name,
-                               const std::vector<std::pair<std::string, std::string>>& labels);
 
 }  // namespace loadwatch

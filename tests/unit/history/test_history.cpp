@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "exposition.h"
 #include "history/history.h"
 #include "metric_sink.h"
 #include "web/live_routes.h"
@@ -50,6 +51,39 @@ TEST_CASE("keeps the listed families, sums host CPU over cpus, leaves the rest")
   auto cols = h.query(q("loadwatch_cpu_seconds_total"));
   REQUIRE(cols.values.size() == 1);
   CHECK(cols.values[0][0] == 20.0f);
+}
+
+TEST_CASE("a summary keeps a series per quantile; keys escape like /metrics; sums follow") {
+  auto latency = [](double p95, double cpu1) {
+    MetricSink out;
+    auto& m = out.add("loadwatch_generator_latency_seconds", "h", prometheus::MetricType::Summary,
+                      {{"source", "say \"hi\"\\\n"}});
+    m.summary.quantile.push_back({0.5, 0.1});
+    m.summary.quantile.push_back({0.95, p95});
+    m.summary.quantile.push_back({0.9999999, 1});  // not rounded into quantile="1"
+    out.counter("loadwatch_cpu_seconds_total", "h", {{"mode", "user"}, {"cpu", "0"}}, 10);
+    out.counter("loadwatch_cpu_seconds_total", "h", {{"mode", "user"}, {"cpu", "1"}}, cpu1);
+    return out.take();
+  };
+  History h;
+  h.record(latency(0.2, 5), 1);
+  h.record(latency(0.3, 8), 2);  // the same series again: found by key, not added
+  auto list = h.list();
+  REQUIRE(list.size() == 4);
+  CHECK(list[0].key ==
+        "loadwatch_generator_latency_seconds{source=\"say \\\"hi\\\"\\\\\\n\",quantile=\"0.5\"}");
+  CHECK(list[1].labels.at("quantile") == "0.95");
+  CHECK(list[1].family == "loadwatch_generator_latency_seconds");
+  CHECK_FALSE(list[1].counter);
+  // As the page writes it (and not rounded to "1").
+  const std::string& q9 = list[2].labels.at("quantile");
+  CHECK(q9.rfind("0.9999999", 0) == 0);
+  CHECK(serialize_text(latency(0.3, 8)).find("quantile=\"" + q9 + "\"") != std::string::npos);
+  CHECK(list[3].key == "loadwatch_cpu_seconds_total{mode=\"user\"}");
+  CHECK(h.query(q("loadwatch_generator_latency_seconds")).values ==
+        std::vector<std::vector<float>>{{0.1f, 0.1f}, {0.2f, 0.3f}, {1, 1}});
+  CHECK(h.query(q("loadwatch_cpu_seconds_total")).values[0] == std::vector<float>{15, 18});
+  CHECK(h.query(q("loadwatch_cpu_seconds_total", true)).values[0][1] == 3.0f);
 }
 
 TEST_CASE("counters: raw values rebuilt exactly, rates per second, gaps stay gaps") {
