@@ -1,6 +1,5 @@
 #include "report/cli_report.h"
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -16,17 +15,13 @@
 #include "report/run_report.h"
 #include "report/timeline.h"
 #include "report/url_report_loader.h"
+#include "unix_time.h"
 
 namespace loadwatch::report {
 
 namespace {
 
 using analysis::usage_error;
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 /// The newest finished run with phases, else the open one.
 std::string pick_run(const RunClient& client) {

@@ -15,17 +15,13 @@
 #include "report/history_series_source.h"
 #include "report/run_report.h"
 #include "report/timeline.h"
+#include "unix_time.h"
 
 namespace loadwatch::report {
 
 namespace {
 
 namespace fs = std::filesystem;
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 /// A temporary file, fsync, rename: a crash leaves the old file or the new one.
 void write_atomically(const fs::path& path, const std::string& data) {
