@@ -1,20 +1,16 @@
 #include "report/report_service.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <spdlog/spdlog.h>
-#include <stdexcept>
 
 #include "analysis/render.h"
 #include "report/history_series_source.h"
 #include "report/run_report.h"
 #include "report/timeline.h"
+#include "runs/atomic_file.h"
 #include "unix_time.h"
 
 namespace loadwatch::report {
@@ -23,27 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// A temporary file, fsync, rename: a crash leaves the old file or the new one.
-void write_atomically(const fs::path& path, const std::string& data) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot write " + tmp.string());
-  std::size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n <= 0) {
-      ::close(fd);
-      throw std::runtime_error("cannot write " + tmp.string());
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  bool ok = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw std::runtime_error("cannot write " + path.string());
-  }
-}
+/// Readable by all: `loadwatch report --file` is often run by another user than the daemon.
+constexpr mode_t kReportFileMode = 0644;
 
 std::optional<std::string> read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -139,8 +116,9 @@ std::size_t ReportService::save_finished() {
     auto built = build(run);
     if (!built) continue;
     // The timeline first: a report file present means both were written.
-    write_atomically(fs::path(reports_dir()) / (run.id + ".timeline.json"), built->timeline_json);
-    write_atomically(file, built->report_json);
+    write_file_atomically(reports_dir(), run.id + ".timeline.json", built->timeline_json,
+                          kReportFileMode);
+    write_file_atomically(reports_dir(), run.id + ".json", built->report_json, kReportFileMode);
     ++written;
     spdlog::info("run {}: report saved to {}", run.id, file.string());
   }

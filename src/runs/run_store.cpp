@@ -11,9 +11,13 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "runs/atomic_file.h"
+
 namespace loadwatch {
 
 namespace {
+
+constexpr mode_t kRunFileMode = 0640;
 
 std::string errno_text(int err) { return std::strerror(err); }
 
@@ -24,48 +28,6 @@ void make_dir(const std::string& path) {
     throw std::runtime_error(path + ": not a directory");
   }
   throw std::runtime_error("cannot create " + path + ": " + errno_text(errno));
-}
-
-/// Writes all of `data` to `fd`; false with errno set on failure.
-bool write_all(int fd, const std::string& data) {
-  std::size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
-bool fsync_dir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool ok = ::fsync(fd) == 0;
-  ::close(fd);
-  return ok;
-}
-
-void write_atomically(const std::string& dir, const std::string& name, const std::string& data) {
-  std::string tmp = dir + "/." + name + ".tmp";
-  std::string final_path = dir + "/" + name;
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-  if (fd < 0) throw std::runtime_error("cannot write " + tmp + ": " + errno_text(errno));
-  if (!write_all(fd, data) || ::fsync(fd) != 0) {
-    int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write " + tmp + ": " + errno_text(err));
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot rename " + tmp + " to " + final_path + ": " + errno_text(err));
-  }
-  if (!fsync_dir(dir)) throw std::runtime_error("cannot fsync " + dir + ": " + errno_text(errno));
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -101,7 +63,7 @@ RunStore::RunStore(const std::string& dir) : dir_(dir + "/runs") {
   make_dir(dir);
   make_dir(dir_);
   // Fail at start-up, not at the first run, when the directory is read-only.
-  write_atomically(dir_, ".probe", "");
+  write_file_atomically(dir_, ".probe", "", kRunFileMode);
   ::unlink((dir_ + "/.probe").c_str());
 }
 
@@ -112,7 +74,7 @@ RunStore::Loaded RunStore::load() {
   if (!d) throw std::runtime_error("cannot read " + dir_ + ": " + errno_text(errno));
   while (dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
-    if (name.size() > 1 && name[0] == '.' && ends_with(name, ".tmp")) {
+    if (is_atomic_write_leftover(name)) {
       ::unlink((dir_ + "/" + name).c_str());  // a write that never reached its rename
     } else if (name[0] != '.' && ends_with(name, ".json")) {
       names.push_back(name);
@@ -159,7 +121,8 @@ RunStore::Loaded RunStore::load() {
 }
 
 void RunStore::save(const Run& run) {
-  write_atomically(dir_, run.id + ".json", run_to_stored_json(run).dump(1) + "\n");
+  write_file_atomically(dir_, run.id + ".json", run_to_stored_json(run).dump(1) + "\n",
+                        kRunFileMode);
 }
 
 void RunStore::remove(const std::string& id) {
