@@ -1,12 +1,12 @@
 #include "report/report_service.h"
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <spdlog/spdlog.h>
 
 #include "analysis/render.h"
+#include "bounded_file.h"
 #include "report/history_series_source.h"
 #include "report/run_report.h"
 #include "report/timeline.h"
@@ -19,15 +19,21 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// Larger saved files are not read. The largest timeline the daemon writes is a run as long
+/// as the history (--history.points at most 1e6) at about 25 bytes a point per series.
+constexpr std::size_t kMaxSavedReportBytes = 256u << 20;
+
 /// Readable by all: `loadwatch report --file` is often run by another user than the daemon.
 constexpr mode_t kReportFileMode = 0644;
 
-std::optional<std::string> read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+/// A saved report or timeline, as the daemon wrote it; nullopt when there is none. Only a
+/// regular file is read (a FIFO would hold the request forever), and no symlink.
+std::optional<std::string> read_saved(const std::string& path) {
+  std::string text, error;
+  int err = read_bounded_file(path, kMaxSavedReportBytes, text, &error, Symlinks::Refuse);
+  if (err == 0) return text;
+  if (err != ENOENT) spdlog::warn("saved report not used: {}", error);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -85,9 +91,9 @@ std::optional<BuiltReport> ReportService::build(const Run& run) const {
 
 std::optional<BuiltReport> ReportService::load_saved(const std::string& id) const {
   if (storage_dir_.empty()) return std::nullopt;
-  auto report = read_file(fs::path(reports_dir()) / (id + ".json"));
+  auto report = read_saved(reports_dir() + "/" + id + ".json");
   if (!report) return std::nullopt;
-  auto timeline = read_file(fs::path(reports_dir()) / (id + ".timeline.json"));
+  auto timeline = read_saved(reports_dir() + "/" + id + ".timeline.json");
   return BuiltReport{*report, timeline.value_or("{\"series\":[]}")};
 }
 

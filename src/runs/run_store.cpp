@@ -1,7 +1,6 @@
 #include "runs/run_store.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "bounded_file.h"
 #include "runs/atomic_file.h"
 
 namespace loadwatch {
@@ -33,27 +33,6 @@ void make_dir(const std::string& path) {
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-/// Reads at most `cap` + 1 bytes: enough to tell the file is too big without reading it all.
-int read_capped(const std::string& path, std::string& out, long cap) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return errno;
-  out.clear();
-  char buf[65536];
-  while (out.size() <= static_cast<std::size_t>(cap)) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      return err;
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return 0;
 }
 
 }  // namespace
@@ -86,10 +65,10 @@ RunStore::Loaded RunStore::load() {
     std::string path = dir_ + "/" + name;
     std::string why;
     std::string text;
-    if (int err = read_capped(path, text, kMaxFileBytes); err != 0) {
-      why = "cannot read: " + errno_text(err);
-    } else if (text.size() > static_cast<std::size_t>(kMaxFileBytes)) {
-      why = "larger than " + std::to_string(kMaxFileBytes) + " bytes";
+    // A link in the state directory is not followed: only files the daemon wrote are read.
+    BoundedFile file(path, Symlinks::Refuse);
+    if (int err = file.read(kMaxFileBytes, text); err != 0) {
+      why = "cannot read: " + file.describe(err, kMaxFileBytes);
     } else {
       try {
         Run run = run_from_stored_json(nlohmann::json::parse(text));
