@@ -37,8 +37,8 @@ bool fsync_dir(const std::string& dir) {
 
 }  // namespace
 
-void write_file_atomically(const std::string& dir, const std::string& name,
-                           const std::string& data, mode_t mode) {
+void write_file_atomically(const std::string& dir, const std::string& name, const std::string& data,
+                           mode_t mode) {
   std::string tmp = dir + "/." + name + ".tmp";
   std::string final_path = dir + "/" + name;
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
