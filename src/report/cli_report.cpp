@@ -124,12 +124,10 @@ int run_report_cli(int argc, char** argv) {
   }
   std::optional<analysis::Comparison> comparison;
   if (!baseline.empty()) {
-    std::vector<std::unique_ptr<analysis::ReportLoader>> loaders;
-    if (!client.url.empty()) loaders.push_back(std::make_unique<UrlReportLoader>(client));
-    loaders.push_back(std::make_unique<analysis::FileReportLoader>());
     try {
-      comparison = analysis::compare_reports(analysis::load_report(baseline, loaders), report,
-                                             analysis::default_rules());
+      comparison =
+          analysis::compare_reports(analysis::load_report(baseline, report_loaders(client)), report,
+                                    analysis::default_rules());
     } catch (const std::exception& e) {
       return usage_error("--baseline: " + std::string(e.what()));
     }
