@@ -14,19 +14,6 @@
 
 namespace loadwatch::analysis {
 
-namespace {
-
-/// The loaders a reference is tried against, in order: run ids on a loadwatch (with --url),
-/// then files.
-std::vector<std::unique_ptr<ReportLoader>> report_loaders(const RunClientOptions& client) {
-  std::vector<std::unique_ptr<ReportLoader>> loaders;
-  if (!client.url.empty()) loaders.push_back(std::make_unique<report::UrlReportLoader>(client));
-  loaders.push_back(std::make_unique<FileReportLoader>());
-  return loaders;
-}
-
-}  // namespace
-
 int run_compare(int argc, char** argv) {
   CLI::App app{
       "Compare a run with a baseline, phase by phase (matched by user count, else by name).\n"
@@ -67,7 +54,7 @@ int run_compare(int argc, char** argv) {
   if (rules.empty()) rules = default_rules();
 
   CapacityReport base, current;
-  auto loaders = report_loaders(client);
+  auto loaders = report::report_loaders(client);
   try {
     base = load_report(base_ref, loaders);
     current = load_report(current_ref, loaders);

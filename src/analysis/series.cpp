@@ -96,4 +96,14 @@ std::optional<double> rate_in(const Series& s, double from, double to) {
   return *increase_in(s, from, to) / span;
 }
 
+Series per_second(const Series& counter) {
+  Series out;
+  for (std::size_t i = 1; i < counter.t.size(); ++i) {
+    double dt = counter.t[i] - counter.t[i - 1];
+    double dv = counter.v[i] - counter.v[i - 1];
+    if (dt > 0 && dv >= 0) out.add(counter.t[i], dv / dt);
+  }
+  return out;
+}
+
 }  // namespace loadwatch::analysis

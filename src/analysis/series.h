@@ -40,4 +40,8 @@ std::optional<double> increase_in(const Series& s, double from, double to);
 /// increase_in divided by the time between the first and last point used.
 std::optional<double> rate_in(const Series& s, double from, double to);
 
+/// A counter as per-second rates between consecutive points, each stamped at the later point;
+/// an interval where the counter dropped (a restart) is left out.
+Series per_second(const Series& counter);
+
 }  // namespace loadwatch::analysis

@@ -1,6 +1,5 @@
 #include "report/cli_report.h"
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -16,17 +15,13 @@
 #include "report/run_report.h"
 #include "report/timeline.h"
 #include "report/url_report_loader.h"
+#include "unix_time.h"
 
 namespace loadwatch::report {
 
 namespace {
 
 using analysis::usage_error;
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 /// The newest finished run with phases, else the open one.
 std::string pick_run(const RunClient& client) {
@@ -129,12 +124,10 @@ int run_report_cli(int argc, char** argv) {
   }
   std::optional<analysis::Comparison> comparison;
   if (!baseline.empty()) {
-    std::vector<std::unique_ptr<analysis::ReportLoader>> loaders;
-    if (!client.url.empty()) loaders.push_back(std::make_unique<UrlReportLoader>(client));
-    loaders.push_back(std::make_unique<analysis::FileReportLoader>());
     try {
-      comparison = analysis::compare_reports(analysis::load_report(baseline, loaders), report,
-                                             analysis::default_rules());
+      comparison =
+          analysis::compare_reports(analysis::load_report(baseline, report_loaders(client)), report,
+                                    analysis::default_rules());
     } catch (const std::exception& e) {
       return usage_error("--baseline: " + std::string(e.what()));
     }

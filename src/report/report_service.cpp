@@ -1,20 +1,17 @@
 #include "report/report_service.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
+#include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <spdlog/spdlog.h>
-#include <stdexcept>
 
 #include "analysis/render.h"
+#include "bounded_file.h"
 #include "report/history_series_source.h"
 #include "report/run_report.h"
 #include "report/timeline.h"
+#include "runs/atomic_file.h"
+#include "unix_time.h"
 
 namespace loadwatch::report {
 
@@ -22,39 +19,21 @@ namespace {
 
 namespace fs = std::filesystem;
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+/// Larger saved files are not read. The largest timeline the daemon writes is a run as long
+/// as the history (--history.points at most 1e6) at about 25 bytes a point per series.
+constexpr std::size_t kMaxSavedReportBytes = 256u << 20;
 
-/// A temporary file, fsync, rename: a crash leaves the old file or the new one.
-void write_atomically(const fs::path& path, const std::string& data) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot write " + tmp.string());
-  std::size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n <= 0) {
-      ::close(fd);
-      throw std::runtime_error("cannot write " + tmp.string());
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  bool ok = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw std::runtime_error("cannot write " + path.string());
-  }
-}
+/// Readable by all: `loadwatch report --file` is often run by another user than the daemon.
+constexpr mode_t kReportFileMode = 0644;
 
-std::optional<std::string> read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+/// A saved report or timeline, as the daemon wrote it; nullopt when there is none. Only a
+/// regular file is read (a FIFO would hold the request forever), and no symlink.
+std::optional<std::string> read_saved(const std::string& path) {
+  std::string text, error;
+  int err = read_bounded_file(path, kMaxSavedReportBytes, text, &error, Symlinks::Refuse);
+  if (err == 0) return text;
+  if (err != ENOENT) spdlog::warn("saved report not used: {}", error);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -112,9 +91,9 @@ std::optional<BuiltReport> ReportService::build(const Run& run) const {
 
 std::optional<BuiltReport> ReportService::load_saved(const std::string& id) const {
   if (storage_dir_.empty()) return std::nullopt;
-  auto report = read_file(fs::path(reports_dir()) / (id + ".json"));
+  auto report = read_saved(reports_dir() + "/" + id + ".json");
   if (!report) return std::nullopt;
-  auto timeline = read_file(fs::path(reports_dir()) / (id + ".timeline.json"));
+  auto timeline = read_saved(reports_dir() + "/" + id + ".timeline.json");
   return BuiltReport{*report, timeline.value_or("{\"series\":[]}")};
 }
 
@@ -143,8 +122,9 @@ std::size_t ReportService::save_finished() {
     auto built = build(run);
     if (!built) continue;
     // The timeline first: a report file present means both were written.
-    write_atomically(fs::path(reports_dir()) / (run.id + ".timeline.json"), built->timeline_json);
-    write_atomically(file, built->report_json);
+    write_file_atomically(reports_dir(), run.id + ".timeline.json", built->timeline_json,
+                          kReportFileMode);
+    write_file_atomically(reports_dir(), run.id + ".json", built->report_json, kReportFileMode);
     ++written;
     spdlog::info("run {}: report saved to {}", run.id, file.string());
   }

@@ -36,18 +36,6 @@ Series sum_all(const std::vector<LabeledSeries>& all) {
   return sum_aligned(parts);
 }
 
-/// Per-interval CPU cores of a counter of CPU seconds (the rate between consecutive points,
-/// stamped at the later one).
-Series cores_of(const Series& cpu_seconds) {
-  Series out;
-  for (std::size_t i = 1; i < cpu_seconds.t.size(); ++i) {
-    double dt = cpu_seconds.t[i] - cpu_seconds.t[i - 1];
-    double dv = cpu_seconds.v[i] - cpu_seconds.v[i - 1];
-    if (dt > 0 && dv >= 0) out.add(cpu_seconds.t[i], dv / dt);
-  }
-  return out;
-}
-
 }  // namespace
 
 Series sum_aligned(const std::vector<const Series*>& parts) {
@@ -98,7 +86,7 @@ analysis::RunSeries load_run_series(SeriesSource& source, double from, double to
     Series members = first(procs);
     bool single = !members.empty() &&
                   std::all_of(members.v.begin(), members.v.end(), [](double v) { return v <= 1; });
-    if (single) t.busiest_process_cores = cores_of(t.cpu_seconds);
+    if (single) t.busiest_process_cores = analysis::per_second(t.cpu_seconds);
     rs.targets.push_back(std::move(t));
   }
 

@@ -6,17 +6,8 @@ namespace loadwatch::report {
 
 namespace {
 
+using analysis::per_second;
 using analysis::Series;
-
-Series per_second(const Series& counter) {
-  Series out;
-  for (std::size_t i = 1; i < counter.t.size(); ++i) {
-    double dt = counter.t[i] - counter.t[i - 1];
-    double dv = counter.v[i] - counter.v[i - 1];
-    if (dt > 0 && dv >= 0) out.add(counter.t[i], dv / dt);
-  }
-  return out;
-}
 
 double rounded(double v) { return std::round(v * 1e4) / 1e4; }
 

@@ -16,6 +16,14 @@ std::string fetch_from_loadwatch(const RunClient& client, const std::string& pat
   return a.body;
 }
 
+std::vector<std::unique_ptr<analysis::ReportLoader>> report_loaders(
+    const RunClientOptions& client) {
+  std::vector<std::unique_ptr<analysis::ReportLoader>> loaders;
+  if (!client.url.empty()) loaders.push_back(std::make_unique<UrlReportLoader>(client));
+  loaders.push_back(std::make_unique<analysis::FileReportLoader>());
+  return loaders;
+}
+
 bool UrlReportLoader::accepts(const std::string& ref) const {
   std::error_code ec;
   if (std::filesystem::exists(ref, ec)) return false;  // a saved report of that name wins

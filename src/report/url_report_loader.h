@@ -1,6 +1,9 @@
 #pragma once
 // `compare` with run ids: reports fetched from a loadwatch's /api/v1/runs/{id}/report.
 
+#include <memory>
+#include <vector>
+
 #include "analysis/report_loader.h"
 #include "runs/run_client.h"
 
@@ -16,6 +19,10 @@ class UrlReportLoader : public analysis::ReportLoader {
  private:
   RunClientOptions options_;
 };
+
+/// The loaders a report reference is tried against, in order: run ids on the loadwatch at
+/// `client.url` (when given), then files. For compare's BASE and CUR and report --baseline.
+std::vector<std::unique_ptr<analysis::ReportLoader>> report_loaders(const RunClientOptions& client);
 
 /// GET PATH from a loadwatch; throws analysis::ReportLoadError unless it answers 200.
 std::string fetch_from_loadwatch(const RunClient& client, const std::string& path);

@@ -3,18 +3,15 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
+
+#include "unix_time.h"
 
 namespace loadwatch {
 
 namespace {
 
 constexpr std::size_t kMaxOrigins = 256;
-
-double system_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 bool by_start(const Run& a, const Run& b) {
   return a.start != b.start ? a.start < b.start : a.id < b.id;
@@ -30,7 +27,7 @@ std::string origin_subject(const std::string& origin) {
 
 RunBook::RunBook(std::unique_ptr<RunStore> store, RunBookLimits limits, Clock clock)
     : limits_(limits),
-      clock_(clock ? std::move(clock) : Clock(system_now)),
+      clock_(clock ? std::move(clock) : Clock(unix_now)),
       store_(std::move(store)) {
   if (!store_) return;
   RunStore::Loaded loaded = store_->load();

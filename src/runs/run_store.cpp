@@ -1,7 +1,6 @@
 #include "runs/run_store.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,9 +10,14 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "bounded_file.h"
+#include "runs/atomic_file.h"
+
 namespace loadwatch {
 
 namespace {
+
+constexpr mode_t kRunFileMode = 0640;
 
 std::string errno_text(int err) { return std::strerror(err); }
 
@@ -26,72 +30,9 @@ void make_dir(const std::string& path) {
   throw std::runtime_error("cannot create " + path + ": " + errno_text(errno));
 }
 
-/// Writes all of `data` to `fd`; false with errno set on failure.
-bool write_all(int fd, const std::string& data) {
-  std::size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
-bool fsync_dir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool ok = ::fsync(fd) == 0;
-  ::close(fd);
-  return ok;
-}
-
-void write_atomically(const std::string& dir, const std::string& name, const std::string& data) {
-  std::string tmp = dir + "/." + name + ".tmp";
-  std::string final_path = dir + "/" + name;
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-  if (fd < 0) throw std::runtime_error("cannot write " + tmp + ": " + errno_text(errno));
-  if (!write_all(fd, data) || ::fsync(fd) != 0) {
-    int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write " + tmp + ": " + errno_text(err));
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot rename " + tmp + " to " + final_path + ": " + errno_text(err));
-  }
-  if (!fsync_dir(dir)) throw std::runtime_error("cannot fsync " + dir + ": " + errno_text(errno));
-}
-
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-/// Reads at most `cap` + 1 bytes: enough to tell the file is too big without reading it all.
-int read_capped(const std::string& path, std::string& out, long cap) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return errno;
-  out.clear();
-  char buf[65536];
-  while (out.size() <= static_cast<std::size_t>(cap)) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      return err;
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return 0;
 }
 
 }  // namespace
@@ -101,7 +42,7 @@ RunStore::RunStore(const std::string& dir) : dir_(dir + "/runs") {
   make_dir(dir);
   make_dir(dir_);
   // Fail at start-up, not at the first run, when the directory is read-only.
-  write_atomically(dir_, ".probe", "");
+  write_file_atomically(dir_, ".probe", "", kRunFileMode);
   ::unlink((dir_ + "/.probe").c_str());
 }
 
@@ -112,7 +53,7 @@ RunStore::Loaded RunStore::load() {
   if (!d) throw std::runtime_error("cannot read " + dir_ + ": " + errno_text(errno));
   while (dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
-    if (name.size() > 1 && name[0] == '.' && ends_with(name, ".tmp")) {
+    if (is_atomic_write_leftover(name)) {
       ::unlink((dir_ + "/" + name).c_str());  // a write that never reached its rename
     } else if (name[0] != '.' && ends_with(name, ".json")) {
       names.push_back(name);
@@ -124,10 +65,10 @@ RunStore::Loaded RunStore::load() {
     std::string path = dir_ + "/" + name;
     std::string why;
     std::string text;
-    if (int err = read_capped(path, text, kMaxFileBytes); err != 0) {
-      why = "cannot read: " + errno_text(err);
-    } else if (text.size() > static_cast<std::size_t>(kMaxFileBytes)) {
-      why = "larger than " + std::to_string(kMaxFileBytes) + " bytes";
+    // A link in the state directory is not followed: only files the daemon wrote are read.
+    BoundedFile file(path, Symlinks::Refuse);
+    if (int err = file.read(kMaxFileBytes, text); err != 0) {
+      why = "cannot read: " + file.describe(err, kMaxFileBytes);
     } else {
       try {
         Run run = run_from_stored_json(nlohmann::json::parse(text));
@@ -159,7 +100,8 @@ RunStore::Loaded RunStore::load() {
 }
 
 void RunStore::save(const Run& run) {
-  write_atomically(dir_, run.id + ".json", run_to_stored_json(run).dump(1) + "\n");
+  write_file_atomically(dir_, run.id + ".json", run_to_stored_json(run).dump(1) + "\n",
+                        kRunFileMode);
 }
 
 void RunStore::remove(const std::string& id) {

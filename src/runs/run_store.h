@@ -14,7 +14,7 @@ namespace loadwatch {
 class RunStore {
  public:
   /// Largest run file read back; bigger ones are set aside like corrupt ones.
-  static constexpr long kMaxFileBytes = 4 << 20;
+  static constexpr std::size_t kMaxFileBytes = 4u << 20;
 
   /// Uses DIR/runs, creating it if needed. Throws std::runtime_error naming the path and the
   /// cause when it cannot be created or written.

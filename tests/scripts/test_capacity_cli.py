@@ -169,6 +169,25 @@ class CapacityCli(unittest.TestCase):
         self.assertTrue(verdict["regressed"])
         self.assertEqual(verdict["exit_code"], 1)
 
+    def test_report_with_a_baseline_follows_with_the_comparison_and_its_exit_code(self):
+        base = self.report("base", wrk_sweep(seed=1))
+        rerun = self.report("rerun", wrk_sweep(seed=2))
+        slower = self.report("slower", wrk_sweep(slowdown=1.3, seed=3))
+        code, out, err = run("report", "--file", rerun, "--baseline", base)
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("PASS", out)
+        code, out, err = run("report", "--file", slower, "--baseline", base)
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("REGRESSION", out)
+        self.assertIn("p95 <= base +20%", out)
+        code, out, err = run("report", "--file", slower, "--format", "html", "--baseline", base)
+        self.assertEqual(code, 1, err)
+        self.assertIn("REGRESSION", out)
+        code, out, err = run("report", "--file", rerun,
+                             "--baseline", os.path.join(self.dir.name, "nope.json"))
+        self.assertEqual(code, 2, out + err)
+        self.assertIn("--baseline:", err)
+
     def test_compare_bad_input_exits_2(self):
         base = self.report("base", wrk_sweep())
         broken = self.write("broken.json", '{"format": "loadwatch-capacity-report", "version": 1, '

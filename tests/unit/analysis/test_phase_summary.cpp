@@ -43,6 +43,19 @@ TEST_CASE("a counter's increase counts a reset as a restart from zero") {
   CHECK(*rate_in(c, kT0, kT0 + 4) == Approx(35.0 / 4));
 }
 
+TEST_CASE("a counter per second: the rate of each interval, a restart left out") {
+  Series c;
+  c.add(kT0, 100);
+  c.add(kT0 + 2, 110);  // 5/s over two seconds
+  c.add(kT0 + 3, 4);    // restart: no rate for this interval
+  c.add(kT0 + 4, 7);
+  c.add(kT0 + 4, 9);  // no time between: no rate
+  Series r = per_second(c);
+  CHECK(r.t == std::vector<double>{kT0 + 2, kT0 + 4});
+  CHECK(r.v == std::vector<double>{5, 3});
+  CHECK(per_second(Series{}).empty());
+}
+
 TEST_CASE("the warm-up rule: 20 % of the phase, at least 30 s, at most half") {
   WarmupRule rule;
   CHECK(rule.warmup_seconds(300) == Approx(60));   // 20 %

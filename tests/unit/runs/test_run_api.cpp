@@ -45,7 +45,9 @@ struct Reply {
 
 Reply call(const Server& s, const std::string& method, const std::string& path,
            const std::string& body = "") {
-  RunClient client(RunClientOptions{s.url()});
+  RunClientOptions options;
+  options.url = s.url();
+  RunClient client(options);
   RunAnswer a = method == "GET" ? client.get(path) : client.post(path, body);
   REQUIRE(a.reached);
   Reply r;

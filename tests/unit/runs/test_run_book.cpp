@@ -227,6 +227,24 @@ TEST_CASE("broken run files are set aside; the others are kept") {
   CHECK(again.problems.empty());
 }
 
+TEST_CASE("a FIFO or a symlink among the run files is set aside unread, without blocking") {
+  TempDir dir;
+  { RunStore create(dir.path); }
+  std::string runs = dir.path + "/runs/";
+  // Opening a FIFO for reading waits for a writer: the load must not.
+  REQUIRE(::mkfifo((runs + "20261201T000000-fifo.json").c_str(), 0640) == 0);
+  { std::ofstream(dir.path + "/elsewhere.json") << "{}"; }
+  fs::create_symlink(dir.path + "/elsewhere.json", runs + "20261201T000001-link.json");
+
+  RunStore store(dir.path);
+  auto loaded = store.load();
+  CHECK(loaded.runs.empty());
+  REQUIRE(loaded.problems.size() == 2);
+  CHECK_THAT(loaded.problems[0], Catch::Contains("-fifo.json: cannot read: is a FIFO"));
+  CHECK_THAT(loaded.problems[1], Catch::Contains("-link.json: cannot read: is a symlink"));
+  CHECK(fs::exists(runs + "20261201T000000-fifo.json.corrupt"));
+}
+
 TEST_CASE("a storage path that cannot be used fails at once, naming it") {
   TempDir dir;
   std::string file = dir.path + "/plain-file";
