@@ -77,6 +77,19 @@ int read_path(int root_fd, const char* path, std::string& buf, std::size_t max_b
 
 }  // namespace
 
+bool parse_socket_link(std::string_view link, std::uint64_t& inode) {
+  // readlink of a socket fd: "socket:[12345]" (net/socket.c sockfs_dname).
+  constexpr std::string_view kPrefix = "socket:[";
+  if (link.size() <= kPrefix.size() + 1 || link.substr(0, kPrefix.size()) != kPrefix ||
+      link.back() != ']') {
+    return false;
+  }
+  const char* b = link.data() + kPrefix.size();
+  const char* e = link.data() + link.size() - 1;
+  auto [p, ec] = std::from_chars(b, e, inode);
+  return ec == std::errc() && p == e;
+}
+
 ReadResult read_result_from_errno(int err) {
   switch (err) {
     case 0:

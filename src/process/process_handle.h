@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "process/fd_budget.h"
 
@@ -28,6 +29,9 @@ enum class ReadResult { Ok, Gone, Denied, Failed };
 
 /// Maps an errno of a /proc access to a ReadResult.
 ReadResult read_result_from_errno(int err);
+
+/// The inode of a socket fd's link text ("socket:[12345]"); false for anything else.
+bool parse_socket_link(std::string_view link, std::uint64_t& inode);
 
 /// The handles of one process. Not copyable; closes its fds when destroyed. Used only from
 /// the sampler thread. `root_fd` (an fd on the procfs root) must outlive the handle.

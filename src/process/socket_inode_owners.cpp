@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "process/port_owner.h"
+#include "process/process_handle.h"
 
 namespace loadwatch {
 
