@@ -16,12 +16,6 @@ namespace loadwatch {
 
 namespace {
 
-bool parse_pid(const char* name, pid_t& pid) {
-  const char* end = name + std::strlen(name);
-  auto [p, ec] = std::from_chars(name, end, pid);
-  return ec == std::errc() && p == end && pid > 0;
-}
-
 // PID/comm without its trailing newline; "" when unreadable.
 std::string read_comm(const FsRoot& proc, pid_t pid) {
   std::string comm;
@@ -53,7 +47,7 @@ void SocketInodeOwners::search(const FsRoot& proc, const std::vector<std::uint64
     const dirent* de = ::readdir(procdir);
     if (!de) break;
     pid_t pid = 0;
-    if (!parse_pid(de->d_name, pid)) continue;
+    if (!parse_pid_name(de->d_name, pid)) continue;
     const std::string fd_dir = proc.path(std::string(de->d_name) + "/fd");
     // One directory fd at a time: the search stays out of the kept-fd budget.
     DIR* fds = ::opendir(fd_dir.c_str());
