@@ -220,8 +220,12 @@ ReadResult ProcessHandle::list_fd_dir(void (*fn)(void*, int, const std::string&)
   std::string target;
   char link[4096];
   std::uint64_t count = 0;
-  errno = 0;
-  while (struct dirent* e = ::readdir(dir)) {
+  // errno is reset before each readdir(): its end leaves errno alone, and a readlinkat() or
+  // the callback may have set it.
+  for (;;) {
+    errno = 0;
+    struct dirent* e = ::readdir(dir);
+    if (!e) break;
     int num = 0;
     const char* name = e->d_name;
     const char* end = name;
