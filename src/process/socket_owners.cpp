@@ -129,7 +129,8 @@ bool SocketOwners::refresh(const FsRoot& proc, pid_t pid, Proc& p, bool new_sock
     const bool suspect =
         (e.kind == Kind::Tcp && !is_alive(e.inode)) || (new_sockets && e.kind == Kind::File);
     suspects += suspect;
-    if (suspect || i % kVerifySlices == slice) {
+    // The second pass of a sample (new_sockets) leaves the slice to the first: it was just read.
+    if (suspect || (!new_sockets && i % kVerifySlices == slice)) {
       int err = read_link(proc, pid, p, e.fd, e);
       if (err != 0) {
         if (vanished(err) && p.dirfd >= 0 && ::fstat(p.dirfd, &st) != 0) return false;

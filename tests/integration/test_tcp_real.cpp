@@ -5,6 +5,7 @@
 // comparison is retried (at most 10 times).
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -21,10 +22,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <utility>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -545,6 +548,60 @@ TEST_CASE("socket owner cache: skips unchanged processes, follows churn exactly"
     socks.push_back(accept_one(l));
   }
   check();
+}
+
+TEST_CASE("socket owner cache: a new socket nobody holds re-reads the plain files, not the slice",
+          "[tcp][real][owners]") {
+  std::uint16_t port = 0;
+  Fd l = listen_on(AF_INET, "127.0.0.1", 128, port);
+  std::vector<Fd> socks;
+  for (int i = 0; i < 100; ++i) {
+    socks.push_back(connect_to(AF_INET, "127.0.0.1", port));
+    socks.push_back(accept_one(l));
+  }
+  std::vector<std::uint64_t> alive;
+  socks.push_back(std::move(l));
+  for (const auto& s : socks) {
+    struct stat st {};
+    REQUIRE(::fstat(s.fd, &st) == 0);
+    alive.push_back(st.st_ino);
+  }
+  std::sort(alive.begin(), alive.end());
+  FsRoot proc("/proc");
+  SocketOwners owners;
+  owners.update(proc, {::getpid()}, alive);  // every socket is ours: no second pass
+  owners.update(proc, {::getpid()}, alive);
+
+  // This process's fds as the cache holds them (the listing's own directory fd left out).
+  std::size_t fds = 0, files = 0;
+  {
+    DIR* d = ::opendir("/proc/self/fd");
+    REQUIRE(d != nullptr);
+    while (const dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.' || std::atoi(e->d_name) == ::dirfd(d)) continue;
+      char link[64];
+      const ssize_t n = ::readlinkat(::dirfd(d), e->d_name, link, sizeof link);
+      REQUIRE(n > 0);
+      ++fds;
+      files += std::string_view(link, static_cast<std::size_t>(n)).rfind("socket:[", 0) != 0;
+    }
+    ::closedir(d);
+  }
+  REQUIRE(files > 0);
+  REQUIRE(files <= 256);  // the second pass covers this process
+
+  // A socket in the dump that no process of ours holds: the second pass re-reads the plain
+  // files; the rolling slice was read by the first pass of the same sample, not again.
+  std::vector<std::uint64_t> with_stranger = alive;
+  with_stranger.insert(with_stranger.begin(), 1);
+  const auto reads = owners.stats().readlinks;
+  owners.update(proc, {::getpid()}, with_stranger);
+  CHECK(owners.stats().readlinks - reads <= files + (fds + SocketOwners::kVerifySlices - 1) /
+                                                       SocketOwners::kVerifySlices);
+  std::vector<std::uint64_t> got;
+  owners.tcp_inodes(::getpid(), got);
+  std::sort(got.begin(), got.end());
+  CHECK(got == alive);
 }
 
 TEST_CASE("IPv6 ::1 sockets are counted", "[tcp][real]") {
