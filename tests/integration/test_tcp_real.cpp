@@ -139,6 +139,27 @@ Fd accept_one(const Fd& listener) {
   return a;
 }
 
+/// `n` more established connections to `listener`, both ends kept open in `socks`.
+void add_pairs(std::vector<Fd>& socks, const Fd& listener, std::uint16_t port, int n) {
+  for (int i = 0; i < n; ++i) {
+    socks.push_back(connect_to(AF_INET, "127.0.0.1", port));
+    socks.push_back(accept_one(listener));
+  }
+}
+
+/// Sorted inodes of the open sockets in `socks` and of `listener`: the dump a SocketOwners
+/// test stands in for.
+std::vector<std::uint64_t> inodes_of(const std::vector<Fd>& socks, const Fd& listener) {
+  std::vector<std::uint64_t> v;
+  struct stat st {};
+  for (const auto& s : socks) {
+    if (s.fd >= 0 && ::fstat(s.fd, &st) == 0) v.push_back(st.st_ino);
+  }
+  if (::fstat(listener.fd, &st) == 0) v.push_back(st.st_ino);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
 /// `n` connections closed client first: the client ends go to TIME_WAIT.
 void make_time_wait(int family, const char* addr, const Fd& listener, std::uint16_t port, int n) {
   for (int i = 0; i < n; ++i) {
@@ -495,24 +516,8 @@ TEST_CASE("socket owner cache: skips unchanged processes, follows churn exactly"
   std::uint16_t port = 0;
   Fd l = listen_on(AF_INET, "127.0.0.1", 64, port);
   std::vector<Fd> socks;
-  for (int i = 0; i < 40; ++i) {
-    socks.push_back(connect_to(AF_INET, "127.0.0.1", port));
-    socks.push_back(accept_one(l));
-  }
-  auto truth = [&]() {
-    std::vector<std::uint64_t> v;
-    for (const auto* list : {&socks}) {
-      for (const auto& s : *list) {
-        struct stat st {};
-        if (s.fd >= 0 && ::fstat(s.fd, &st) == 0) v.push_back(st.st_ino);
-      }
-    }
-    struct stat st {};
-    ::fstat(l.fd, &st);
-    v.push_back(st.st_ino);
-    std::sort(v.begin(), v.end());
-    return v;
-  };
+  add_pairs(socks, l, port, 40);
+  auto truth = [&]() { return inodes_of(socks, l); };
   FsRoot proc("/proc");
   SocketOwners owners;
   auto check = [&]() {
@@ -543,10 +548,7 @@ TEST_CASE("socket owner cache: skips unchanged processes, follows churn exactly"
   // Only the suspects and one verification slice were read, not all ~90 fds.
   CHECK(owners.stats().readlinks - reads < 40);
   // More sockets: the count grows, a listing finds the new numbers.
-  for (int i = 0; i < 5; ++i) {
-    socks.push_back(connect_to(AF_INET, "127.0.0.1", port));
-    socks.push_back(accept_one(l));
-  }
+  add_pairs(socks, l, port, 5);
   check();
 }
 
@@ -555,18 +557,9 @@ TEST_CASE("socket owner cache: a new socket nobody holds re-reads the plain file
   std::uint16_t port = 0;
   Fd l = listen_on(AF_INET, "127.0.0.1", 128, port);
   std::vector<Fd> socks;
-  for (int i = 0; i < 100; ++i) {
-    socks.push_back(connect_to(AF_INET, "127.0.0.1", port));
-    socks.push_back(accept_one(l));
-  }
-  std::vector<std::uint64_t> alive;
-  socks.push_back(std::move(l));
-  for (const auto& s : socks) {
-    struct stat st {};
-    REQUIRE(::fstat(s.fd, &st) == 0);
-    alive.push_back(st.st_ino);
-  }
-  std::sort(alive.begin(), alive.end());
+  add_pairs(socks, l, port, 100);
+  const std::vector<std::uint64_t> alive = inodes_of(socks, l);
+  REQUIRE(alive.size() == 201);
   FsRoot proc("/proc");
   SocketOwners owners;
   owners.update(proc, {::getpid()}, alive);  // every socket is ours: no second pass
