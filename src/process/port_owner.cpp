@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstdio>
 
 #include "procfs/proc_net_tcp_listen.h"
@@ -43,19 +42,6 @@ void scan_listeners(const std::string& path, std::uint16_t port, std::vector<std
 }
 
 }  // namespace
-
-bool parse_socket_link(std::string_view link, std::uint64_t& inode) {
-  // readlink of a socket fd: "socket:[12345]" (net/socket.c sockfs_dname).
-  constexpr std::string_view kPrefix = "socket:[";
-  if (link.size() <= kPrefix.size() + 1 || link.substr(0, kPrefix.size()) != kPrefix ||
-      link.back() != ']') {
-    return false;
-  }
-  const char* b = link.data() + kPrefix.size();
-  const char* e = link.data() + link.size() - 1;
-  auto [p, ec] = std::from_chars(b, e, inode);
-  return ec == std::errc() && p == e;
-}
 
 std::vector<std::uint64_t> listening_inodes(const FsRoot& proc, std::uint16_t port) {
   std::vector<std::uint64_t> inodes;

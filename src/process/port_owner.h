@@ -4,16 +4,13 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <string_view>
+#include <string>
 #include <vector>
 
 #include "process/process_registry.h"
 #include "procfs/fs_root.h"
 
 namespace loadwatch {
-
-/// The inode of a socket fd's link text ("socket:[12345]"); false for anything else.
-bool parse_socket_link(std::string_view link, std::uint64_t& inode);
 
 /// Inodes of the sockets listening on `port` in net/tcp and net/tcp6 below `proc`. Reads
 /// each file only up to its first non-LISTEN row (listeners come first), so a host with

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 
 namespace loadwatch {
 
@@ -76,6 +77,39 @@ int read_path(int root_fd, const char* path, std::string& buf, std::size_t max_b
 }
 
 }  // namespace
+
+bool parse_pid_name(const char* name, pid_t& pid) {
+  const char* end = name + std::strlen(name);
+  auto [p, ec] = std::from_chars(name, end, pid);
+  return ec == std::errc() && p == end && pid > 0;
+}
+
+bool parse_socket_link(std::string_view link, std::uint64_t& inode) {
+  // readlink of a socket fd: "socket:[12345]" (net/socket.c sockfs_dname).
+  constexpr std::string_view kPrefix = "socket:[";
+  if (link.size() <= kPrefix.size() + 1 || link.substr(0, kPrefix.size()) != kPrefix ||
+      link.back() != ']') {
+    return false;
+  }
+  const char* b = link.data() + kPrefix.size();
+  const char* e = link.data() + link.size() - 1;
+  auto [p, ec] = std::from_chars(b, e, inode);
+  return ec == std::errc() && p == e;
+}
+
+DIR* open_dir_at(int dirfd, const char* relative, int& err) {
+  const int fd = ::openat(dirfd, relative, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    err = errno;
+    return nullptr;
+  }
+  DIR* dir = ::fdopendir(fd);
+  if (!dir) {
+    err = errno;
+    ::close(fd);
+  }
+  return dir;
+}
 
 ReadResult read_result_from_errno(int err) {
   switch (err) {
@@ -179,19 +213,19 @@ ReadResult ProcessHandle::open_fd_count(bool trust_st_size, std::uint64_t& count
 ReadResult ProcessHandle::list_fd_dir(void (*fn)(void*, int, const std::string&), void* arg) {
   char path[48];
   std::snprintf(path, sizeof path, "%d/fd", static_cast<int>(pid_));
-  int dfd = ::openat(root_fd_, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return read_result_from_errno(errno);
-  DIR* dir = ::fdopendir(dfd);
-  if (!dir) {
-    int err = errno;
-    ::close(dfd);
-    return read_result_from_errno(err);
-  }
+  int err = 0;
+  DIR* dir = open_dir_at(root_fd_, path, err);
+  if (!dir) return read_result_from_errno(err);
+  const int dfd = ::dirfd(dir);
   std::string target;
   char link[4096];
   std::uint64_t count = 0;
-  errno = 0;
-  while (struct dirent* e = ::readdir(dir)) {
+  // errno is reset before each readdir(): its end leaves errno alone, and a readlinkat() or
+  // the callback may have set it.
+  for (;;) {
+    errno = 0;
+    struct dirent* e = ::readdir(dir);
+    if (!e) break;
     int num = 0;
     const char* name = e->d_name;
     const char* end = name;
@@ -206,7 +240,7 @@ ReadResult ProcessHandle::list_fd_dir(void (*fn)(void*, int, const std::string&)
       fn(arg, num, target);
     }
   }
-  int err = errno;
+  err = errno;
   ::closedir(dir);
   if (!fn) *static_cast<std::uint64_t*>(arg) = count;
   return read_result_from_errno(err);
@@ -216,14 +250,9 @@ ReadResult ProcessHandle::list_tasks(std::string& names_buf) {
   names_buf.clear();
   char path[48];
   std::snprintf(path, sizeof path, "%d/task", static_cast<int>(pid_));
-  int dfd = ::openat(root_fd_, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return read_result_from_errno(errno);
-  DIR* dir = ::fdopendir(dfd);
-  if (!dir) {
-    int err = errno;
-    ::close(dfd);
-    return read_result_from_errno(err);
-  }
+  int err = 0;
+  DIR* dir = open_dir_at(root_fd_, path, err);
+  if (!dir) return read_result_from_errno(err);
   while (struct dirent* e = ::readdir(dir)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     names_buf += e->d_name;

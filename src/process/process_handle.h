@@ -14,8 +14,11 @@
 
 #include <sys/types.h>
 
+#include <dirent.h>
+
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "process/fd_budget.h"
 
@@ -28,6 +31,16 @@ enum class ReadResult { Ok, Gone, Denied, Failed };
 
 /// Maps an errno of a /proc access to a ReadResult.
 ReadResult read_result_from_errno(int err);
+
+/// Whether a /proc entry's name is a PID ("1234"; not "self", "net", "0").
+bool parse_pid_name(const char* name, pid_t& pid);
+
+/// The inode of a socket fd's link text ("socket:[12345]"); false for anything else.
+bool parse_socket_link(std::string_view link, std::uint64_t& inode);
+
+/// opendir() of `relative` below the directory fd `dirfd`; nullptr with `err` set on
+/// failure. closedir() closes the fd it opened.
+DIR* open_dir_at(int dirfd, const char* relative, int& err);
 
 /// The handles of one process. Not copyable; closes its fds when destroyed. Used only from
 /// the sampler thread. `root_fd` (an fd on the procfs root) must outlive the handle.

@@ -16,16 +16,6 @@
 
 namespace loadwatch {
 
-namespace {
-
-bool parse_pid(const char* name, pid_t& pid) {
-  const char* end = name + std::strlen(name);
-  auto [p, ec] = std::from_chars(name, end, pid);
-  return ec == std::errc() && p == end && pid > 0;
-}
-
-}  // namespace
-
 ProcessRegistry::ProcessRegistry(const FsRoot& proc, FdBudget& budget)
     : proc_(proc), budget_(&budget) {
   root_fd_ = ::open(proc_.root().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -100,16 +90,12 @@ bool ProcessRegistry::read_stat(ProcessRecord& rec) {
 void ProcessRegistry::refresh_listing(bool full) {
   if (listed_gen_ == gen_ && (listed_full_ || !full)) return;
   listing_.clear();
-  int dfd = ::openat(root_fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return;
-  DIR* dir = ::fdopendir(dfd);
-  if (!dir) {
-    ::close(dfd);
-    return;
-  }
+  int err = 0;
+  DIR* dir = open_dir_at(root_fd_, ".", err);
+  if (!dir) return;
   while (struct dirent* e = ::readdir(dir)) {
     pid_t pid = 0;
-    if (!parse_pid(e->d_name, pid)) continue;
+    if (!parse_pid_name(e->d_name, pid)) continue;
     ProcessRecord* rec = record(pid);
     // d_ino of a /proc/PID entry stays the same while its dentry lives; a PID reused by a
     // new process gets a new inode. A cheap hint to re-read a known PID without `full`.

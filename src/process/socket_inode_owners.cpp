@@ -1,31 +1,21 @@
 #include "process/socket_inode_owners.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <charconv>
 #include <cstdio>
-#include <cstring>
 
-#include "process/port_owner.h"
+#include "process/process_handle.h"
 
 namespace loadwatch {
 
 namespace {
 
-bool parse_pid(const char* name, pid_t& pid) {
-  const char* end = name + std::strlen(name);
-  auto [p, ec] = std::from_chars(name, end, pid);
-  return ec == std::errc() && p == end && pid > 0;
-}
-
 // PID/comm without its trailing newline; "" when unreadable.
-std::string read_comm(const FsRoot& proc, pid_t pid) {
+std::string read_comm(ProcessHandle& h) {
   std::string comm;
-  if (proc.read(std::to_string(pid) + "/comm", comm) != 0) return {};
+  if (h.read_other("comm", comm) != ReadResult::Ok) return {};
   while (!comm.empty() && (comm.back() == '\n' || comm.back() == '\0')) comm.pop_back();
   return comm;
 }
@@ -48,34 +38,28 @@ void SocketInodeOwners::search(const FsRoot& proc, const std::vector<std::uint64
   std::size_t left = sorted.size();
   DIR* procdir = ::opendir(proc.root().c_str());
   if (!procdir) return;
-  char buf[64];
   while (left > 0) {
     const dirent* de = ::readdir(procdir);
     if (!de) break;
     pid_t pid = 0;
-    if (!parse_pid(de->d_name, pid)) continue;
-    const std::string fd_dir = proc.path(std::string(de->d_name) + "/fd");
-    // One directory fd at a time: the search stays out of the kept-fd budget.
-    DIR* fds = ::opendir(fd_dir.c_str());
-    if (!fds) continue;  // gone, or another user's process without the capability
-    while (const dirent* fe = ::readdir(fds)) {
-      int fd = -1;
-      const char* end = fe->d_name + std::strlen(fe->d_name);
-      if (std::from_chars(fe->d_name, end, fd).ptr != end || fd < 0) continue;
-      const ssize_t n = ::readlinkat(::dirfd(fds), fe->d_name, buf, sizeof buf);
+    if (!parse_pid_name(de->d_name, pid)) continue;
+    // No budget: the handle keeps no fd, so the search stays out of the kept-fd budget.
+    // A process gone, or another user's without the capability, lists nothing.
+    ProcessHandle h(::dirfd(procdir), pid, nullptr);
+    h.for_each_fd([&](int fd, const std::string& link) {
       std::uint64_t inode = 0;
-      if (n <= 0 || !parse_socket_link(std::string_view(buf, static_cast<std::size_t>(n)), inode))
-        continue;
-      if (!std::binary_search(sorted.begin(), sorted.end(), inode)) continue;
+      if (!parse_socket_link(link, inode) ||
+          !std::binary_search(sorted.begin(), sorted.end(), inode)) {
+        return;
+      }
       Owner& o = owners_[inode];
-      if (o.pid != 0) continue;  // several holders (fork, dup): the first found names it
+      if (o.pid != 0) return;  // several holders (fork, dup): the first found names it
       o.pid = pid;
       o.fd = fd;
-      o.comm = read_comm(proc, pid);
+      o.comm = read_comm(h);
       o.verified_at = update_;
       --left;
-    }
-    ::closedir(fds);
+    });
   }
   ::closedir(procdir);
 }

@@ -56,7 +56,6 @@ class SocketInodeOwners {
   std::unordered_map<std::uint64_t, Owner> owners_;
   std::uint32_t update_ = 0;
   std::uint64_t searches_ = 0;
-  std::string link_;
 };
 
 }  // namespace loadwatch

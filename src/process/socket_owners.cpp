@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "process/process_handle.h"
+
 namespace loadwatch {
 
 namespace {
@@ -54,22 +56,13 @@ int SocketOwners::read_link(const FsRoot& proc, pid_t pid, const Proc& p, int fd
     n = ::readlink((fd_dir(proc, pid) + "/" + name).c_str(), buf, sizeof buf);
   }
   if (n < 0) return errno;
-  // A socket's link reads "socket:[INODE]" (sockfs_dname(), net/socket.c).
-  std::string_view link(buf, static_cast<std::size_t>(n));
   e.fd = fd;
   e.kind = Kind::File;
   e.inode = 0;
-  constexpr std::string_view kPrefix = "socket:[";
-  if (link.size() > kPrefix.size() + 1 && link.substr(0, kPrefix.size()) == kPrefix &&
-      link.back() == ']') {
-    std::uint64_t ino = 0;
-    const char* b = link.data() + kPrefix.size();
-    const char* last = link.data() + link.size() - 1;
-    auto [q, ec2] = std::from_chars(b, last, ino);
-    if (ec2 == std::errc() && q == last) {
-      e.inode = ino;
-      e.kind = is_alive(ino) ? Kind::Tcp : Kind::OtherSocket;
-    }
+  std::uint64_t ino = 0;
+  if (parse_socket_link(std::string_view(buf, static_cast<std::size_t>(n)), ino)) {
+    e.inode = ino;
+    e.kind = is_alive(ino) ? Kind::Tcp : Kind::OtherSocket;
   }
   return 0;
 }
@@ -136,7 +129,8 @@ bool SocketOwners::refresh(const FsRoot& proc, pid_t pid, Proc& p, bool new_sock
     const bool suspect =
         (e.kind == Kind::Tcp && !is_alive(e.inode)) || (new_sockets && e.kind == Kind::File);
     suspects += suspect;
-    if (suspect || i % kVerifySlices == slice) {
+    // The second pass of a sample (new_sockets) leaves the slice to the first: it was just read.
+    if (suspect || (!new_sockets && i % kVerifySlices == slice)) {
       int err = read_link(proc, pid, p, e.fd, e);
       if (err != 0) {
         if (vanished(err) && p.dirfd >= 0 && ::fstat(p.dirfd, &st) != 0) return false;

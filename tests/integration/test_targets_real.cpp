@@ -484,6 +484,14 @@ TEST_CASE("comm with children: descendants join the group", "[real]") {
         for (;;) ::pause();
       }
       kids += std::to_string(k) + " ";
+      // Until its prctl() the kid still has the parent's comm and would match by itself:
+      // the test looks only once it is renamed.
+      for (int t = 0; t < 500; ++t) {
+        std::ifstream f("/proc/" + std::to_string(k) + "/comm");
+        std::string c;
+        if (std::getline(f, c) && c == "lwkid") break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
     }
     say(out, kids);
   });

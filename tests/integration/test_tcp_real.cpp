@@ -6,6 +6,7 @@
 // else the comparison is retried (at most 10 times).
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -25,11 +26,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
 #include <utility>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -155,6 +158,27 @@ Fd accept_one(const Fd& listener) {
   Fd a(::accept4(listener.fd, nullptr, nullptr, SOCK_CLOEXEC));
   REQUIRE(a.fd >= 0);
   return a;
+}
+
+/// `n` more established connections to `listener`, both ends kept open in `socks`.
+void add_pairs(std::vector<Fd>& socks, const Fd& listener, std::uint16_t port, int n) {
+  for (int i = 0; i < n; ++i) {
+    socks.push_back(connect_to(AF_INET, "127.0.0.1", port));
+    socks.push_back(accept_one(listener));
+  }
+}
+
+/// Sorted inodes of the open sockets in `socks` and of `listener`: the dump a SocketOwners
+/// test stands in for.
+std::vector<std::uint64_t> inodes_of(const std::vector<Fd>& socks, const Fd& listener) {
+  std::vector<std::uint64_t> v;
+  struct stat st {};
+  for (const auto& s : socks) {
+    if (s.fd >= 0 && ::fstat(s.fd, &st) == 0) v.push_back(st.st_ino);
+  }
+  if (::fstat(listener.fd, &st) == 0) v.push_back(st.st_ino);
+  std::sort(v.begin(), v.end());
+  return v;
 }
 
 /// `n` connections closed client first: the client ends go to TIME_WAIT.
@@ -513,24 +537,8 @@ TEST_CASE("socket owner cache: skips unchanged processes, follows churn exactly"
   std::uint16_t port = 0;
   Fd l = listen_on(AF_INET, "127.0.0.1", 64, port);
   std::vector<Fd> socks;
-  for (int i = 0; i < 40; ++i) {
-    socks.push_back(connect_to(AF_INET, "127.0.0.1", port));
-    socks.push_back(accept_one(l));
-  }
-  auto truth = [&]() {
-    std::vector<std::uint64_t> v;
-    for (const auto* list : {&socks}) {
-      for (const auto& s : *list) {
-        struct stat st {};
-        if (s.fd >= 0 && ::fstat(s.fd, &st) == 0) v.push_back(st.st_ino);
-      }
-    }
-    struct stat st {};
-    ::fstat(l.fd, &st);
-    v.push_back(st.st_ino);
-    std::sort(v.begin(), v.end());
-    return v;
-  };
+  add_pairs(socks, l, port, 40);
+  auto truth = [&]() { return inodes_of(socks, l); };
   FsRoot proc("/proc");
   SocketOwners owners;
   auto check = [&]() {
@@ -561,11 +569,53 @@ TEST_CASE("socket owner cache: skips unchanged processes, follows churn exactly"
   // Only the suspects and one verification slice were read, not all ~90 fds.
   CHECK(owners.stats().readlinks - reads < 40);
   // More sockets: the count grows, a listing finds the new numbers.
-  for (int i = 0; i < 5; ++i) {
-    socks.push_back(connect_to(AF_INET, "127.0.0.1", port));
-    socks.push_back(accept_one(l));
-  }
+  add_pairs(socks, l, port, 5);
   check();
+}
+
+TEST_CASE("socket owner cache: a new socket nobody holds re-reads the plain files, not the slice",
+          "[tcp][real][owners]") {
+  std::uint16_t port = 0;
+  Fd l = listen_on(AF_INET, "127.0.0.1", 128, port);
+  std::vector<Fd> socks;
+  add_pairs(socks, l, port, 100);
+  const std::vector<std::uint64_t> alive = inodes_of(socks, l);
+  REQUIRE(alive.size() == 201);
+  FsRoot proc("/proc");
+  SocketOwners owners;
+  owners.update(proc, {::getpid()}, alive);  // every socket is ours: no second pass
+  owners.update(proc, {::getpid()}, alive);
+
+  // This process's fds as the cache holds them (the listing's own directory fd left out).
+  std::size_t fds = 0, files = 0;
+  {
+    DIR* d = ::opendir("/proc/self/fd");
+    REQUIRE(d != nullptr);
+    while (const dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.' || std::atoi(e->d_name) == ::dirfd(d)) continue;
+      char link[64];
+      const ssize_t n = ::readlinkat(::dirfd(d), e->d_name, link, sizeof link);
+      REQUIRE(n > 0);
+      ++fds;
+      files += std::string_view(link, static_cast<std::size_t>(n)).rfind("socket:[", 0) != 0;
+    }
+    ::closedir(d);
+  }
+  REQUIRE(files > 0);
+  REQUIRE(files <= 256);  // the second pass covers this process
+
+  // A socket in the dump that no process of ours holds: the second pass re-reads the plain
+  // files; the rolling slice was read by the first pass of the same sample, not again.
+  std::vector<std::uint64_t> with_stranger = alive;
+  with_stranger.insert(with_stranger.begin(), 1);
+  const auto reads = owners.stats().readlinks;
+  owners.update(proc, {::getpid()}, with_stranger);
+  CHECK(owners.stats().readlinks - reads <= files + (fds + SocketOwners::kVerifySlices - 1) /
+                                                       SocketOwners::kVerifySlices);
+  std::vector<std::uint64_t> got;
+  owners.tcp_inodes(::getpid(), got);
+  std::sort(got.begin(), got.end());
+  CHECK(got == alive);
 }
 
 TEST_CASE("IPv6 ::1 sockets are counted", "[tcp][real]") {
