@@ -176,7 +176,6 @@ class Run:
         self.marker = f"lwmixin{os.getpid()}"
         self.log = []
         self.sources = False
-        self.top_listeners = False
 
     # -- processes ----------------------------------------------------------------------------
     def start(self, name, argv, **kw):
@@ -432,14 +431,12 @@ class Run:
 
     def check_listeners(self):
         """The backlog helper's port is not watched; the host-wide top listeners, and with them
-        LoadwatchListenOverflows, name it, when this loadwatch exports them."""
+        LoadwatchListenOverflows, name it."""
         port = str(self.backlog_port)
         sel = f'loadwatch_tcp_listen_top_queue_length{{port="{port}"}}'
-        self.top_listeners = self.value(f"count(present_over_time({sel}[1h]))") is not None
-        if not self.top_listeners:
-            self.say("  SKIP listener names: this loadwatch exports no "
-                     "loadwatch_tcp_listen_top_queue_* for the full backlog helper")
-            return
+        if self.value(f"count(present_over_time({sel}[1h]))") is None:
+            raise Failure("loadwatch_tcp_listen_top_queue_length does not name the full backlog "
+                          f"helper's port {port}")
         if self.value(f'loadwatch_tcp_port_connections{{port="{port}"}}') is not None:
             raise Failure(f"port {port} must not be watched for this check")
         owner = self.api("query", query=sel)["data"]["result"]
@@ -523,10 +520,6 @@ class Run:
                 if not ok and not self.sources and self.needs_sources(expr):
                     parse_only += 1
                     self.say(f"  parse-only (no sources): {dash} {where}")
-                    continue
-                if not ok and not self.top_listeners and "loadwatch_tcp_listen_top_" in expr:
-                    parse_only += 1
-                    self.say(f"  parse-only (no top-listener series): {dash} {where}")
                     continue
             if not ok and last and kind == "range" and self.empty_by_condition(q, start, end):
                 self.say(f"  empty by its condition (checked unfiltered): {dash} {where}")
