@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 
 #include "history/history.h"
 #include "web/static_files.h"
@@ -189,9 +191,24 @@ HttpResponse history_response(const History& history, const HttpRequest& req) {
     p = room(col.size(), kMaxValueChars);
     *p++ = ',';
     *p++ = '[';
+    // A value equal to the previous one (a flat gauge; Locust's figures change every 2 s) is
+    // copied from it rather than formatted again.
+    std::uint32_t prev_bits = 0;
+    const char* prev = nullptr;
+    std::size_t prev_len = 0;
     for (std::size_t i = 0; i < col.size(); ++i) {
       if (i) *p++ = ',';
+      std::uint32_t bits;
+      std::memcpy(&bits, &col[i], sizeof bits);
+      if (prev && bits == prev_bits) {
+        std::memcpy(p, prev, prev_len);
+        p += prev_len;
+        continue;
+      }
+      prev = p;
       p = put_value(p, col[i]);
+      prev_len = static_cast<std::size_t>(p - prev);
+      prev_bits = bits;
     }
     *p++ = ']';
     used = static_cast<std::size_t>(p - out.data());
