@@ -11,8 +11,9 @@
 // 3. Endpoint: GET /api/v1/history for 1 hour of 50 series (rate=1), built REQUESTS times;
 //    prints the wall p50/p99 and the thread CPU time p50/p99 per answer in ms (on a shared
 //    machine the CPU figure is the steady one). Budget: 5 ms p99.
-// 4. The sampler against readers: record() into a full history, alone and while two threads
-//    ask for 1 hour of 50 series back to back; prints record()'s wall p50/p99/max in µs, so a
+// 4. The sampler against readers: record() into a full history, alone, while two threads
+//    ask for 1 hour of 50 series back to back, and while two threads only spin (the same
+//    competition for the cores, no lock); prints record()'s wall p50/p99/max in µs, so a
 //    sampler waiting on a reader's lock shows.
 //
 // Usage: history_bench [--samples N] [--requests N] [--endpoint-only] [--dump FILE]
@@ -219,27 +220,45 @@ int main(int argc, char** argv) {
     }
     return us;
   };
+  // Two threads beside record(): readers of the history, or spinners that take the same CPU
+  // without its lock, so what the lock adds shows apart from the competition for the cores.
+  auto beside = [&](bool read, int base, long* reads) {
+    std::atomic<bool> stop{false};
+    std::atomic<long> count{0};
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r) {
+      threads.emplace_back([&] {
+        while (!stop.load()) {
+          if (read) {
+            history_response(*history, req);
+          } else {
+            auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(3);
+            while (std::chrono::steady_clock::now() < until) {
+            }
+          }
+          count.fetch_add(1);
+        }
+      });
+    }
+    auto us = record_wall_us(100, base);
+    stop = true;
+    for (auto& t : threads) t.join();
+    *reads = count.load();
+    return us;
+  };
   auto alone_us = record_wall_us(100, 7200);
-  std::atomic<bool> stop{false};
-  std::atomic<long> reads{0};
-  std::vector<std::thread> readers;
-  for (int r = 0; r < 2; ++r) {
-    readers.emplace_back([&] {
-      while (!stop.load()) {
-        history_response(*history, req);
-        reads.fetch_add(1);
-      }
-    });
-  }
-  auto contended_us = record_wall_us(100, 7300);
-  stop = true;
-  for (auto& t : readers) t.join();
+  long reads = 0, spins = 0;
+  auto contended_us = beside(true, 7300, &reads);
+  auto spun_us = beside(false, 7400, &spins);
   std::printf("record_under_readers samples=100 reads=%ld alone_p50_us=%.1f alone_p99_us=%.1f "
               "alone_max_us=%.1f with_readers_p50_us=%.1f with_readers_p99_us=%.1f "
-              "with_readers_max_us=%.1f\n",
-              reads.load(), percentile(alone_us, 0.5), percentile(alone_us, 0.99),
+              "with_readers_max_us=%.1f with_spinners_p50_us=%.1f with_spinners_p99_us=%.1f "
+              "with_spinners_max_us=%.1f deferred_points=%zu\n",
+              reads, percentile(alone_us, 0.5), percentile(alone_us, 0.99),
               percentile(alone_us, 1.0), percentile(contended_us, 0.5),
-              percentile(contended_us, 0.99), percentile(contended_us, 1.0));
+              percentile(contended_us, 0.99), percentile(contended_us, 1.0),
+              percentile(spun_us, 0.5), percentile(spun_us, 0.99), percentile(spun_us, 1.0),
+              history->deferred_points());
   if (endpoint_only) return 0;
   history.reset();
 

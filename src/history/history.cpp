@@ -173,14 +173,36 @@ void History::record(const std::vector<prometheus::MetricFamily>& families, doub
   // Series keys are built and looked up outside the lock: readers go on meanwhile. Known series
   // cost one key and one lookup; only a new series builds its labels.
   extract(families);
-  std::unique_lock lock(mutex_);
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    if (!pending_.set) {
+      // A reader holds the lock: the sampler does not wait, this point goes in with the next.
+      pending_.set = true;
+      pending_.timestamp = timestamp;
+      std::swap(pending_.known, known_);
+      std::swap(pending_.fresh, fresh_);
+      return;
+    }
+    lock.lock();  // the second point in a row: wait rather than lose one
+  }
+  if (pending_.set) {
+    pending_.set = false;
+    ++deferred_;
+    write(pending_.timestamp, pending_.known, pending_.fresh);
+    // That point may have added or dropped series, which moves the indices in known_.
+    extract(families);
+  }
+  write(timestamp, known_, fresh_);
+}
+
+void History::write(double timestamp, const std::vector<Known>& known, std::vector<Fresh>& fresh) {
   if (count_ > 0 && timestamp <= time_[(head_ + settings_.points - 1) % settings_.points]) return;
   const std::size_t idx = head_;
   const std::size_t point = written_;
   time_[idx] = timestamp;
   for (auto& s : series_) s.ring[idx] = kGap;
-  for (const Known& v : known_) put(series_[v.series], idx, point, v.value);
-  for (Fresh& v : fresh_) {
+  for (const Known& v : known) put(series_[v.series], idx, point, v.value);
+  for (Fresh& v : fresh) {
     if (auto it = index_.find(v.info.key); it != index_.end()) {  // a family given twice
       put(series_[it->second], idx, point, v.value);
       continue;
@@ -278,6 +300,22 @@ HistoryColumns History::query(const HistoryQuery& q) const {
     std::shared_lock lock(mutex_);
     std::vector<const Series*> chosen;
     for (const auto& sel : q.select) {
+      // An exact series is one lookup (index_ changes only under the exclusive lock), not a
+      // walk over every series.
+      if (sel.name.find('{') != std::string::npos) {
+        auto it = index_.find(sel.name);
+        if (it == index_.end()) continue;
+        const Series& s = series_[it->second];
+        if (!matches(s, sel) || std::find(chosen.begin(), chosen.end(), &s) != chosen.end()) {
+          continue;
+        }
+        if (chosen.size() >= q.max_series) {
+          out.truncated = true;
+          continue;
+        }
+        chosen.push_back(&s);
+        continue;
+      }
       for (const auto& s : series_) {
         if (!matches(s, sel)) continue;
         if (std::find(chosen.begin(), chosen.end(), &s) != chosen.end()) continue;
@@ -391,6 +429,11 @@ std::size_t History::size() const {
 std::size_t History::dropped_series() const {
   std::shared_lock lock(mutex_);
   return dropped_;
+}
+
+std::size_t History::deferred_points() const {
+  std::shared_lock lock(mutex_);
+  return deferred_;
 }
 
 std::size_t History::column_bytes() const {
