@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
       history->record(fam, sample_time(base + i));
       us.push_back(
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the daemon: 1000
     }
     return us;
   };
