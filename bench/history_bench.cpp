@@ -12,10 +12,10 @@
 //    prints the wall p50/p99 and the thread CPU time p50/p99 per answer in ms (on a shared
 //    machine the CPU figure is the steady one). Budget: 5 ms p99.
 // 4. The sampler against readers: record() every 20 ms (the daemon: every second) into the
-//    full history, alone, while two threads
-//    ask for 1 hour of 50 series back to back, and while two threads only spin (the same
-//    competition for the cores, no lock); prints record()'s wall p50/p99/max in µs, so a
-//    sampler waiting on a reader's lock shows, and the points kept aside for that reason.
+//    full history, alone, while two threads ask for 1 hour of 50 series back to back, and
+//    while two threads only spin (the same competition for the cores, no lock); prints
+//    record()'s wall p50/p99/max in µs, so a sampler waiting on a reader's lock shows, and
+//    the points kept aside for that reason.
 // --endpoint-only skips 2; --dump FILE writes the last answer of 3 (to compare encoders).
 //
 // Usage: history_bench [--samples N] [--requests N] [--endpoint-only] [--dump FILE]
