@@ -145,7 +145,6 @@ void Sampler::sample_once() {
   account(report, out);
   auto snap = std::make_shared<const Snapshot>(std::move(families), std::move(ctx.targets), ctx.now,
                                                std::move(ctx.sources));
-  if (history_) history_->record(snap->families(), ctx.now);
   std::shared_ptr<const Snapshot> previous;
   {
     std::lock_guard lock(mutex_);
@@ -155,8 +154,11 @@ void Sampler::sample_once() {
   if (previous) snap->prepare_like(*previous);
   {
     std::lock_guard lock(mutex_);
-    latest_ = std::move(snap);
+    latest_ = snap;
   }
+  // After publishing: a history reader holding its lock can delay the history, not /metrics.
+  if (history_) history_->record(snap->families(), ctx.now);
+  snap.reset();
   samples_.fetch_add(1);
   previous.reset();
   trim_heap_if_due();  // after a burst of big inputs, off every request path

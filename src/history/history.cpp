@@ -173,14 +173,36 @@ void History::record(const std::vector<prometheus::MetricFamily>& families, doub
   // Series keys are built and looked up outside the lock: readers go on meanwhile. Known series
   // cost one key and one lookup; only a new series builds its labels.
   extract(families);
-  std::unique_lock lock(mutex_);
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    if (!pending_.set) {
+      // A reader holds the lock: the sampler does not wait, this point goes in with the next.
+      pending_.set = true;
+      pending_.timestamp = timestamp;
+      std::swap(pending_.known, known_);
+      std::swap(pending_.fresh, fresh_);
+      return;
+    }
+    lock.lock();  // the second point in a row: wait rather than lose one
+  }
+  if (pending_.set) {
+    pending_.set = false;
+    ++deferred_;
+    write(pending_.timestamp, pending_.known, pending_.fresh);
+    // That point may have added or dropped series, which moves the indices in known_.
+    extract(families);
+  }
+  write(timestamp, known_, fresh_);
+}
+
+void History::write(double timestamp, const std::vector<Known>& known, std::vector<Fresh>& fresh) {
   if (count_ > 0 && timestamp <= time_[(head_ + settings_.points - 1) % settings_.points]) return;
   const std::size_t idx = head_;
   const std::size_t point = written_;
   time_[idx] = timestamp;
   for (auto& s : series_) s.ring[idx] = kGap;
-  for (const Known& v : known_) put(series_[v.series], idx, point, v.value);
-  for (Fresh& v : fresh_) {
+  for (const Known& v : known) put(series_[v.series], idx, point, v.value);
+  for (Fresh& v : fresh) {
     if (auto it = index_.find(v.info.key); it != index_.end()) {  // a family given twice
       put(series_[it->second], idx, point, v.value);
       continue;
@@ -249,63 +271,144 @@ bool History::matches(const Series& s, const HistorySelector& sel) const {
   return true;
 }
 
+namespace {
+/// Copies ring[from .. from + len) (indices modulo ring.size()) to `out`: at most two memcpys.
+template <typename T>
+void copy_ring(const std::vector<T>& ring, std::size_t from, std::size_t len, T* out) {
+  const std::size_t n = ring.size();
+  from %= n;
+  const std::size_t first_part = std::min(len, n - from);
+  std::copy_n(ring.data() + from, first_part, out);
+  std::copy_n(ring.data(), len - first_part, out + first_part);
+}
+}  // namespace
+
 HistoryColumns History::query(const HistoryQuery& q) const {
   HistoryColumns out;
-  std::shared_lock lock(mutex_);
-  std::vector<const Series*> chosen;
-  for (const auto& sel : q.select) {
-    for (const auto& s : series_) {
-      if (!matches(s, sel)) continue;
-      if (std::find(chosen.begin(), chosen.end(), &s) != chosen.end()) continue;
-      if (chosen.size() >= q.max_series) {
-        out.truncated = true;
-        break;
+  // What a counter column needs once the lock is released.
+  struct CounterState {
+    double raw = 0;  // raw value at the point before the answer's first (or at the oldest)
+    std::vector<std::pair<std::size_t, double>> anchors;  // those inside the answer
+  };
+  std::vector<CounterState> counters;
+  std::size_t first = 0, begin = 0, end = 0;
+  double time_before = std::nan("");  // timestamp of the point before the answer's first
+  {
+    // Under the shared lock only the choice of series and plain copies of their ring segments:
+    // the sampler waits for a reader at most that long. Rates and raw counter values are
+    // computed on the copies afterwards.
+    std::shared_lock lock(mutex_);
+    std::vector<const Series*> chosen;
+    for (const auto& sel : q.select) {
+      // An exact series is one lookup (index_ changes only under the exclusive lock), not a
+      // walk over every series.
+      if (sel.name.find('{') != std::string::npos) {
+        auto it = index_.find(sel.name);
+        if (it == index_.end()) continue;
+        const Series& s = series_[it->second];
+        if (!matches(s, sel) || std::find(chosen.begin(), chosen.end(), &s) != chosen.end()) {
+          continue;
+        }
+        if (chosen.size() >= q.max_series) {
+          out.truncated = true;
+          continue;
+        }
+        chosen.push_back(&s);
+        continue;
       }
-      chosen.push_back(&s);
+      for (const auto& s : series_) {
+        if (!matches(s, sel)) continue;
+        if (std::find(chosen.begin(), chosen.end(), &s) != chosen.end()) continue;
+        if (chosen.size() >= q.max_series) {
+          out.truncated = true;
+          break;
+        }
+        chosen.push_back(&s);
+      }
+    }
+    const std::size_t n = settings_.points;
+    first = written_ - count_;  // point number of the oldest point
+    // Timestamps only grow: find the first point after `since` by binary search.
+    std::size_t lo = 0, hi = count_;
+    while (lo < hi) {
+      std::size_t mid = (lo + hi) / 2;
+      if (time_[(first + mid) % n] <= q.since) lo = mid + 1;
+      else hi = mid;
+    }
+    begin = lo;
+    hi = count_;
+    while (lo < hi) {
+      std::size_t mid = (lo + hi) / 2;
+      if (time_[(first + mid) % n] <= q.until) lo = mid + 1;
+      else hi = mid;
+    }
+    end = std::max(begin, lo);
+    const std::size_t len = end - begin;
+    out.time.resize(len);
+    copy_ring(time_, first + begin, len, out.time.data());
+    if (begin > 0) time_before = time_[(first + begin - 1) % n];
+    out.series.reserve(chosen.size());
+    out.values.resize(chosen.size());
+    counters.resize(chosen.size());
+    for (std::size_t c = 0; c < chosen.size(); ++c) {
+      const Series& s = *chosen[c];
+      out.series.push_back(s.info);
+      out.values[c].resize(len);
+      copy_ring(s.ring, first + begin, len, out.values[c].data());
+      if (!s.info.counter || q.rate) continue;
+      // Raw values: from the oldest point held, add the increases up to the answer's first.
+      double raw = s.oldest_raw;
+      for (std::size_t p = first + 1; p < first + begin; ++p) {
+        float d = s.ring[p % n];
+        if (std::isnan(d)) raw = std::nan("");
+        else if (d < 0) raw = anchor_at(s.anchors, p);
+        else raw += d;
+      }
+      counters[c].raw = raw;
+      for (const auto& a : s.anchors) {
+        if (a.first >= first + begin && a.first < first + end) counters[c].anchors.push_back(a);
+      }
     }
   }
-  const std::size_t n = settings_.points;
-  const std::size_t first = written_ - count_;  // point number of the oldest point
-  // Timestamps only grow: find the first point after `since` by binary search.
-  std::size_t lo = 0, hi = count_;
-  while (lo < hi) {
-    std::size_t mid = (lo + hi) / 2;
-    if (time_[(first + mid) % n] <= q.since) lo = mid + 1;
-    else hi = mid;
-  }
-  std::size_t begin = lo, end = lo;
-  while (end < count_ && time_[(first + end) % n] <= q.until) ++end;
-  out.time.reserve(end - begin);
-  for (std::size_t i = begin; i < end; ++i) out.time.push_back(time_[(first + i) % n]);
-  out.series.reserve(chosen.size());
-  out.values.reserve(chosen.size());
-  for (const Series* s : chosen) {
-    out.series.push_back(s->info);
-    std::vector<float> col;
-    col.reserve(end - begin);
-    if (!s->info.counter) {
-      for (std::size_t i = begin; i < end; ++i) col.push_back(s->ring[(first + i) % n]);
-    } else if (q.rate) {
-      for (std::size_t i = begin; i < end; ++i) {
-        float d = s->ring[(first + i) % n];
-        bool known = i > 0 && !std::isnan(d) && d >= 0;
-        double dt = known ? time_[(first + i) % n] - time_[(first + i - 1) % n] : 0;
-        col.push_back(known && dt > 0 ? static_cast<float>(d / dt) : kGap);
+  for (std::size_t c = 0; c < out.values.size(); ++c) {
+    if (!out.series[c].counter) continue;
+    std::vector<float>& col = out.values[c];
+    if (q.rate) {
+      // A point has a rate when it has an increase (not the oldest held, not after a gap or
+      // a reset) and time moved on since the point before it.
+      double prev_time = time_before;
+      for (std::size_t i = 0; i < col.size(); ++i) {
+        const float d = col[i];
+        const double t = out.time[i];
+        const bool known = begin + i > 0 && !std::isnan(d) && d >= 0;
+        const double dt = known ? t - prev_time : 0;
+        col[i] = known && dt > 0 ? static_cast<float>(d / dt) : kGap;
+        prev_time = t;
       }
     } else {
-      // Raw values: from the oldest point held, add the increases forward.
-      double raw = s->oldest_raw;
-      for (std::size_t p = first; p < first + end; ++p) {
+      double raw = counters[c].raw;
+      const std::size_t p0 = first + begin;
+      for (std::size_t i = 0; i < col.size(); ++i) {
+        const std::size_t p = p0 + i;
         if (p > first) {
-          float d = s->ring[p % n];
-          if (std::isnan(d)) raw = std::nan("");
-          else if (d < 0) raw = anchor_at(s->anchors, p);
-          else raw += d;
+          const float d = col[i];
+          if (std::isnan(d)) {
+            raw = std::nan("");
+          } else if (d < 0) {
+            raw = std::nan("");
+            for (const auto& [ap, av] : counters[c].anchors) {
+              if (ap == p) {
+                raw = av;
+                break;
+              }
+            }
+          } else {
+            raw += d;
+          }
         }
-        if (p >= first + begin) col.push_back(static_cast<float>(raw));
+        col[i] = static_cast<float>(raw);
       }
     }
-    out.values.push_back(std::move(col));
   }
   return out;
 }
@@ -326,6 +429,11 @@ std::size_t History::size() const {
 std::size_t History::dropped_series() const {
   std::shared_lock lock(mutex_);
   return dropped_;
+}
+
+std::size_t History::deferred_points() const {
+  std::shared_lock lock(mutex_);
+  return deferred_;
 }
 
 std::size_t History::column_bytes() const {

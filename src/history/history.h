@@ -11,8 +11,10 @@
 //
 // Thread safety: record() is called by the sampler thread only (never by two threads at once:
 // it reads its key index and scratch without the lock); every other member may be called from
-// any thread. Readers hold a shared lock while copying out the points they asked
-// for; record() holds the exclusive lock only to write one column.
+// any thread. Readers hold a shared lock only while copying the ring segments they asked for;
+// record() holds the exclusive lock only to write one point. The sampler does not wait for a
+// reader: when one holds the lock, the point is kept aside and written with the next sample
+// (the second in a row waits, so no point is lost).
 
 #include <prometheus/metric_family.h>
 
@@ -87,6 +89,8 @@ class History {
   std::size_t size() const;  // points held
   /// Series not recorded because max_series was reached, since start.
   std::size_t dropped_series() const;
+  /// Points record() kept aside for the next sample because a reader held the lock.
+  std::size_t deferred_points() const;
   /// Bytes held by the columns (the ring buffers), not counting series names.
   std::size_t column_bytes() const;
 
@@ -118,6 +122,8 @@ class History {
   static void put(Series& s, std::size_t idx, std::size_t point, double value);
   bool matches(const Series& s, const HistorySelector& sel) const;
   void evict_stale();
+  /// Writes one point (the values extracted from one sample); the exclusive lock is held.
+  void write(double timestamp, const std::vector<Known>& known, std::vector<Fresh>& fresh);
 
   HistorySettings settings_;
   mutable std::shared_mutex mutex_;
@@ -126,14 +132,22 @@ class History {
   std::size_t count_ = 0;     // points held
   std::size_t written_ = 0;   // points ever written
   std::vector<Series> series_;
-  /// Series key -> index in series_. Written by record() only, so the sampler thread reads it
-  /// without the lock.
+  /// Series key -> index in series_. Written by record() only, under the exclusive lock: the
+  /// sampler thread reads it without the lock, readers under the shared one.
   std::unordered_map<std::string, std::size_t> index_;
   std::size_t dropped_ = 0;
+  std::size_t deferred_ = 0;
   // record()'s scratch, kept between samples so a steady sample allocates nothing for them.
   std::string key_;
   std::vector<Known> known_;
   std::vector<Fresh> fresh_;
+  /// A point record() kept aside because a reader held the lock (sampler thread only).
+  struct Pending {
+    bool set = false;
+    double timestamp = 0;
+    std::vector<Known> known;
+    std::vector<Fresh> fresh;
+  } pending_;
 };
 
 }  // namespace loadwatch

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 
 #include "history/history.h"
 #include "web/static_files.h"
@@ -64,21 +66,29 @@ bool parse_time(const std::string& s, double* out) {
   return true;
 }
 
-// Writes one JSON number (null for NaN) at `p`, which has room for 32 characters.
+// Longest number put_value writes: a whole number below 1e15 ("-999999999999999", 16) or the
+// shortest form of a float ("-1.17549435e-38", 15).
+constexpr std::size_t kMaxValueChars = 16;
+
+// Writes one JSON number (null for NaN) at `p`, which has room for kMaxValueChars.
 char* put_value(char* p, float v) {
   if (!std::isfinite(v)) return std::copy_n("null", 4, p);
   // Most gauges (bytes, fds, threads, connections) are whole numbers: print them as integers,
   // which is several times cheaper than the shortest float form.
-  if (std::fabs(v) < 1e15f && v == std::nearbyint(v)) {
-    return std::to_chars(p, p + 32, static_cast<long long>(v)).ptr;
+  if (std::fabs(v) < 1e15f) {
+    const auto whole = static_cast<long long>(v);
+    if (static_cast<float>(whole) == v) return std::to_chars(p, p + kMaxValueChars, whole).ptr;
   }
-  return std::to_chars(p, p + 32, v).ptr;
+  return std::to_chars(p, p + kMaxValueChars, v).ptr;
 }
+
+// Longest timestamp put_time writes: 19 digits, a sign, the point and 3 decimals.
+constexpr std::size_t kMaxTimeChars = 24;
 
 char* put_time(char* p, double t) {
   // Milliseconds as an integer and a fixed point: faster than a fixed-precision to_chars.
   auto ms = static_cast<long long>(std::llround(t * 1000));
-  p = std::to_chars(p, p + 32, ms / 1000).ptr;
+  p = std::to_chars(p, p + kMaxTimeChars, ms / 1000).ptr;
   *p++ = '.';
   int frac = static_cast<int>(ms % 1000);
   *p++ = static_cast<char>('0' + frac / 100);
@@ -160,27 +170,50 @@ HttpResponse history_response(const History& history, const HttpRequest& req) {
   out += "],\"counter\":[false";
   for (const auto& s : cols.series) out += s.counter ? ",true" : ",false";
   out += std::string("],\"rate\":") + (q.rate ? "true" : "false") + ",\"data\":[";
-  // Numbers are written straight into the buffer: the answer can hold a million of them.
-  std::size_t head = out.size();
-  // Room for every number with its comma, and the brackets of every column even when empty.
-  out.resize(head + values * 34 + (cols.values.size() + 1) * 4 + 16);
-  char* p = out.data() + head;
+  // Numbers are written straight into the buffer: the answer can hold a million of them. The
+  // reservation is the worst case but only address space; each column grows the string by
+  // its own worst case only, so the zeroing of resize() touches little more than is written.
+  out.reserve(out.size() + values * (kMaxValueChars + 1) + (cols.values.size() + 1) * 4 + 16);
+  std::size_t used = out.size();
+  auto room = [&](std::size_t numbers, std::size_t chars_each) {
+    out.resize(used + numbers * (chars_each + 1) + 4);
+    return out.data() + used;
+  };
+  char* p = room(cols.time.size(), kMaxTimeChars);
   *p++ = '[';
   for (std::size_t i = 0; i < cols.time.size(); ++i) {
     if (i) *p++ = ',';
     p = put_time(p, cols.time[i]);
   }
   *p++ = ']';
+  used = static_cast<std::size_t>(p - out.data());
   for (const auto& col : cols.values) {
+    p = room(col.size(), kMaxValueChars);
     *p++ = ',';
     *p++ = '[';
+    // A value equal to the previous one (a flat gauge; Locust's figures change every 2 s) is
+    // copied from it rather than formatted again.
+    std::uint32_t prev_bits = 0;
+    const char* prev = nullptr;
+    std::size_t prev_len = 0;
     for (std::size_t i = 0; i < col.size(); ++i) {
       if (i) *p++ = ',';
+      std::uint32_t bits;
+      std::memcpy(&bits, &col[i], sizeof bits);
+      if (prev && bits == prev_bits) {
+        std::memcpy(p, prev, prev_len);
+        p += prev_len;
+        continue;
+      }
+      prev = p;
       p = put_value(p, col[i]);
+      prev_len = static_cast<std::size_t>(p - prev);
+      prev_bits = bits;
     }
     *p++ = ']';
+    used = static_cast<std::size_t>(p - out.data());
   }
-  out.resize(static_cast<std::size_t>(p - out.data()));
+  out.resize(used);
   out += "]}\n";
   HttpResponse r;
   r.content_type = "application/json";

@@ -213,3 +213,125 @@ TEST_CASE("readers query while the sampler records") {
   reader.join();
   CHECK(h.size() == 500);
 }
+
+TEST_CASE("an answer from `since` is the tail of the whole answer, across the ring's wrap") {
+  // Counters with resets and gaps before and inside the answer, in a ring that wrapped: the
+  // raw values and rates of a partial answer are those of the whole one.
+  History h(HistorySettings{50, 100});
+  double cpu = 0;
+  for (int i = 0; i < 137; ++i) {
+    cpu = i % 23 == 0 ? 1 : cpu + 0.25 * (i % 5);  // resets every 23 points
+    const bool gap = i % 17 == 5;
+    h.record(sample(cpu, 1000 + i, !gap), 1000 + i + (i % 3) * 0.001);
+  }
+  for (bool rate : {false, true}) {
+    auto all = h.query(q("loadwatch_process_cpu_seconds_total", rate));
+    REQUIRE(all.time.size() == 50);
+    REQUIRE(all.values.size() == 1);
+    for (std::size_t k = 0; k <= all.time.size(); ++k) {
+      auto part_q = q("loadwatch_process_cpu_seconds_total", rate);
+      part_q.since = k == 0 ? 0 : all.time[k - 1];
+      if (k + 5 < all.time.size()) part_q.until = all.time[k + 5];
+      auto part = h.query(part_q);
+      const std::size_t want = std::min<std::size_t>(all.time.size() - k, 6);
+      INFO("rate=" << rate << " from point " << k);
+      REQUIRE(part.time.size() == want);
+      for (std::size_t i = 0; i < want; ++i) {
+        CHECK(part.time[i] == all.time[k + i]);
+        const float a = all.values[0][k + i], b = part.values[0][i];
+        CHECK((std::isnan(a) ? std::isnan(b) : a == b));
+      }
+    }
+  }
+}
+
+TEST_CASE("the history endpoint's numbers parse back to the columns' values exactly") {
+  // Whole numbers are written as integers, others in their shortest form: either way the
+  // JSON number read back as a float is the float the history holds; NaN is null.
+  const float values[] = {0.0f,     -0.0f,        1.0f,      -7.0f,        65536.0f,
+                          1e8f + 8, 123456789012.0f, 9.99e14f, 1e15f,      -3e17f,
+                          3.4e38f,  0.1f,         0.37848607f, -0.117489085f, 1.17549435e-38f,
+                          1e-45f,   2.5f,         1234.5677f, 16777217.0f, 0.3333333f};
+  constexpr int kSeries = 7;
+  History h(HistorySettings{64, 100});
+  for (int i = 0; i < 60; ++i) {
+    MetricSink out;
+    for (int s = 0; s < kSeries; ++s) {
+      if ((i + s) % 11 == 3) continue;  // a gap
+      out.gauge("loadwatch_process_threads", "h", {{"target", "t" + std::to_string(s)}},
+                values[(i * 3 + s * 7) % std::size(values)]);
+    }
+    h.record(out.take(), 1764612001.25 + i * 1.001);
+  }
+  HttpRequest req;
+  req.query = "series=loadwatch_process_threads";
+  auto r = history_response(h, req);
+  REQUIRE(r.status == 200);
+  auto j = nlohmann::json::parse(r.body);
+  auto cols = h.query(q("loadwatch_process_threads"));
+  REQUIRE(j["data"].size() == kSeries + 1);
+  REQUIRE(j["data"][0].size() == cols.time.size());
+  for (std::size_t i = 0; i < cols.time.size(); ++i) {
+    CHECK(std::fabs(j["data"][0][i].get<double>() - cols.time[i]) < 0.0005);
+  }
+  std::size_t nulls = 0;
+  for (std::size_t s = 0; s < cols.values.size(); ++s) {
+    CHECK(j["series"][s + 1] == cols.series[s].key);
+    const auto& col = j["data"][s + 1];
+    REQUIRE(col.size() == cols.time.size());
+    for (std::size_t i = 0; i < col.size(); ++i) {
+      const float want = cols.values[s][i];
+      INFO("series " << s << " point " << i << " value " << want);
+      if (std::isnan(want)) {
+        CHECK(col[i].is_null());
+        ++nulls;
+      } else {
+        REQUIRE(col[i].is_number());
+        CHECK(static_cast<float>(col[i].get<double>()) == want);
+      }
+    }
+  }
+  CHECK(nulls > 0);
+  // Whole numbers below 1e15 are integers in the text, the others keep their float form.
+  CHECK(r.body.find("123456790528") != std::string::npos);
+  CHECK(r.body.find("3.4e+38") != std::string::npos);
+  CHECK(r.body.find("1e+15") != std::string::npos);
+  CHECK(r.body.find("-3e+17") != std::string::npos);
+}
+
+TEST_CASE("a point kept aside while readers hold the lock is written with the next, in order") {
+  // Readers ask back to back while the sampler records; the app's series comes and goes long
+  // enough to be dropped, so a point kept aside can add or drop series before the next one.
+  History h(HistorySettings{300, 100});
+  std::atomic<bool> done{false};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r) {
+    readers.emplace_back([&] {
+      while (!done) {
+        auto c = h.query(q("loadwatch_process_resident_memory_bytes"));
+        for (auto& col : c.values) REQUIRE(col.size() == c.time.size());
+      }
+    });
+  }
+  auto present = [](int i) { return (i / 400) % 2 == 0; };
+  int i = 0;
+  for (; i < 3000 || h.deferred_points() == 0; ++i) {
+    REQUIRE(i < 200000);
+    h.record(sample(i, i, present(i)), i + 1);
+  }
+  done = true;
+  for (auto& t : readers) t.join();
+  h.record(sample(i, i, present(i)), i + 1);  // no reader now: a point kept aside goes in
+  auto all = h.query(q("loadwatch_process_resident_memory_bytes"));
+  REQUIRE(all.time.size() == 300);
+  for (std::size_t k = 0; k < all.time.size(); ++k) CHECK(all.time[k] == i + 1 - 299 + k);
+  const bool app_kept = !all.values.empty();
+  for (std::size_t k = 0; k < all.time.size(); ++k) {
+    const int at = i - 299 + static_cast<int>(k);
+    INFO("sample " << at);
+    if (!app_kept) break;
+    if (present(at)) CHECK(all.values[0][k] == static_cast<float>(at));
+    else CHECK(std::isnan(all.values[0][k]));
+  }
+  CHECK(h.deferred_points() > 0);
+}
