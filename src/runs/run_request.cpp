@@ -23,7 +23,8 @@ nlohmann::json parse_object(std::string_view body) {
       if (depth > kMaxDepth) throw RunRequestError("body", "nested too deeply");
       return true;
     });
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number past a double (1e999).
     std::string why = e.what();
     auto colon = why.find("]: ");  // drop nlohmann's "[json.exception.parse_error.101]" tag
     throw RunRequestError(
