@@ -7,8 +7,9 @@
 
 namespace loadwatch::report {
 
-/// The newest run whose id is `ref`, or whose id ends in "-" + `ref` (its name), seen within
-/// [now - lookback, now]. Throws SeriesSourceError when there is none.
+/// The newest run whose id is `ref`, whose id ends in "-" + `ref`, or whose name is `ref`, seen
+/// within [now - lookback, now], with every phase it exported (however short). Throws
+/// SeriesSourceError when there is none.
 Run find_prometheus_run(SeriesSource& source, const std::string& ref, double now, double lookback);
 
 }  // namespace loadwatch::report

@@ -22,14 +22,30 @@ class PrometheusSeriesSource : public SeriesSource {
   std::vector<LabeledSeries> fetch(const std::string& family,
                                    const std::map<std::string, std::string>& match, double from,
                                    double to) override;
+  /// One instant query, last_over_time(SELECTOR[to - from]) at `to`: it reads every sample,
+  /// so a series that lived for one scrape is found whatever the range. Points are at `to`.
+  std::vector<LabeledSeries> fetch_last(const std::string& family,
+                                        const std::map<std::string, std::string>& match,
+                                        double from, double to) override;
 
  private:
+  std::string selector(const std::string& family,
+                       const std::map<std::string, std::string>& match) const;
+  std::string get(const std::string& path_and_query);
+
   PrometheusSourceOptions options_;
   std::unique_ptr<HttpFetcher> http_;
 };
 
 /// `selector` percent-encoded for a query string.
 std::string url_encode(const std::string& s);
+
+/// The step of a query_range over [from, to]: at least `min_step`, and coarse enough that
+/// Prometheus's limit of 11000 points holds once the step is written in milliseconds.
+double query_step(double from, double to, double min_step);
+
+/// The series of an instant query's answer (vector), one point each. Throws SeriesSourceError.
+std::vector<LabeledSeries> parse_query_vector(const std::string& body);
 
 /// The series of a query_range answer (matrix). Throws SeriesSourceError naming what is wrong.
 std::vector<LabeledSeries> parse_query_range(const std::string& body);
