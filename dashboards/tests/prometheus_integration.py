@@ -27,7 +27,7 @@ loopback only; bounded in time.
    its users. After the stop, once Prometheus has scraped the end, `loadwatch report
    --prometheus` and `loadwatch report --url` must give the same run and phases (names,
    users), boundaries within a scrape interval and every figure both have within
-   REPORT_TOLERANCES (168 of them).
+   REPORT_TOLERANCES (about 170 figures).
 3. Waits, through /api/v1/alerts, for every alert to be pending or firing, driven by a real
    condition: memory leak, fd exhaustion, ephemeral ports (threshold lowered to fit a test),
    listen overflows (the backlog helper), source down, generator failures and P99 (Locust
