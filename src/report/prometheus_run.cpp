@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <string_view>
 
 namespace loadwatch::report {
@@ -32,7 +33,8 @@ std::string label(const LabeledSeries& s, const std::string& key) {
 // The run's own series (start, phases, users, end) are read with fetch_last: a phase of a few
 // seconds lives in Prometheus for a few scrapes, and a query_range over the lookback (a step of
 // 8 s for 24 h) would pass over it.
-Run find_prometheus_run(SeriesSource& source, const std::string& ref, double now, double lookback) {
+Run find_prometheus_run(SeriesSource& source, const std::string& ref, double now, double lookback,
+                        std::string* instance) {
   double from = now - lookback;
   // The names runs were given, by id: a run is also found by its name as typed.
   std::map<std::string, std::string> name_of;
@@ -54,6 +56,18 @@ Run find_prometheus_run(SeriesSource& source, const std::string& ref, double now
   if (run.id.empty()) {
     throw SeriesSourceError("no run \"" + ref + "\" in loadwatch_run_start_timestamp_seconds");
   }
+  std::set<std::string> instances;
+  for (const auto& s : source.fetch_last("loadwatch_run_start_timestamp_seconds", {{"run", run.id}},
+                                         from, now)) {
+    instances.insert(label(s, "instance"));
+  }
+  if (instances.size() > 1) {
+    std::string list;
+    for (const auto& i : instances) list += (list.empty() ? "" : ", ") + i;
+    throw SeriesSourceError("run " + run.id + " was exported by several instances (" + list +
+                            "): choose one with --instance");
+  }
+  if (instance && !instances.empty() && !instances.begin()->empty()) *instance = *instances.begin();
   run.name = name_of[run.id].empty() ? ref : name_of[run.id];
   std::map<std::string, std::string> match{{"run", run.id}};
   for (const auto& s : source.fetch_last("loadwatch_run_phase_start_timestamp_seconds", match,

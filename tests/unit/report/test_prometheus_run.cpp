@@ -169,6 +169,28 @@ TEST_CASE("a run's phases of a few seconds are all found under a day's lookback"
                   report::SeriesSourceError);
 }
 
+TEST_CASE("the run's instance narrows the report; a run on several instances is refused") {
+  FakePrometheus one, two;
+  one.scrape(kT0 - 600, kT0 + 60, exported);
+  for (auto& s : one.stored) {
+    two.stored.push_back(s);
+    two.stored.back().labels["instance"] = "sut-2:9797";
+    s.labels["instance"] = "sut-1:9797";
+    two.stored.push_back(s);
+  }
+  const double now = kT0 + 120;
+  std::string instance;
+  Run run = report::find_prometheus_run(one, "step-load", now, 3600, &instance);
+  CHECK(instance == "sut-1:9797");
+  CHECK(run.phases.size() == 3);
+  try {
+    report::find_prometheus_run(two, "step-load", now, 3600, &instance);
+    FAIL("a run exported by two instances must be refused");
+  } catch (const report::SeriesSourceError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("sut-1:9797, sut-2:9797") && Catch::Contains("--instance"));
+  }
+}
+
 TEST_CASE("a query_range step never asks Prometheus for more than 11000 points") {
   for (double span : {60.0, 11000.0, 11005.0, 86400.0, 108000.0, 30 * 86400.0 + 7}) {
     INFO(span);
@@ -197,4 +219,29 @@ TEST_CASE("instant query answers become one-point series; errors are refused") {
   CHECK_THROWS_AS(report::parse_query_vector(
                       R"({"status":"success","data":{"resultType":"vector","result":[{"value":[1]}]}})"),
                   report::SeriesSourceError);
+}
+
+TEST_CASE("query_range points go back to the time loadwatch took their sample") {
+  auto series = [](std::map<std::string, std::string> labels,
+                   std::vector<std::pair<double, double>> points) {
+    LabeledSeries s{std::move(labels), {}};
+    for (auto [t, v] : points) s.series.add(t, v);
+    return s;
+  };
+  // Steps 100..103; host a's scrapes at 100 and 101 served the sample of 99.5, the one at 102
+  // the sample of 101.5; no scrape answered for step 103. Host b exported no sample times.
+  std::vector<LabeledSeries> times = {
+      series({{"job", "lw"}, {"instance", "a"}}, {{100, 99.5}, {101, 99.5}, {102, 101.5}})};
+  std::vector<LabeledSeries> got = {
+      series({{"job", "lw"}, {"instance", "a"}, {"target", "app"}},
+             {{100, 10}, {101, 10}, {102, 30}, {103, 30}}),
+      series({{"job", "lw"}, {"instance", "b"}, {"target", "app"}}, {{100, 1}})};
+  report::restamp_to_samples(got, times);
+  CHECK(got[0].series.t == std::vector<double>{99.5, 101.5});
+  CHECK(got[0].series.v == std::vector<double>{10, 30});
+  CHECK(got[1].series.empty());
+
+  auto before = got;
+  report::restamp_to_samples(got, {});  // not a loadwatch: nothing to go by, nothing moves
+  CHECK(got[0].series.t == before[0].series.t);
 }
