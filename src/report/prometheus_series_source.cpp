@@ -103,6 +103,34 @@ std::vector<LabeledSeries> parse_query_vector(const std::string& body) {
   return out;
 }
 
+void restamp_to_samples(std::vector<LabeledSeries>& series,
+                        const std::vector<LabeledSeries>& sample_times) {
+  if (sample_times.empty()) return;
+  auto scrape_of = [](const std::map<std::string, std::string>& labels) {
+    auto get = [&](const char* k) {
+      auto it = labels.find(k);
+      return it == labels.end() ? std::string() : it->second;
+    };
+    return get("job") + '\x1f' + get("instance");
+  };
+  std::map<std::string, std::map<double, double>> taken_at;  // scrape -> step -> sample time
+  for (const auto& s : sample_times) {
+    auto& steps = taken_at[scrape_of(s.labels)];
+    for (std::size_t i = 0; i < s.series.t.size(); ++i) steps[s.series.t[i]] = s.series.v[i];
+  }
+  for (auto& s : series) {
+    const auto& steps = taken_at[scrape_of(s.labels)];
+    analysis::Series moved;
+    for (std::size_t i = 0; i < s.series.t.size(); ++i) {
+      auto it = steps.find(s.series.t[i]);
+      if (it == steps.end()) continue;
+      if (!moved.empty() && it->second <= moved.t.back()) continue;  // that sample again
+      moved.add(it->second, s.series.v[i]);
+    }
+    s.series = std::move(moved);
+  }
+}
+
 double query_step(double from, double to, double min_step) {
   // Written with 3 decimals: rounding the step down could ask for 11001 points and be refused.
   double step = std::ceil(std::max(to - from, 0.0) / 11000.0 * 1000.0) / 1000.0;
@@ -152,13 +180,26 @@ std::vector<LabeledSeries> without_scrape_labels(std::vector<LabeledSeries> all,
 
 }  // namespace
 
+std::vector<LabeledSeries> PrometheusSeriesSource::query_range(const std::string& query,
+                                                               double from, double to) {
+  return parse_query_range(get("/api/v1/query_range?query=" + url_encode(query) + "&start=" +
+                               format_seconds(from) + "&end=" + format_seconds(to) + "&step=" +
+                               format_seconds(query_step(from, to, options_.step_seconds))));
+}
+
+// The points are put back at the times loadwatch took its samples, as its history holds
+// them: the steps of a query_range fall up to a scrape interval after the sample, by a
+// different amount at each edge of a window, which moved a rate over a few seconds by half.
 std::vector<LabeledSeries> PrometheusSeriesSource::fetch(
     const std::string& family, const std::map<std::string, std::string>& match, double from,
     double to) {
-  std::string body = get("/api/v1/query_range?query=" + url_encode(selector(family, match)) +
-                         "&start=" + format_seconds(from) + "&end=" + format_seconds(to) +
-                         "&step=" + format_seconds(query_step(from, to, options_.step_seconds)));
-  return without_scrape_labels(parse_query_range(body), !options_.instance.empty());
+  if (!sample_times_ || sample_times_->from != from || sample_times_->to != to) {
+    sample_times_ = SampleTimes{
+        from, to, query_range(selector("loadwatch_last_sample_timestamp_seconds", {}), from, to)};
+  }
+  std::vector<LabeledSeries> out = query_range(selector(family, match), from, to);
+  restamp_to_samples(out, sample_times_->series);
+  return without_scrape_labels(std::move(out), !options_.instance.empty());
 }
 
 std::vector<LabeledSeries> PrometheusSeriesSource::fetch_last(
