@@ -198,8 +198,8 @@ REPORT_TOLERANCES = [
     (r"host\.ephemeral_port_ratio_max", 0.15, 0.002),
     (r"host\.listen_overflows", "span", 5),               # an increase over the phase
     (r"rps", "span", 5),
-    (r"targets\[.*\]\.(cpu_cores|busiest_process_core_share)|host\.(cpu_cores_by_mode\..*|softirq_cores)",
-     "span", 0.05),                                        # CPU time counts in 10 ms ticks
+    (r"targets\[.*\]\.(cpu_cores|busiest_process_core_share)"
+     r"|host\.(cpu_cores_by_mode\..*|softirq_cores)", "span", 0.05),  # CPU counts 10 ms ticks
     (r"(mock\.)?error_ratio", "span", 0.02),
     (r"p(50|99)_seconds", 0.25, 0.005),
     # p95 is left out: with 3 % of the requests taking 1.5 s it sits on the edge of those,
@@ -234,10 +234,9 @@ def compare_report_json(prom, lw, where):
             problems.append(f"run.{key}: {prom['run'].get(key)} != {lw['run'].get(key)}")
     if abs(prom["run"]["end"] - lw["run"]["end"]) > 1:
         problems.append(f"run.end: {prom['run']['end']} != {lw['run']['end']}")
-    if [(p["name"], p.get("users")) for p in prom["phases"]] != \
-            [(p["name"], p.get("users")) for p in lw["phases"]]:
-        return problems + [f"phases (name, users): {[(p['name'], p.get('users')) for p in prom['phases']]}"
-                           f" != {[(p['name'], p.get('users')) for p in lw['phases']]}"], 0
+    phases = [[(p["name"], p.get("users")) for p in r["phases"]] for r in (prom, lw)]
+    if phases[0] != phases[1]:
+        return problems + [f"phases (name, users): {phases[0]} != {phases[1]}"], 0
     for pp, pl in zip(prom["phases"], lw["phases"]):
         fp, fl = flatten(pp), flatten(pl)
         must = ["rps", "p50_seconds", "host.cpu_cores_by_mode.user", "targets[leak].rss_end_bytes",
@@ -568,7 +567,8 @@ class Run:
         out = subprocess.run([str(self.args.binary), *argv], capture_output=True, text=True,
                              timeout=min(timeout, max(1, self.remaining())))
         if out.returncode != 0:
-            raise Failure(f"loadwatch {' '.join(argv)}: exit {out.returncode}\n{out.stdout}{out.stderr}")
+            raise Failure(f"loadwatch {' '.join(argv)}: exit {out.returncode}\n"
+                          f"{out.stdout}{out.stderr}")
         return out.stdout
 
     def run_with_phases(self):
@@ -607,15 +607,16 @@ class Run:
                        for n, u, _ in RUN_PHASES}
         queries = [(dash, where, expr) for dash, where, expr, kind in self.dashboard_queries()
                    if where in ("annotation 'Runs'", "annotation 'Run phases'")]
-        if len({d for d, _, _ in queries}) < 2 or len(queries) != 2 * len({d for d, _, _ in queries}):
+        dashboards = {d for d, _, _ in queries}
+        if len(dashboards) < 2 or len(queries) != 2 * len(dashboards):
             raise Failure(f"the run annotations should be on the Test run and Soak dashboards: "
                           f"{[(d, w) for d, w, _ in queries]}")
         got = {}
         while True:
             problems = []
             for dash, where, expr in queries:
-                body = self.api("query_range", query=self.substitute(expr), start=f"{started - 1:.3f}",
-                                end=f"{time.time():.3f}", step="1")
+                body = self.api("query_range", query=self.substitute(expr),
+                                start=f"{started - 1:.3f}", end=f"{time.time():.3f}", step="1")
                 series = [r["metric"] for r in body.get("data", {}).get("result", [])
                           if r["metric"].get("run") == run_id]
                 if where == "annotation 'Runs'":
@@ -641,8 +642,8 @@ class Run:
         the tolerance of REPORT_TOLERANCES."""
         # Prometheus must have scraped the run's end, and a sample after it.
         end = time.monotonic() + min(10, self.remaining())
-        while self.value(f'count_over_time(loadwatch_run_end_timestamp_seconds{{run="{run_id}"}}[1m])'
-                         f' >= 2') is None:
+        ended = f'loadwatch_run_end_timestamp_seconds{{run="{run_id}"}}'
+        while self.value(f"count_over_time({ended}[1m]) >= 2") is None:
             if time.monotonic() > end:
                 raise Failure(f"Prometheus never scraped the end of run {run_id}")
             time.sleep(0.25)
@@ -654,8 +655,9 @@ class Run:
         (self.tmp / "report-loadwatch.json").write_text(json.dumps(lw, indent=1))
         problems, compared = compare_report_json(prom, lw, self.tmp)
         want = [(n or f"users={u}", u) for n, u, _ in RUN_PHASES]
-        if [(p["name"], p.get("users")) for p in lw["phases"]] != want:
-            problems.append(f"loadwatch's own report has phases {[(p['name'], p.get('users')) for p in lw['phases']]}, want {want}")
+        got = [(p["name"], p.get("users")) for p in lw["phases"]]
+        if got != want:
+            problems.append(f"loadwatch's own report has phases {got}, want {want}")
         if problems:
             raise Failure(f"report --prometheus differs from report --url for {run_id} "
                           f"(both in {self.tmp} with --keep):\n  " + "\n  ".join(problems))

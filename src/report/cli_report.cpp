@@ -65,7 +65,8 @@ int run_report_cli(int argc, char** argv) {
                  "--format json); its ID.timeline.json beside it is charted too");
   app.add_option("--prometheus", prometheus, "Prometheus server URL, e.g. http://prom:9090");
   app.add_option("--run", run_ref, "Run id (or, with --prometheus, its name)");
-  app.add_option("--instance", instance, "With --prometheus: the loadwatch's instance label (default: the one that "
+  app.add_option("--instance", instance,
+                 "With --prometheus: the loadwatch's instance label (default: the one that "
                  "exported the run)");
   app.add_option("--lookback-hours", lookback_hours, "With --prometheus: how far back to look")
       ->capture_default_str();

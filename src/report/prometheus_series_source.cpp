@@ -189,7 +189,8 @@ std::vector<LabeledSeries> PrometheusSeriesSource::query_range(const std::string
 
 // The points are put back at the times loadwatch took its samples, as its history holds
 // them: the steps of a query_range fall up to a scrape interval after the sample, by a
-// different amount at each edge of a window, which moved a rate over a few seconds by half.
+// different amount at each edge of a window, which moved a rate over a few seconds by up to
+// 2.3 times.
 std::vector<LabeledSeries> PrometheusSeriesSource::fetch(
     const std::string& family, const std::map<std::string, std::string>& match, double from,
     double to) {
