@@ -245,3 +245,19 @@ TEST_CASE("query_range points go back to the time loadwatch took their sample") 
   report::restamp_to_samples(got, {});  // not a loadwatch: nothing to go by, nothing moves
   CHECK(got[0].series.t == before[0].series.t);
 }
+
+TEST_CASE("a run is found by its whole name, also with the suffix of a second run that second") {
+  FakePrometheus prom;
+  prom.scrape(kT0, kT0 + 5, [](double) {
+    return std::vector<Stored>{
+        gauge("loadwatch_run_start_timestamp_seconds", {{"run", "20270115T080000-step-load-2"}}, kT0),
+        gauge("loadwatch_run_start_timestamp_seconds", {{"run", "20270115T070000-load-x"}}, kT0 - 1)};
+  });
+  CHECK(report::find_prometheus_run(prom, "step-load", kT0 + 10, 60).id ==
+        "20270115T080000-step-load-2");
+  CHECK(report::find_prometheus_run(prom, "load-x", kT0 + 10, 60).id == "20270115T070000-load-x");
+  for (std::string ref : {"load", "step", "load-2", "x", "load-x-2"}) {
+    INFO(ref);
+    CHECK_THROWS_AS(report::find_prometheus_run(prom, ref, kT0 + 10, 60), report::SeriesSourceError);
+  }
+}
