@@ -163,8 +163,36 @@ def ephemeral_panel(w=12):
         unit="percentunit", threshold_line=0.8, minimum=0, w=w)
 
 
-def annotations():
+def run_annotations():
+    """The runs and phases loadwatch knows (the run API, or inferred from a generator) as
+    regions: loadwatch_run_info is 1 for the open run and its current phase, so each series
+    spans one run or one phase. Grafana puts only labels into an annotation's text:
+    count_values turns the phase's users into a label ("not given" when it declared none)."""
+    info = f"loadwatch_run_info{{{HOST}}}"
+    phase_info = f'loadwatch_run_info{{{HOST}, phase!=""}}'
+    users = (f'count_values by (job, instance, run, phase) ("users", '
+             f'loadwatch_run_phase_users{{{HOST}}}) or on (job, instance, run, phase) '
+             f'label_replace(max by (job, instance, run, phase) ({phase_info}), '
+             f'"users", "not given", "users", "")')
     return [
+        {"name": "Runs", "datasource": DS, "enable": True, "iconColor": "blue",
+         "expr": f"max by (job, instance, run, name) ({info})",
+         "titleFormat": "run {{name}}",
+         "textFormat": "Run {{name}} ({{run}}) on {{instance}} (loadwatch_run_info).",
+         "tagKeys": "instance,run", "useValueForTime": False},
+        {"name": "Run phases", "datasource": DS, "enable": True, "iconColor": "purple",
+         "expr": f"max by (job, instance, run, name, phase) ({phase_info}) "
+                 f"* on (job, instance, run, phase) group_left (users) ({users})",
+         "titleFormat": "{{phase}}",
+         "textFormat": "Run {{name}} ({{run}}) on {{instance}}: phase {{phase}}, users: "
+                       "{{users}} (loadwatch_run_info, loadwatch_run_phase_users).",
+         "tagKeys": "instance,run,phase", "useValueForTime": False},
+    ]
+
+
+def annotations(runs=False):
+    """Every dashboard's annotations; with runs, also the runs and their phases."""
+    return (run_annotations() if runs else []) + [
         {"name": "Target restarts", "datasource": DS, "enable": True, "iconColor": "orange",
          "expr": f"(increase(loadwatch_target_restarts_total{{{TARGET}}}[1m]) > 0) * 0 + 1",
          "titleFormat": "{{target}} restarted",
@@ -185,6 +213,7 @@ def annotations():
 def test_run():
     return {
         "uid": "loadwatch-test-run",
+        "runs": True,
         "title": "loadwatch / Test run",
         "description": "Where is the bottleneck: the generator's numbers beside the target's and "
                        "the host's, on one screen.",
@@ -294,6 +323,7 @@ def test_run():
 def soak():
     return {
         "uid": "loadwatch-soak",
+        "runs": True,
         "title": "loadwatch / Soak",
         "description": "Long-range trends of a soak run: growth rates and the predicted time "
                        "until memory, fds or ephemeral ports run out.",
@@ -488,7 +518,7 @@ def build(spec):
         "timepicker": {},
         "links": [{"title": "loadwatch dashboards", "type": "dashboards", "tags": ["loadwatch"],
                    "asDropdown": True, "includeVars": True, "keepTime": True}],
-        "annotations": {"list": annotations()},
+        "annotations": {"list": annotations(spec.get("runs", False))},
         "templating": {"list": variables()},
         "panels": panels,
     }

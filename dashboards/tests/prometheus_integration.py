@@ -20,7 +20,15 @@ loopback only; bounded in time.
      from config.yml with every window and for: divided by 60 (minutes become seconds, windows
      at least 5s; the generator is first shown to write the shipped files from config.yml
      unchanged), and tests/thresholds.integration.yml.
-2. Waits, through /api/v1/alerts, for every alert to be pending or firing, driven by a real
+2. Opens a run through `loadwatch run start|phase|stop` (the run API is on) with three phases
+   of 6-8 s (named with users, default name users=N, named without users) while the helpers
+   and Locust load the host. While its last phase is open, the "Runs" and "Run phases"
+   annotations of the Test run and Soak dashboards must return the run and every phase with
+   its users. After the stop, once Prometheus has scraped the end, `loadwatch report
+   --prometheus` and `loadwatch report --url` must give the same run and phases (names,
+   users), boundaries within a scrape interval and every figure both have within
+   REPORT_TOLERANCES (about 170 figures).
+3. Waits, through /api/v1/alerts, for every alert to be pending or firing, driven by a real
    condition: memory leak, fd exhaustion, ephemeral ports (threshold lowered to fit a test),
    listen overflows (the backlog helper), source down, generator failures and P99 (Locust
    against Mountebank's failing and 1.5 s paths), target down and restarted (the victim and
@@ -33,7 +41,7 @@ loopback only; bounded in time.
    target is down, and stays quiet while the new process (leaking as fast) is younger than
    the trend window, for that reason: its start time changed, while its own growth is above
    the threshold.
-3. Evaluates every panel query, annotation query and variable query of the three dashboards
+4. Evaluates every panel query, annotation query and variable query of the three dashboards
    with the variables substituted ($job = the job, $instance and $target = ".+", Grafana's
    "All"), through /api/v1/query_range and /api/v1/label/.../values: each must parse and
    return data.
@@ -64,6 +72,9 @@ from lwtest import free_port  # noqa: E402
 
 DEADLINE_S = 130  # whole run, hard bound
 JOB = "loadwatch"
+RUN_NAME = "mixin-report"
+# (name, users, seconds): the run's phases; name None takes the default, users=N.
+RUN_PHASES = [("step 1", 4, 8.0), (None, 8, 8.0), ("cool-down", None, 6.0)]
 
 
 # ---- helper processes (run as: prometheus_integration.py --helper MODE MARKER [PORT]) ---------
@@ -165,6 +176,97 @@ def scaled_rules():
     for name, d in c.for_.items():
         c.for_[name] = mixin_config.Duration(d.seconds // 60 if d.seconds else 0)
     return rulegen.render(c)
+
+
+# How far `report --prometheus` may be from `report --url` on the same run. Both read the same
+# samples at the same times (the Prometheus source puts each point back at its sample's time,
+# loadwatch_last_sample_timestamp_seconds), and the history keeps single-precision floats. What
+# remains is a sample Prometheus did not scrape (a 1 s scrape of a 1 s sampler can pass over
+# one): at a window's edge a rate then loses one second of its stable window (half of 6-8 s
+# here), 1/(span - 1) of itself, and a level at a phase's edge moves by one second of growth.
+# Rules: (key regex, relative, absolute); a figure passes when |prometheus - loadwatch| <=
+# absolute + relative * |loadwatch|; "span" is that rate bound. Beyond these worst cases, at
+# least REPORT_CLOSE_SHARE of the figures must agree within 1 % (+0.005): a source that reads
+# the right samples at shifted times fails that (a query_range step grid did, by up to 2.3x).
+REPORT_TOLERANCES = [
+    (r"(start|end|stable_start)", 0, 1.0),                 # one scrape interval
+    (r"(duration_seconds|stable_seconds)", 0, 1.0),
+    (r"host\.cores|targets\[.*\]\.fd_limit", 0, 0),        # the same number
+    (r"targets\[.*\]\.rss_(start|end)_bytes", "rss", 0),   # 2 s of the phase's growth
+    (r"targets\[.*\]\.rss_slope_bytes_per_second", 0.15, 256 << 10),
+    (r"targets\[.*\]\.open_fds_max|host\.time_wait_max", 0.15, 3),
+    (r"host\.ephemeral_port_ratio_max", 0.15, 0.002),
+    (r"host\.listen_overflows", "span", 5),               # an increase over the phase
+    (r"rps", "span", 5),
+    (r"targets\[.*\]\.(cpu_cores|busiest_process_core_share)"
+     r"|host\.(cpu_cores_by_mode\..*|softirq_cores)", "span", 0.05),  # CPU counts 10 ms ticks
+    (r"(mock\.)?error_ratio", "span", 0.02),
+    (r"p(50|99)_seconds", 0.25, 0.005),
+    # p95 is left out: with 3 % of the requests taking 1.5 s it sits on the edge of those,
+    # and one sample more or less in the median moves it from milliseconds to 1.5 s.
+]
+
+
+REPORT_CLOSE_SHARE = 0.9
+
+
+def flatten(x, prefix=""):
+    """{"targets[leak].rss_start_bytes": 1.2e8, ...}: lists of named objects by name."""
+    out = {}
+    if isinstance(x, dict):
+        for k, v in x.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else k))
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            key = v.get("name", i) if isinstance(v, dict) else i
+            out.update(flatten(v, f"{prefix}[{key}]"))
+    else:
+        out[prefix] = x
+    return out
+
+
+def compare_report_json(prom, lw, where):
+    """(problems, figures compared) between two reports of one run."""
+    problems, compared, close = [], 0, 0
+    for key in ("id", "name", "start"):
+        if prom["run"].get(key) != lw["run"].get(key) and \
+                not (key == "start" and abs(prom["run"]["start"] - lw["run"]["start"]) < 0.001):
+            problems.append(f"run.{key}: {prom['run'].get(key)} != {lw['run'].get(key)}")
+    if abs(prom["run"]["end"] - lw["run"]["end"]) > 1:
+        problems.append(f"run.end: {prom['run']['end']} != {lw['run']['end']}")
+    phases = [[(p["name"], p.get("users")) for p in r["phases"]] for r in (prom, lw)]
+    if phases[0] != phases[1]:
+        return problems + [f"phases (name, users): {phases[0]} != {phases[1]}"], 0
+    for pp, pl in zip(prom["phases"], lw["phases"]):
+        fp, fl = flatten(pp), flatten(pl)
+        must = ["rps", "p50_seconds", "host.cpu_cores_by_mode.user", "targets[leak].rss_end_bytes",
+                "targets[mock].cpu_cores", "targets[fds].open_fds_max"]
+        for key in must:
+            if key not in fp or key not in fl:
+                problems.append(f"{pl['name']}: {key} missing (prometheus {fp.get(key)}, "
+                                f"loadwatch {fl.get(key)})")
+        span = max(pl["stable_seconds"] - 1, 1)
+        for key in sorted(set(fp) & set(fl)):
+            a, b = fp[key], fl[key]
+            if not isinstance(b, (int, float)) or isinstance(b, bool):
+                continue
+            rule = next((r for r in REPORT_TOLERANCES if re.fullmatch(r[0], key)), None)
+            if rule is None:
+                continue
+            rel, absolute = rule[1], rule[2]
+            if rel == "span":
+                rel = 1 / span + 0.1
+            elif rel == "rss":
+                slope = abs(fl.get(key.rsplit(".", 1)[0] + ".rss_slope_bytes_per_second") or 0)
+                rel, absolute = 0, 2 * slope + (1 << 20)
+            compared += 1
+            close += abs(a - b) <= 0.005 + 0.01 * abs(b)
+            if abs(a - b) > absolute + rel * abs(b):
+                problems.append(f"{pl['name']}: {key}: prometheus {a:.6g}, loadwatch {b:.6g} "
+                                f"(allowed {absolute:.3g} + {rel:.2f} x)")
+    if compared and close < REPORT_CLOSE_SHARE * compared:
+        problems.append(f"only {close} of {compared} figures agree within 1 %")
+    return problems, compared
 
 
 class Run:
@@ -321,7 +423,7 @@ class Run:
         self.lw_port = free_port()
         self.start("loadwatch", [str(self.args.binary), f"--config.file={self.tmp / 'loadwatch.yml'}",
                                  f"--web.listen-address=127.0.0.1:{self.lw_port}",
-                                 "--log.level=warn"])
+                                 "--web.enable-run-api", "--log.level=warn"])
         self.wait_http(f"http://127.0.0.1:{self.lw_port}/metrics", "loadwatch")
 
         rules = self.tmp / "rules"
@@ -456,6 +558,109 @@ class Run:
                     all(a["labels"].get(k) == v for k, v in labels.items()):
                 raise Failure(f"{alertname} {labels} must not be active: {a}")
 
+    # -- a run with phases: its annotations, and its report from both sources ------------------
+    def cli(self, *argv, timeout=30):
+        """The loadwatch binary as a client; fails on a non-zero exit."""
+        out = subprocess.run([str(self.args.binary), *argv], capture_output=True, text=True,
+                             timeout=min(timeout, max(1, self.remaining())))
+        if out.returncode != 0:
+            raise Failure(f"loadwatch {' '.join(argv)}: exit {out.returncode}\n"
+                          f"{out.stdout}{out.stderr}")
+        return out.stdout
+
+    def run_with_phases(self):
+        """Opens a run through `loadwatch run` with the phases of RUN_PHASES; while its last
+        phase is open the run and phase annotations must show it; then it is stopped, and the
+        reports from Prometheus and from loadwatch must agree."""
+        lw = f"http://127.0.0.1:{self.lw_port}"
+        # Prometheus applies new scrape targets up to 5 s after it starts: the run's start must
+        # be in its data for the two reports to see the same samples.
+        end = time.monotonic() + min(15, self.remaining())
+        while self.value("count(loadwatch_process_resident_memory_bytes)") is None:
+            if time.monotonic() > end:
+                raise Failure("Prometheus has not scraped loadwatch within 15s")
+            time.sleep(0.25)
+        run_id = self.cli("run", "start", "--url", lw, "--name", RUN_NAME,
+                          "--label", "suite=mixin").strip()
+        started = time.time()
+        self.say(f"run {run_id}: phases {[(n, u) for n, u, _ in RUN_PHASES]}")
+        for i, (name, users, seconds) in enumerate(RUN_PHASES):
+            argv = ["run", "phase", "--url", lw]
+            argv += ["--name", name] if name else []
+            argv += ["--users", str(users)] if users is not None else []
+            self.cli(*argv)
+            phase_end = time.monotonic() + seconds
+            if i + 1 == len(RUN_PHASES):
+                self.check_run_annotations(run_id, started, phase_end)
+            time.sleep(max(0.0, phase_end - time.monotonic()))
+        self.cli("run", "stop", "--url", lw)
+        self.say(f"run {run_id} stopped after {time.time() - started:.1f}s")
+        self.compare_reports(run_id)
+
+    def check_run_annotations(self, run_id, started, until):
+        """The "Runs" and "Run phases" annotations of the dashboards that have them return the
+        open run, and every phase so far with its users (a label, for the annotation's text)."""
+        want_phases = {(n or f"users={u}", "not given" if u is None else str(u))
+                       for n, u, _ in RUN_PHASES}
+        queries = [(dash, where, expr) for dash, where, expr, kind in self.dashboard_queries()
+                   if where in ("annotation 'Runs'", "annotation 'Run phases'")]
+        dashboards = {d for d, _, _ in queries}
+        if len(dashboards) < 2 or len(queries) != 2 * len(dashboards):
+            raise Failure(f"the run annotations should be on the Test run and Soak dashboards: "
+                          f"{[(d, w) for d, w, _ in queries]}")
+        got = {}
+        while True:
+            problems = []
+            for dash, where, expr in queries:
+                body = self.api("query_range", query=self.substitute(expr),
+                                start=f"{started - 1:.3f}", end=f"{time.time():.3f}", step="1")
+                series = [r["metric"] for r in body.get("data", {}).get("result", [])
+                          if r["metric"].get("run") == run_id]
+                if where == "annotation 'Runs'":
+                    got[(dash, where)] = {(m.get("name"), m.get("instance")) for m in series}
+                    ok = got[(dash, where)] == {(RUN_NAME, f"127.0.0.1:{self.lw_port}")}
+                else:
+                    got[(dash, where)] = {(m.get("phase"), m.get("users")) for m in series}
+                    ok = got[(dash, where)] == want_phases
+                if not ok:
+                    problems.append(f"{dash} {where}: {sorted(got[(dash, where)])}")
+            if not problems:
+                break
+            if time.monotonic() > until - 0.5:
+                raise Failure(f"run annotations while run {run_id} is open; want phases "
+                              f"{sorted(want_phases)}:\n  " + "\n  ".join(problems))
+            time.sleep(0.5)
+        self.say(f"  annotations: run {RUN_NAME} and phases {sorted(want_phases)} on "
+                 f"{sorted({d for d, _ in got})}")
+
+    def compare_reports(self, run_id):
+        """`loadwatch report --prometheus` against `loadwatch report --url` for the same run:
+        the same phases, boundaries within a scrape interval, every figure both give within
+        the tolerance of REPORT_TOLERANCES."""
+        # Prometheus must have scraped the run's end, and a sample after it.
+        end = time.monotonic() + min(10, self.remaining())
+        ended = f'loadwatch_run_end_timestamp_seconds{{run="{run_id}"}}'
+        while self.value(f"count_over_time({ended}[1m]) >= 2") is None:
+            if time.monotonic() > end:
+                raise Failure(f"Prometheus never scraped the end of run {run_id}")
+            time.sleep(0.25)
+        prom = json.loads(self.cli("report", "--prometheus", f"http://127.0.0.1:{self.prom_port}",
+                                   "--run", RUN_NAME, "--format", "json"))
+        lw = json.loads(self.cli("report", "--url", f"http://127.0.0.1:{self.lw_port}",
+                                 "--run", run_id, "--format", "json"))
+        (self.tmp / "report-prometheus.json").write_text(json.dumps(prom, indent=1))
+        (self.tmp / "report-loadwatch.json").write_text(json.dumps(lw, indent=1))
+        problems, compared = compare_report_json(prom, lw, self.tmp)
+        want = [(n or f"users={u}", u) for n, u, _ in RUN_PHASES]
+        got = [(p["name"], p.get("users")) for p in lw["phases"]]
+        if got != want:
+            problems.append(f"loadwatch's own report has phases {got}, want {want}")
+        if problems:
+            raise Failure(f"report --prometheus differs from report --url for {run_id} "
+                          f"(both in {self.tmp} with --keep):\n  " + "\n  ".join(problems))
+        self.say(f"  report --prometheus = report --url: {len(want)} phases, {compared} figures "
+                 f"within tolerance")
+
     # -- dashboards -------------------------------------------------------------------------------
     def dashboard_queries(self):
         for path in sorted((MIXIN / "grafana").glob("*.json")):
@@ -551,6 +756,7 @@ class Run:
     # -- the run ----------------------------------------------------------------------------------
     def run(self):
         self.setup()
+        self.run_with_phases()
         base = {"job": JOB}
         expected = {
             "memory leak (leak)": {"alertname": "LoadwatchMemoryLeakSuspected", "target": "leak"},

@@ -65,7 +65,9 @@ int run_report_cli(int argc, char** argv) {
                  "--format json); its ID.timeline.json beside it is charted too");
   app.add_option("--prometheus", prometheus, "Prometheus server URL, e.g. http://prom:9090");
   app.add_option("--run", run_ref, "Run id (or, with --prometheus, its name)");
-  app.add_option("--instance", instance, "With --prometheus: the loadwatch's instance label");
+  app.add_option("--instance", instance,
+                 "With --prometheus: the loadwatch's instance label (default: the one that "
+                 "exported the run)");
   app.add_option("--lookback-hours", lookback_hours, "With --prometheus: how far back to look")
       ->capture_default_str();
   app.add_option("--generator-target", generator_target,
@@ -101,9 +103,13 @@ int run_report_cli(int argc, char** argv) {
       report_json = fetch_from_loadwatch(c, base + "?format=json");
       if (html) timeline = fetch_from_loadwatch(c, base + "?format=timeline");
     } else {
-      PrometheusSeriesSource source({prometheus, instance});
       double now = unix_now();
-      Run run = find_prometheus_run(source, run_ref, now, lookback_hours * 3600);
+      // The run's instance narrows every query, so a fleet's other hosts are not added in.
+      Run run = [&] {
+        PrometheusSeriesSource runs({prometheus, instance});
+        return find_prometheus_run(runs, run_ref, now, lookback_hours * 3600, &instance);
+      }();
+      PrometheusSeriesSource source({prometheus, instance});
       RunSeriesOptions options;
       if (!generator_target.empty()) options.generator_target = generator_target;
       analysis::RunSeries series;

@@ -2,58 +2,96 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <string_view>
 
 namespace loadwatch::report {
 
 namespace {
 
+/// `id` is `ref`, or "YYYYMMDDTHHMMSS-" + `ref` (+ "-N" when two runs shared a second): the
+/// whole name, so "load" does not pick a run named "step-load".
 bool names(const std::string& id, const std::string& ref) {
   if (id == ref) return true;
-  return id.size() > ref.size() + 1 && id.compare(id.size() - ref.size(), ref.size(), ref) == 0 &&
-         id[id.size() - ref.size() - 1] == '-';
+  constexpr std::size_t kStamp = 16;  // "20261201T170512-"
+  if (id.size() <= kStamp || id[8] != 'T' || id[kStamp - 1] != '-') return false;
+  std::string_view rest(id);
+  rest.remove_prefix(kStamp);
+  if (rest == ref) return true;
+  if (!rest.starts_with(ref) || rest.size() < ref.size() + 2 || rest[ref.size()] != '-') return false;
+  std::string_view n = rest.substr(ref.size() + 1);
+  return std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::string label(const LabeledSeries& s, const std::string& key) {
+  auto it = s.labels.find(key);
+  return it == s.labels.end() ? std::string() : it->second;
 }
 
 }  // namespace
 
-Run find_prometheus_run(SeriesSource& source, const std::string& ref, double now, double lookback) {
+// The run's own series (start, phases, users, end) are read with fetch_last: a phase of a few
+// seconds lives in Prometheus for a few scrapes, and a query_range over the lookback (a step of
+// 8 s for 24 h) would pass over it.
+Run find_prometheus_run(SeriesSource& source, const std::string& ref, double now, double lookback,
+                        std::string* instance) {
   double from = now - lookback;
+  // The names runs were given, by id: a run is also found by its name as typed.
+  std::map<std::string, std::string> name_of;
+  for (const auto& s : source.fetch_last("loadwatch_run_info", {}, from, now)) {
+    name_of[label(s, "run")] = label(s, "name");
+  }
   Run run;
   double newest = -1;
-  for (const auto& s : source.fetch("loadwatch_run_start_timestamp_seconds", {}, from, now)) {
-    auto it = s.labels.find("run");
-    if (it == s.labels.end() || s.series.empty() || !names(it->second, ref)) continue;
+  for (const auto& s : source.fetch_last("loadwatch_run_start_timestamp_seconds", {}, from, now)) {
+    std::string id = label(s, "run");
+    if (id.empty() || s.series.empty()) continue;
+    if (!names(id, ref) && name_of[id] != ref) continue;
     if (s.series.v.back() > newest) {
       newest = s.series.v.back();
-      run.id = it->second;
+      run.id = id;
       run.start = newest;
     }
   }
   if (run.id.empty()) {
     throw SeriesSourceError("no run \"" + ref + "\" in loadwatch_run_start_timestamp_seconds");
   }
-  run.name = ref;
-  std::map<std::string, std::string> match{{"run", run.id}};
-  for (const auto& s : source.fetch("loadwatch_run_phase_start_timestamp_seconds", match, from, now)) {
-    auto it = s.labels.find("phase");
-    if (it == s.labels.end() || s.series.empty()) continue;
-    run.phases.push_back({it->second, s.series.v.back(), std::nullopt});
+  std::set<std::string> instances;
+  for (const auto& s : source.fetch_last("loadwatch_run_start_timestamp_seconds", {{"run", run.id}},
+                                         from, now)) {
+    instances.insert(label(s, "instance"));
   }
-  for (const auto& s : source.fetch("loadwatch_run_phase_users", match, from, now)) {
-    auto it = s.labels.find("phase");
-    if (it == s.labels.end() || s.series.empty()) continue;
+  if (instances.size() > 1) {
+    std::string list;
+    for (const auto& i : instances) list += (list.empty() ? "" : ", ") + i;
+    throw SeriesSourceError("run " + run.id + " was exported by several instances (" + list +
+                            "): choose one with --instance");
+  }
+  if (instance && !instances.empty() && !instances.begin()->empty()) *instance = *instances.begin();
+  run.name = name_of[run.id].empty() ? ref : name_of[run.id];
+  std::map<std::string, std::string> match{{"run", run.id}};
+  for (const auto& s : source.fetch_last("loadwatch_run_phase_start_timestamp_seconds", match,
+                                         run.start, now)) {
+    std::string phase = label(s, "phase");
+    if (!s.labels.count("phase") || s.series.empty()) continue;
+    run.phases.push_back({phase, s.series.v.back(), std::nullopt});
+  }
+  for (const auto& s : source.fetch_last("loadwatch_run_phase_users", match, run.start, now)) {
+    if (!s.labels.count("phase") || s.series.empty()) continue;
     for (auto& p : run.phases) {
-      if (p.name == it->second) p.users = std::llround(s.series.v.back());
+      if (p.name == label(s, "phase")) p.users = std::llround(s.series.v.back());
     }
   }
   std::sort(run.phases.begin(), run.phases.end(),
             [](const RunPhase& a, const RunPhase& b) { return a.start < b.start; });
   // The end: as the daemon exported it once the run finished, else the last sample of the run.
   std::optional<double> end;
-  for (const auto& s : source.fetch("loadwatch_run_end_timestamp_seconds", match, from, now)) {
+  for (const auto& s : source.fetch_last("loadwatch_run_end_timestamp_seconds", match, run.start,
+                                         now)) {
     if (!s.series.empty()) end = s.series.v.back();
   }
   if (!end) {
-    for (const auto& s : source.fetch("loadwatch_run_info", match, from, now)) {
+    for (const auto& s : source.fetch("loadwatch_run_info", match, run.start, now)) {
       if (!s.series.empty()) end = std::max(end.value_or(0), s.series.t.back());
     }
   }

@@ -7,8 +7,12 @@
 
 namespace loadwatch::report {
 
-/// The newest run whose id is `ref`, or whose id ends in "-" + `ref` (its name), seen within
-/// [now - lookback, now]. Throws SeriesSourceError when there is none.
-Run find_prometheus_run(SeriesSource& source, const std::string& ref, double now, double lookback);
+/// The newest run whose id is `ref`, whose id ends in "-" + `ref`, or whose name is `ref`, seen
+/// within [now - lookback, now], with every phase it exported (however short). Throws
+/// SeriesSourceError when there is none, or when several instances (loadwatch daemons) exported
+/// that run: the report would add their hosts together. `instance`, when given, receives the
+/// instance label of the run's series (empty when the source already narrowed to one).
+Run find_prometheus_run(SeriesSource& source, const std::string& ref, double now, double lookback,
+                        std::string* instance = nullptr);
 
 }  // namespace loadwatch::report

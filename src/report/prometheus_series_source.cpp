@@ -44,35 +44,97 @@ std::string url_encode(const std::string& s) {
   return out;
 }
 
-std::vector<LabeledSeries> parse_query_range(const std::string& body) {
+namespace {
+
+/// The answer's data.result, once status and resultType are what the caller asked for.
+nlohmann::json result_of(const std::string& body, const char* api, const char* type) {
   nlohmann::json doc = nlohmann::json::parse(body, nullptr, false);
-  if (doc.is_discarded()) throw SeriesSourceError("query_range: the answer is not JSON");
+  if (doc.is_discarded()) throw SeriesSourceError(std::string(api) + ": the answer is not JSON");
   if (doc.value("status", "") != "success") {
-    throw SeriesSourceError("query_range: " + doc.value("error", std::string("status is not success")));
+    throw SeriesSourceError(std::string(api) + ": " +
+                            doc.value("error", std::string("status is not success")));
   }
   const nlohmann::json data = doc.value("data", nlohmann::json::object());
-  if (data.value("resultType", "") != "matrix") {
-    throw SeriesSourceError("query_range: data.resultType is not matrix");
+  if (data.value("resultType", "") != type) {
+    throw SeriesSourceError(std::string(api) + ": data.resultType is not " + type);
   }
+  return data.value("result", nlohmann::json::array());
+}
+
+std::map<std::string, std::string> labels_of(const nlohmann::json& r) {
+  std::map<std::string, std::string> out;
+  const nlohmann::json metric = r.value("metric", nlohmann::json::object());
+  for (const auto& [k, v] : metric.items()) {
+    if (k != "__name__" && v.is_string()) out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+/// Adds a [time, "value"] pair; NaN and infinities (stale or undefined) are left out.
+void add_point(const nlohmann::json& p, const char* api, analysis::Series& to) {
+  if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_string()) {
+    throw SeriesSourceError(std::string(api) + ": a point is not [time, \"value\"]");
+  }
+  double v = std::strtod(p[1].get<std::string>().c_str(), nullptr);
+  if (std::isfinite(v)) to.add(p[0].get<double>(), v);
+}
+
+}  // namespace
+
+std::vector<LabeledSeries> parse_query_range(const std::string& body) {
   std::vector<LabeledSeries> out;
-  const nlohmann::json result = data.value("result", nlohmann::json::array());
-  for (const auto& r : result) {
-    LabeledSeries ls;
-    const nlohmann::json metric = r.value("metric", nlohmann::json::object());
-    for (const auto& [k, v] : metric.items()) {
-      if (k != "__name__" && v.is_string()) ls.labels[k] = v.get<std::string>();
-    }
-    const nlohmann::json values = r.value("values", nlohmann::json::array());
-    for (const auto& p : values) {
-      if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_string()) {
-        throw SeriesSourceError("query_range: a point is not [time, \"value\"]");
-      }
-      double v = std::strtod(p[1].get<std::string>().c_str(), nullptr);
-      if (std::isfinite(v)) ls.series.add(p[0].get<double>(), v);
+  for (const auto& r : result_of(body, "query_range", "matrix")) {
+    LabeledSeries ls{labels_of(r), {}};
+    for (const auto& p : r.value("values", nlohmann::json::array())) {
+      add_point(p, "query_range", ls.series);
     }
     out.push_back(std::move(ls));
   }
   return out;
+}
+
+std::vector<LabeledSeries> parse_query_vector(const std::string& body) {
+  std::vector<LabeledSeries> out;
+  for (const auto& r : result_of(body, "query", "vector")) {
+    LabeledSeries ls{labels_of(r), {}};
+    add_point(r.value("value", nlohmann::json()), "query", ls.series);
+    if (!ls.series.empty()) out.push_back(std::move(ls));
+  }
+  return out;
+}
+
+void restamp_to_samples(std::vector<LabeledSeries>& series,
+                        const std::vector<LabeledSeries>& sample_times) {
+  if (sample_times.empty()) return;
+  auto scrape_of = [](const std::map<std::string, std::string>& labels) {
+    auto get = [&](const char* k) {
+      auto it = labels.find(k);
+      return it == labels.end() ? std::string() : it->second;
+    };
+    return get("job") + '\x1f' + get("instance");
+  };
+  std::map<std::string, std::map<double, double>> taken_at;  // scrape -> step -> sample time
+  for (const auto& s : sample_times) {
+    auto& steps = taken_at[scrape_of(s.labels)];
+    for (std::size_t i = 0; i < s.series.t.size(); ++i) steps[s.series.t[i]] = s.series.v[i];
+  }
+  for (auto& s : series) {
+    const auto& steps = taken_at[scrape_of(s.labels)];
+    analysis::Series moved;
+    for (std::size_t i = 0; i < s.series.t.size(); ++i) {
+      auto it = steps.find(s.series.t[i]);
+      if (it == steps.end()) continue;
+      if (!moved.empty() && it->second <= moved.t.back()) continue;  // that sample again
+      moved.add(it->second, s.series.v[i]);
+    }
+    s.series = std::move(moved);
+  }
+}
+
+double query_step(double from, double to, double min_step) {
+  // Written with 3 decimals: rounding the step down could ask for 11001 points and be refused.
+  double step = std::ceil(std::max(to - from, 0.0) / 11000.0 * 1000.0) / 1000.0;
+  return std::max(min_step, step);
 }
 
 PrometheusSeriesSource::PrometheusSeriesSource(PrometheusSourceOptions options)
@@ -80,37 +142,75 @@ PrometheusSeriesSource::PrometheusSeriesSource(PrometheusSourceOptions options)
   while (!options_.url.empty() && options_.url.back() == '/') options_.url.pop_back();
 }
 
-std::vector<LabeledSeries> PrometheusSeriesSource::fetch(
-    const std::string& family, const std::map<std::string, std::string>& match, double from,
-    double to) {
-  std::string selector = family + "{";
+std::string PrometheusSeriesSource::selector(const std::string& family,
+                                             const std::map<std::string, std::string>& match) const {
+  std::string out = family + "{";
   bool first = true;
   auto add = [&](const std::string& k, const std::string& v) {
-    if (!first) selector += ",";
+    if (!first) out += ",";
     first = false;
-    selector += k + "=\"" + escape_label(v) + "\"";
+    out += k + "=\"" + escape_label(v) + "\"";
   };
   for (const auto& [k, v] : match) add(k, v);
   if (!options_.instance.empty()) add("instance", options_.instance);
-  selector += "}";
-  double step = std::max(options_.step_seconds, (to - from) / 11000.0);
-  std::string url = options_.url + "/api/v1/query_range?query=" + url_encode(selector) +
-                    "&start=" + format_seconds(from) + "&end=" + format_seconds(to) +
-                    "&step=" + format_seconds(step);
+  return out + "}";
+}
+
+std::string PrometheusSeriesSource::get(const std::string& path_and_query) {
   FetchOptions fo;
   fo.timeout = options_.timeout;
   fo.max_bytes = 256u << 20;
-  FetchResult r = http_->get(url, fo);
+  FetchResult r = http_->get(options_.url + path_and_query, fo);
   if (!r.ok()) {
-    throw SeriesSourceError("query_range " + options_.url + ": " + r.message);
+    throw SeriesSourceError("Prometheus " + options_.url + ": " + r.message);
   }
-  std::vector<LabeledSeries> out = parse_query_range(r.body);
-  // A counter's raw value: keep the instance/job labels out of the report's grouping.
-  for (auto& s : out) {
+  return std::move(r.body);
+}
+
+namespace {
+
+/// The instance/job labels stay out of the report's grouping.
+std::vector<LabeledSeries> without_scrape_labels(std::vector<LabeledSeries> all, bool instance) {
+  for (auto& s : all) {
     s.labels.erase("job");
-    if (!options_.instance.empty()) s.labels.erase("instance");
+    if (instance) s.labels.erase("instance");
   }
-  return out;
+  return all;
+}
+
+}  // namespace
+
+std::vector<LabeledSeries> PrometheusSeriesSource::query_range(const std::string& query,
+                                                               double from, double to) {
+  return parse_query_range(get("/api/v1/query_range?query=" + url_encode(query) + "&start=" +
+                               format_seconds(from) + "&end=" + format_seconds(to) + "&step=" +
+                               format_seconds(query_step(from, to, options_.step_seconds))));
+}
+
+// The points are put back at the times loadwatch took its samples, as its history holds
+// them: the steps of a query_range fall up to a scrape interval after the sample, by a
+// different amount at each edge of a window, which moved a rate over a few seconds by up to
+// 2.3 times.
+std::vector<LabeledSeries> PrometheusSeriesSource::fetch(
+    const std::string& family, const std::map<std::string, std::string>& match, double from,
+    double to) {
+  if (!sample_times_ || sample_times_->from != from || sample_times_->to != to) {
+    sample_times_ = SampleTimes{
+        from, to, query_range(selector("loadwatch_last_sample_timestamp_seconds", {}), from, to)};
+  }
+  std::vector<LabeledSeries> out = query_range(selector(family, match), from, to);
+  restamp_to_samples(out, sample_times_->series);
+  return without_scrape_labels(std::move(out), !options_.instance.empty());
+}
+
+std::vector<LabeledSeries> PrometheusSeriesSource::fetch_last(
+    const std::string& family, const std::map<std::string, std::string>& match, double from,
+    double to) {
+  auto range_ms = static_cast<long long>(std::ceil(std::max(to - from, 0.001) * 1000));
+  std::string query = "last_over_time(" + selector(family, match) + "[" +
+                      std::to_string(range_ms) + "ms])";
+  std::string body = get("/api/v1/query?query=" + url_encode(query) + "&time=" + format_seconds(to));
+  return without_scrape_labels(parse_query_vector(body), !options_.instance.empty());
 }
 
 }  // namespace loadwatch::report

@@ -3,6 +3,7 @@
 // hosts, one Prometheus) and runs older than the daemon's history get the same report.
 
 #include <memory>
+#include <optional>
 
 #include "report/series_source.h"
 #include "sources/http_fetch.h"
@@ -22,14 +23,46 @@ class PrometheusSeriesSource : public SeriesSource {
   std::vector<LabeledSeries> fetch(const std::string& family,
                                    const std::map<std::string, std::string>& match, double from,
                                    double to) override;
+  /// One instant query, last_over_time(SELECTOR[to - from]) at `to`: it reads every sample,
+  /// so a series that lived for one scrape is found whatever the range. Points are at `to`.
+  std::vector<LabeledSeries> fetch_last(const std::string& family,
+                                        const std::map<std::string, std::string>& match,
+                                        double from, double to) override;
 
  private:
+  std::string selector(const std::string& family,
+                       const std::map<std::string, std::string>& match) const;
+  std::string get(const std::string& path_and_query);
+  std::vector<LabeledSeries> query_range(const std::string& query, double from, double to);
+
+  struct SampleTimes {
+    double from = 0, to = 0;
+    std::vector<LabeledSeries> series;
+  };
+  std::optional<SampleTimes> sample_times_;  // of the last range fetched; a report reads one
+
   PrometheusSourceOptions options_;
   std::unique_ptr<HttpFetcher> http_;
 };
 
 /// `selector` percent-encoded for a query string.
 std::string url_encode(const std::string& s);
+
+/// The step of a query_range over [from, to]: at least `min_step`, and coarse enough that
+/// Prometheus's limit of 11000 points holds once the step is written in milliseconds.
+double query_step(double from, double to, double min_step);
+
+/// Moves each point of `series` (a query_range answer, job and instance labels still on) from
+/// its step to the time loadwatch took the sample it holds. `sample_times` is
+/// loadwatch_last_sample_timestamp_seconds over the same steps: every series of one scrape
+/// comes from one sample, so at each step it tells that sample's time, per job and instance.
+/// A sample seen at several steps is kept once; a point whose step has no sample time is
+/// dropped. With no sample times at all (not a loadwatch), the points stay on the steps.
+void restamp_to_samples(std::vector<LabeledSeries>& series,
+                        const std::vector<LabeledSeries>& sample_times);
+
+/// The series of an instant query's answer (vector), one point each. Throws SeriesSourceError.
+std::vector<LabeledSeries> parse_query_vector(const std::string& body);
 
 /// The series of a query_range answer (matrix). Throws SeriesSourceError naming what is wrong.
 std::vector<LabeledSeries> parse_query_range(const std::string& body);

@@ -38,6 +38,19 @@ Series sum_all(const std::vector<LabeledSeries>& all) {
 
 }  // namespace
 
+std::vector<LabeledSeries> SeriesSource::fetch_last(const std::string& family,
+                                                   const std::map<std::string, std::string>& match,
+                                                   double from, double to) {
+  std::vector<LabeledSeries> out;
+  for (auto& s : fetch(family, match, from, to)) {
+    if (s.series.empty()) continue;
+    LabeledSeries last{std::move(s.labels), {}};
+    last.series.add(s.series.t.back(), s.series.v.back());
+    out.push_back(std::move(last));
+  }
+  return out;
+}
+
 Series sum_aligned(const std::vector<const Series*>& parts) {
   Series out;
   if (parts.empty()) return out;

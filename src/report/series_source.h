@@ -34,6 +34,13 @@ class SeriesSource {
   virtual std::vector<LabeledSeries> fetch(const std::string& family,
                                            const std::map<std::string, std::string>& match,
                                            double from, double to) = 0;
+  /// The last point of every series of `family` whose labels include `match` seen in
+  /// [from, to], however briefly the series lived: fetch() over a long range reads at a step
+  /// that can pass over a run's phase of a few seconds. The point's time is that of the last
+  /// value where the source knows it, else `to`. The default takes fetch()'s last points.
+  virtual std::vector<LabeledSeries> fetch_last(const std::string& family,
+                                                const std::map<std::string, std::string>& match,
+                                                double from, double to);
   /// The monitored host's CPU count when the series do not tell it (they may not: the
   /// history sums CPUs away).
   virtual std::optional<int> host_cores() { return std::nullopt; }

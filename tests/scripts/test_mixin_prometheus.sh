@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Monitoring mixin against a real Prometheus 2.42 and a real loadwatch on loopback: alerts go
-# pending/firing under real conditions, every dashboard query returns data.
+# pending/firing under real conditions, every dashboard query returns data, the run and phase
+# annotations show an open run, and `report --prometheus` matches `report --url` for it.
 # See dashboards/tests/prometheus_integration.py. Bounded: the script stops itself after 170s.
 set -euo pipefail
 src=${LOADWATCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
