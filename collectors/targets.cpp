@@ -12,6 +12,7 @@
 #include "process/process_tree.h"
 #include "process/target_group.h"
 #include "process/target_resolver.h"
+#include "procfs/cpu_limit.h"
 
 namespace loadwatch {
 
@@ -39,7 +40,14 @@ struct Target {
   TargetGroup group;
   DescendantCache descendants;
   std::uint64_t partial_reads = 0;
+  // The cores the group may use (affinity, cgroup quota), re-read every kCpuLimitSamples
+  // samples or when the members change: a few files per member, and limits change rarely.
+  std::optional<double> cpu_limit;
+  std::vector<pid_t> cpu_limit_pids;
+  std::uint32_t cpu_limit_age = 0;
 };
+
+constexpr std::uint32_t kCpuLimitSamples = 15;
 
 class TargetsCollector final : public Collector {
  public:
@@ -109,6 +117,7 @@ class TargetsCollector final : public Collector {
         }
       }
       t.group.update(sample);
+      refresh_cpu_limit(t, state.pids);
       state.up = t.group.totals().up;
       export_target(t, out);
       ctx.targets.push_back(std::move(state));
@@ -123,6 +132,23 @@ class TargetsCollector final : public Collector {
     t->selector_text = tc.match.text();
     t->resolver = make_target_resolver(tc.match);
     return t;
+  }
+
+  /// The largest limit over the live members: the group is only saturated when none of them
+  /// has room left.
+  void refresh_cpu_limit(Target& t, const std::vector<pid_t>& live) const {
+    if (live == t.cpu_limit_pids && ++t.cpu_limit_age < kCpuLimitSamples) return;
+    t.cpu_limit_pids = live;
+    t.cpu_limit_age = 0;
+    t.cpu_limit.reset();
+    for (pid_t pid : live) {
+      auto limit = process_cpu_limit(registry_->proc(), sys_, pid);
+      if (!limit) {  // one member unknown: the group's limit is unknown
+        t.cpu_limit.reset();
+        return;
+      }
+      t.cpu_limit = std::max(t.cpu_limit.value_or(0), *limit);
+    }
   }
 
   MemberSample member_sample(const ProcessRecord& rec) const {
@@ -208,6 +234,12 @@ class TargetsCollector final : public Collector {
                   labels(), *g.fd_usage_ratio);
       }
       out.gauge("loadwatch_process_threads", "Threads of the group.", labels(), d(g.threads));
+      if (t.cpu_limit) {
+        out.gauge("loadwatch_process_cpu_limit_cores",
+                  "Cores the group may use: the largest over its members of the smaller of "
+                  "the CPU affinity and the cgroup CPU quota.",
+                  labels(), *t.cpu_limit);
+      }
     }
     const char* ctx_help = "Context switches of the group (exited members included).";
     out.counter("loadwatch_process_context_switches_total", ctx_help,
