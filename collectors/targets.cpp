@@ -41,9 +41,8 @@ struct Target {
   DescendantCache descendants;
   std::uint64_t partial_reads = 0;
   // The cores the group may use (affinity, cgroup quota), re-read every kCpuLimitSamples
-  // samples or when the members change: a few files per member, and limits change rarely.
+  // samples (every sample while unknown): a few files per member, and limits change rarely.
   std::optional<double> cpu_limit;
-  std::vector<pid_t> cpu_limit_pids;
   std::uint32_t cpu_limit_age = 0;
 };
 
@@ -135,19 +134,16 @@ class TargetsCollector final : public Collector {
   }
 
   /// The largest limit over the live members: the group is only saturated when none of them
-  /// has room left.
-  void refresh_cpu_limit(Target& t, const std::vector<pid_t>& live) const {
-    if (live == t.cpu_limit_pids && ++t.cpu_limit_age < kCpuLimitSamples) return;
-    t.cpu_limit_pids = live;
+  /// has room left. Members gone since they were listed are skipped.
+  void refresh_cpu_limit(Target& t, const std::vector<pid_t>& live) {
+    if (t.cpu_limit && ++t.cpu_limit_age < kCpuLimitSamples) return;
     t.cpu_limit_age = 0;
     t.cpu_limit.reset();
+    quota_cache_.clear();
     for (pid_t pid : live) {
-      auto limit = process_cpu_limit(registry_->proc(), sys_, pid);
-      if (!limit) {  // one member unknown: the group's limit is unknown
-        t.cpu_limit.reset();
-        return;
+      if (auto limit = process_cpu_limit(registry_->proc(), sys_, pid, &quota_cache_)) {
+        t.cpu_limit = std::max(t.cpu_limit.value_or(0), *limit);
       }
-      t.cpu_limit = std::max(t.cpu_limit.value_or(0), *limit);
     }
   }
 
@@ -272,6 +268,7 @@ class TargetsCollector final : public Collector {
   std::unique_ptr<ProcessRegistry> registry_;
   std::vector<std::unique_ptr<Target>> targets_;
   std::vector<pid_t> members_;
+  CgroupQuotaCache quota_cache_;
 };
 
 }  // namespace

@@ -104,6 +104,10 @@ std::optional<double> parse_cfs_quota(std::string_view quota_text, std::string_v
 std::optional<double> cgroup_cpu_quota(const FsRoot& proc, const FsRoot& sys, pid_t pid) {
   std::string text;
   if (proc.read(std::to_string(pid) + "/cgroup", text) != 0) return std::nullopt;
+  return cgroup_text_cpu_quota(text, sys);
+}
+
+std::optional<double> cgroup_text_cpu_quota(std::string_view text, const FsRoot& sys) {
   std::optional<double> best;
   std::string a, b;
   std::string_view rest = text;
@@ -139,13 +143,22 @@ std::optional<double> cgroup_cpu_quota(const FsRoot& proc, const FsRoot& sys, pi
   return best;
 }
 
-std::optional<double> process_cpu_limit(const FsRoot& proc, const FsRoot& sys, pid_t pid) {
+std::optional<double> process_cpu_limit(const FsRoot& proc, const FsRoot& sys, pid_t pid,
+                                        CgroupQuotaCache* cache) {
   std::optional<double> best;
-  std::string status;
-  if (proc.read(std::to_string(pid) + "/status", status) == 0) {
-    if (auto n = status_cpus_allowed(status)) best = static_cast<double>(*n);
+  std::string text;
+  const std::string dir = std::to_string(pid);
+  if (proc.read(dir + "/status", text) == 0) {
+    if (auto n = status_cpus_allowed(text)) best = static_cast<double>(*n);
   }
-  keep_min(best, cgroup_cpu_quota(proc, sys, pid));
+  if (proc.read(dir + "/cgroup", text) != 0) return best;
+  if (!cache) {
+    keep_min(best, cgroup_text_cpu_quota(text, sys));
+    return best;
+  }
+  auto it = cache->find(text);
+  if (it == cache->end()) it = cache->emplace(text, cgroup_text_cpu_quota(text, sys)).first;
+  keep_min(best, it->second);
   return best;
 }
 

@@ -56,6 +56,16 @@ TEST_CASE("a cgroup v2 quota on the process's cgroup or an ancestor limits it") 
   CHECK(process_cpu_limit(proc, sys, 42) == Approx(0.2));  // the smallest on the way up
 
   CHECK_FALSE(process_cpu_limit(proc, sys, 43));  // no such process
+
+  // Members of one cgroup share the quota read for the first of them.
+  write(dir.path / "proc/44/cgroup", "0::/gen.slice/locust\n");
+  write(dir.path / "proc/44/status", "Cpus_allowed_list:\t0-3\n");
+  CgroupQuotaCache cache;
+  CHECK(process_cpu_limit(proc, sys, 42, &cache) == Approx(0.2));
+  write(dir.path / "sys/fs/cgroup/gen.slice/locust/cpu.max", "max 100000\n");
+  CHECK(process_cpu_limit(proc, sys, 44, &cache) == Approx(0.2));
+  CHECK(cache.size() == 1);
+  CHECK(process_cpu_limit(proc, sys, 44) == Approx(0.3));  // read afresh
 }
 
 TEST_CASE("a cgroup v1 CFS quota limits the process; other controllers do not") {
