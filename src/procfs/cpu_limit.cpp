@@ -1,5 +1,7 @@
 #include "procfs/cpu_limit.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <charconv>
 #include <string>
@@ -148,7 +150,12 @@ std::optional<double> process_cpu_limit(const FsRoot& proc, const FsRoot& sys, p
   std::optional<double> best;
   std::string text;
   const std::string dir = std::to_string(pid);
-  if (proc.read(dir + "/status", text) == 0) {
+  // The syscall on the live kernel: /proc/PID/status costs as much as all a member's other
+  // reads, and this runs for every member. A fixture tree or another host's /proc: the file.
+  cpu_set_t set;
+  if (proc.is_live_procfs()) {
+    if (::sched_getaffinity(pid, sizeof set, &set) == 0) best = CPU_COUNT(&set);
+  } else if (proc.read(dir + "/status", text) == 0) {
     if (auto n = status_cpus_allowed(text)) best = static_cast<double>(*n);
   }
   if (proc.read(dir + "/cgroup", text) != 0) return best;
