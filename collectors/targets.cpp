@@ -12,6 +12,7 @@
 #include "process/process_tree.h"
 #include "process/target_group.h"
 #include "process/target_resolver.h"
+#include "procfs/cpu_limit.h"
 
 namespace loadwatch {
 
@@ -39,7 +40,13 @@ struct Target {
   TargetGroup group;
   DescendantCache descendants;
   std::uint64_t partial_reads = 0;
+  // The cores the group may use (affinity, cgroup quota), re-read every kCpuLimitSamples
+  // samples (every sample while unknown): a few files per member, and limits change rarely.
+  std::optional<double> cpu_limit;
+  std::uint32_t cpu_limit_age = 0;
 };
+
+constexpr std::uint32_t kCpuLimitSamples = 15;
 
 class TargetsCollector final : public Collector {
  public:
@@ -109,6 +116,7 @@ class TargetsCollector final : public Collector {
         }
       }
       t.group.update(sample);
+      refresh_cpu_limit(t, state.pids);
       state.up = t.group.totals().up;
       export_target(t, out);
       ctx.targets.push_back(std::move(state));
@@ -123,6 +131,20 @@ class TargetsCollector final : public Collector {
     t->selector_text = tc.match.text();
     t->resolver = make_target_resolver(tc.match);
     return t;
+  }
+
+  /// The largest limit over the live members: the group is only saturated when none of them
+  /// has room left. Members gone since they were listed are skipped.
+  void refresh_cpu_limit(Target& t, const std::vector<pid_t>& live) {
+    if (t.cpu_limit && ++t.cpu_limit_age < kCpuLimitSamples) return;
+    t.cpu_limit_age = 0;
+    t.cpu_limit.reset();
+    quota_cache_.clear();
+    for (pid_t pid : live) {
+      if (auto limit = process_cpu_limit(registry_->proc(), sys_, pid, &quota_cache_)) {
+        t.cpu_limit = std::max(t.cpu_limit.value_or(0), *limit);
+      }
+    }
   }
 
   MemberSample member_sample(const ProcessRecord& rec) const {
@@ -208,6 +230,12 @@ class TargetsCollector final : public Collector {
                   labels(), *g.fd_usage_ratio);
       }
       out.gauge("loadwatch_process_threads", "Threads of the group.", labels(), d(g.threads));
+      if (t.cpu_limit) {
+        out.gauge("loadwatch_process_cpu_limit_cores",
+                  "Cores the group may use: the largest over its members of the smaller of "
+                  "the CPU affinity and the cgroup CPU quota.",
+                  labels(), *t.cpu_limit);
+      }
     }
     const char* ctx_help = "Context switches of the group (exited members included).";
     out.counter("loadwatch_process_context_switches_total", ctx_help,
@@ -240,6 +268,7 @@ class TargetsCollector final : public Collector {
   std::unique_ptr<ProcessRegistry> registry_;
   std::vector<std::unique_ptr<Target>> targets_;
   std::vector<pid_t> members_;
+  CgroupQuotaCache quota_cache_;
 };
 
 }  // namespace

@@ -29,6 +29,7 @@ constexpr KeptFamily kKept[] = {
     {"loadwatch_process_open_fds", ""},
     {"loadwatch_process_max_fds", ""},
     {"loadwatch_process_threads", ""},
+    {"loadwatch_process_cpu_limit_cores", ""},
     {"loadwatch_target_processes", ""},
     {"loadwatch_cpu_seconds_total", "cpu"},
     {"loadwatch_tcp_connections", ""},

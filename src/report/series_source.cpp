@@ -83,6 +83,7 @@ analysis::RunSeries load_run_series(SeriesSource& source, double from, double to
   auto fds = fetch("loadwatch_process_open_fds");
   auto max_fds = fetch("loadwatch_process_max_fds");
   auto procs = fetch("loadwatch_target_processes");
+  auto cpu_limit = fetch("loadwatch_process_cpu_limit_cores");
   for (const std::string& name : label_values(cpu, "target")) {
     analysis::TargetSeries t;
     t.name = name;
@@ -100,6 +101,10 @@ analysis::RunSeries load_run_series(SeriesSource& source, double from, double to
     bool single = !members.empty() &&
                   std::all_of(members.v.begin(), members.v.end(), [](double v) { return v <= 1; });
     if (single) t.busiest_process_cores = analysis::per_second(t.cpu_seconds);
+    // The tightest limit the run saw (a quota, an affinity mask): the target is judged by it.
+    for (double v : first(cpu_limit).v) {
+      if (v > 0 && (!t.cpu_limit_cores || v < *t.cpu_limit_cores)) t.cpu_limit_cores = v;
+    }
     rs.targets.push_back(std::move(t));
   }
 

@@ -25,11 +25,11 @@ SERVICE_MS = 300
 USERS = [1, 2, 3, 4, 6, 8]  # knee at 2 users, or 3 (one step) when the generator is slow
 
 
-def locustfile(path, users, step):
+def locustfile(path, users, step, wait=0):
     with open(path, "w") as f:
         f.write("from locust import HttpUser, LoadTestShape, constant, task\n\n"
                 "class Visitor(HttpUser):\n"
-                "    wait_time = constant(0)\n\n"
+                "    wait_time = constant(%r)\n\n" % wait +
                 "    @task\n"
                 "    def home(self):\n"
                 "        self.client.get('/')\n\n"
@@ -46,7 +46,9 @@ def locustfile(path, users, step):
                 % (users, step, step * len(users) + 4))
 
 
-class CapacityRun(unittest.TestCase):
+class CapacityRunHelpers:
+    """Servers, Locust step runs and reports for capacity tests (mixed into a TestCase)."""
+
     def setUp(self):
         self.assertTrue(shutil.which("locust"), "locust missing: scripts/install-deps test")
         self.dir = tempfile.mkdtemp(prefix="lw-capacity-")
@@ -59,9 +61,9 @@ class CapacityRun(unittest.TestCase):
                 p.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def server(self, k, service_ms, mode="sleep"):
+    def server(self, k, service_ms, mode="sleep", prefix=()):
         port = free_port()
-        p = subprocess.Popen([sys.executable, os.path.join(HERE, "capacity_server.py"), str(port),
+        p = subprocess.Popen(list(prefix) + [sys.executable, os.path.join(HERE, "capacity_server.py"), str(port),
                               str(k), str(service_ms), mode])
         self.children.append(p)
         deadline = time.time() + 10
@@ -73,18 +75,19 @@ class CapacityRun(unittest.TestCase):
                 time.sleep(0.05)
         self.fail("test server did not start")
 
-    def loadwatch_args(self, app_port, locust_port, storage):
+    def loadwatch_args(self, app_port, locust_port, storage, targets=()):
         cfg = os.path.join(self.dir, "lw-%d.yml" % locust_port)
         with open(cfg, "w") as f:
             f.write("sources:\n  - {name: lc, kind: locust, url: 'http://127.0.0.1:%d', "
                     "interval: 500ms, timeout: 1s}\n" % locust_port)
         return ["--config.file=" + cfg, "--target=app=port:%d" % app_port,
-                "--sample.interval=500ms", "--storage.path=" + storage]
+                "--sample.interval=500ms", "--storage.path=" + storage] + list(targets)
 
-    def step_run(self, lw, app_port, locust_port, users, prefix=(), seen=(), step=STEP_SECONDS):
+    def step_run(self, lw, app_port, locust_port, users, prefix=(), seen=(), step=STEP_SECONDS,
+                 wait=0):
         """Runs Locust through `users` (one step each) and returns the finished run."""
         lf = os.path.join(self.dir, "steps-%d.py" % locust_port)
-        locustfile(lf, users, step)
+        locustfile(lf, users, step, wait)
         with open(os.path.join(self.dir, "locust.log"), "a") as log:
             p = subprocess.Popen(list(prefix) + [
                 "locust", "-f", lf, "--host", "http://127.0.0.1:%d" % app_port, "--autostart",
@@ -110,6 +113,8 @@ class CapacityRun(unittest.TestCase):
     def cli(self, *args):
         return subprocess.run([BINARY] + list(args), capture_output=True, text=True, timeout=60)
 
+
+class CapacityRun(CapacityRunHelpers, unittest.TestCase):
     def test_knee_at_capacity_and_compare(self):
         app, server = self.server(K, SERVICE_MS)
         locust_port = free_port()

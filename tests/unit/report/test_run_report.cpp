@@ -28,8 +28,10 @@ struct Recorded {
   Run run;
 };
 
-void record(Recorded& r) {
-  double requests = 0, app_cpu = 0, idle = 0;
+/// With `generator_quota`, the generator (Locust) is a target too, under a 0.2-core cgroup
+/// quota that it fills from the capacity (80 req/s) on: 2.5 ms of CPU a request.
+void record(Recorded& r, bool generator_quota = false) {
+  double requests = 0, app_cpu = 0, gen_cpu = 0, idle = 0;
   r.run.id = "20230101T000000-steps";
   r.run.name = "steps";
   r.run.start = kT0;
@@ -47,6 +49,14 @@ void record(Recorded& r) {
                   app_cpu);
       out.gauge("loadwatch_target_processes", "h", {{"target", "app"}}, 1);
       out.gauge("loadwatch_process_resident_memory_bytes", "h", {{"target", "app"}}, 1e8);
+      out.gauge("loadwatch_process_cpu_limit_cores", "h", {{"target", "app"}}, 2);
+      if (generator_quota) {
+        gen_cpu += std::min(rps * 0.0025, 0.2);
+        out.counter("loadwatch_process_cpu_seconds_total", "h",
+                    {{"target", "generator"}, {"mode", "user"}}, gen_cpu);
+        out.gauge("loadwatch_target_processes", "h", {{"target", "generator"}}, 1);
+        out.gauge("loadwatch_process_cpu_limit_cores", "h", {{"target", "generator"}}, 0.2);
+      }
       out.counter("loadwatch_cpu_seconds_total", "h", {{"cpu", "0"}, {"mode", "idle"}}, idle / 2);
       out.counter("loadwatch_cpu_seconds_total", "h", {{"cpu", "1"}, {"mode", "idle"}}, idle / 2);
       out.counter("loadwatch_generator_requests_total", "h", {{"source", "lc"}}, requests);
@@ -94,6 +104,25 @@ TEST_CASE("a step load recorded in the history gives its knee at the capacity") 
   REQUIRE(rep.phases[0].targets[0].cpu_cores);
   CHECK(*rep.phases[0].targets[0].cpu_cores == Approx(0.04).epsilon(0.05));  // float columns
   CHECK(rep.phases[0].targets[0].busiest_process_core_share);
+}
+
+TEST_CASE("a generator that fills its CPU quota is what saturated, judged by the quota") {
+  Recorded r;
+  record(r, true);
+  report::HistorySeriesSource source(r.history);
+  auto rep = report::report_for_run(r.run, source, *r.run.end + 5);
+  REQUIRE(rep.knee.phase);
+  const auto& at = rep.phases[rep.knee.phase->index];
+  const auto* gen = at.target("generator");
+  REQUIRE(gen);
+  REQUIRE(gen->cpu_limit_cores);
+  CHECK(*gen->cpu_limit_cores == Approx(0.2));
+  // 0.2 cores is a tenth of the host and a fifth of one core: only the quota shows it full.
+  REQUIRE_FALSE(rep.bottleneck.result.findings.empty());
+  CHECK(rep.bottleneck.result.findings[0].check == analysis::Check::generator_cpu);
+  CHECK(rep.bottleneck.result.findings[0].subject == "generator");
+  REQUIRE(at.target("app"));
+  CHECK(at.target("app")->cpu_limit_cores == 2);  // a limit no smaller than the host's
 }
 
 TEST_CASE("sum_aligned adds only the times every part has") {

@@ -1,0 +1,46 @@
+#pragma once
+// The CPUs a process may use: its CPU affinity (Cpus_allowed_list of /proc/PID/status) and
+// the CPU quota of its cgroups (cgroup v2 cpu.max, v1 cpu.cfs_quota_us / cpu.cfs_period_us,
+// on its own cgroup and every ancestor). A process under a quota of half a core is saturated
+// at 0.5 cores, however idle the host.
+
+#include <sys/types.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "procfs/fs_root.h"
+
+namespace loadwatch {
+
+/// CPUs in a cpu list such as "0-3,8,10-11"; nullopt when malformed or empty.
+std::optional<int> count_cpu_list(std::string_view list);
+
+/// The Cpus_allowed_list of /proc/PID/status text, counted; nullopt when absent or malformed.
+std::optional<int> status_cpus_allowed(std::string_view status_text);
+
+/// Cores of a cgroup v2 cpu.max ("QUOTA PERIOD", "max PERIOD" = no quota).
+std::optional<double> parse_cpu_max(std::string_view text);
+
+/// Cores of a v1 quota (cpu.cfs_quota_us, -1 = none) over its period (cpu.cfs_period_us).
+std::optional<double> parse_cfs_quota(std::string_view quota_text, std::string_view period_text);
+
+/// The smallest quota, in cores, of the cgroups a /proc/PID/cgroup text names and their
+/// ancestors, read from the hierarchies below `sys` (fs/cgroup, fs/cgroup/unified for v2;
+/// fs/cgroup/cpu, fs/cgroup/cpu,cpuacct for v1). nullopt when no cgroup has a quota.
+std::optional<double> cgroup_text_cpu_quota(std::string_view cgroup_text, const FsRoot& sys);
+
+/// The same for process `pid` (PID/cgroup below `proc`).
+std::optional<double> cgroup_cpu_quota(const FsRoot& proc, const FsRoot& sys, pid_t pid);
+
+/// Quotas already read, by /proc/PID/cgroup text: the members of a group mostly share one.
+using CgroupQuotaCache = std::map<std::string, std::optional<double>, std::less<>>;
+
+/// The cores `pid` may use: the smaller of its affinity's CPU count and its cgroup quota.
+/// nullopt when neither can be read (the process is gone). `cache` may be null.
+std::optional<double> process_cpu_limit(const FsRoot& proc, const FsRoot& sys, pid_t pid,
+                                        CgroupQuotaCache* cache = nullptr);
+
+}  // namespace loadwatch
