@@ -6,6 +6,7 @@ At most K requests are in service at once; each takes SERVICE_MS, sleeping (so t
 flattens at K / SERVICE_MS per second) or burning CPU (one Python process: the GIL caps it
 at one core, so the CPU saturates first). More requests wait for a slot.
 """
+import collections
 import http.server
 import sys
 import threading
@@ -13,7 +14,36 @@ import time
 
 PORT, K, SERVICE = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]) / 1000.0
 MODE = sys.argv[4] if len(sys.argv) > 4 else "sleep"
-SLOTS = threading.BoundedSemaphore(K)
+
+
+class FifoSlots:
+    """K slots handed out in arrival order. A threading.Semaphore lets a new request barge past
+    the ones waiting, so the wait, and with it the latency quantiles, would vary from run to
+    run; in order, a request waits exactly for the ones ahead of it."""
+
+    def __init__(self, k):
+        self.free = k
+        self.waiting = collections.deque()
+        self.lock = threading.Lock()
+
+    def __enter__(self):
+        with self.lock:
+            if self.free > 0:
+                self.free -= 1
+                return
+            turn = threading.Event()
+            self.waiting.append(turn)
+        turn.wait()
+
+    def __exit__(self, *exc):
+        with self.lock:
+            if self.waiting:
+                self.waiting.popleft().set()  # the slot passes straight to the oldest waiter
+            else:
+                self.free += 1
+
+
+SLOTS = FifoSlots(K)
 
 
 def cpu_for(seconds):
