@@ -11,6 +11,8 @@
 # Env: LOADWATCH_SOURCE_DIR, LOADWATCH_BUILD_DIR (set by ctest), FUZZ_SECONDS (default 10),
 # FUZZ_ONLY (a harness name, to run one), CXX_FUZZ (default clang++), FUZZ_REPLAY=1 (run each
 # seed input once instead of fuzzing: the sanitizer pass, test_sanitizers.sh).
+# Builds and fuzzing run at nice 10: fuzzing is bounded in time, not in work, so in the suite it
+# yields the CPU to the tests beside it that measure throughput and latency.
 set -euo pipefail
 
 src=${LOADWATCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -58,7 +60,7 @@ for harness in "${harnesses[@]}"; do
   if [ $stale = 1 ]; then
     echo "test_fuzz: building $name"
     # shellcheck disable=SC2086 # $libs is a list of flags
-    if ! "$cxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined \
+    if ! nice -n 10 "$cxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined \
         -fno-sanitize-recover=undefined -I"$src/src" -I"$src" "${files[@]}" $libs -o "$bin.tmp" \
         >"$build/$name.build.log" 2>&1; then
       echo "test_fuzz: FAILED to build $name:" >&2
@@ -95,7 +97,7 @@ for harness in "${harnesses[@]}"; do
   corpora=("$scratch")
   [ -d "$seeds" ] && corpora+=("$seeds")
   echo "test_fuzz: running $name for ${secs}s"
-  if ! timeout $((secs + 120)) "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+  if ! timeout $((secs + 120)) nice -n 10 "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
       -print_final_stats=1 -artifact_prefix="$build/$name.artifacts/" "${corpora[@]}" \
       >"$build/$name.log" 2>&1; then
     echo "test_fuzz: $name FAILED (crash inputs in $build/$name.artifacts/):" >&2
