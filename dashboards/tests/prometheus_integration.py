@@ -73,8 +73,10 @@ from lwtest import free_port  # noqa: E402
 DEADLINE_S = 130  # whole run, hard bound
 JOB = "loadwatch"
 RUN_NAME = "mixin-report"
-# (name, users, seconds): the run's phases; name None takes the default, users=N.
-RUN_PHASES = [("step 1", 4, 8.0), (None, 8, 8.0), ("cool-down", None, 6.0)]
+# (name, users, seconds): the run's phases; name None takes the default, users=N. Each spans
+# enough 1 s scrapes that a rate over its stable window is not one scrape's worth off (a 6 s
+# phase, a stable window of 3 scrapes, once gave twice loadwatch's rate).
+RUN_PHASES = [("step 1", 4, 10.0), (None, 8, 10.0), ("cool-down", None, 10.0)]
 
 
 # ---- helper processes (run as: prometheus_integration.py --helper MODE MARKER [PORT]) ---------
