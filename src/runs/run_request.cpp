@@ -38,6 +38,7 @@ void check_fields(const nlohmann::json& j, std::initializer_list<const char*> kn
   for (const auto& [key, value] : j.items()) {
     bool ok = false;
     for (const char* k : known) ok = ok || key == k;
+    if (!ok && key.empty()) throw RunRequestError("body", "a field with an empty name");
     if (!ok) throw RunRequestError(key, "unknown field");
   }
 }

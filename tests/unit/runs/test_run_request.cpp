@@ -77,6 +77,9 @@ TEST_CASE("invalid UTF-8 and deep or huge bodies are refused") {
   // A number past a double is nlohmann's out_of_range, not a parse_error: still the body.
   CHECK(start_field(R"({"name": "x", "n": 1e999})") == "body");
   CHECK(phase_field(R"({"users": 1796141622e609})") == "body");
+  // An unknown field with an empty name: the refusal still names where to look.
+  CHECK(start_field(R"({"name": "x", "": 100})") == "body");
+  CHECK(phase_field(R"({"users": 5, "": 1})") == "body");
 }
 
 TEST_CASE("a phase body takes a name, users, or both") {
