@@ -64,8 +64,11 @@ failed=0
 if ! ctest --test-dir "$build" -R "$regex" -j"$jobs" --timeout 600 --output-on-failure \
     >"$build.ctest.log" 2>&1; then
   echo "test_sanitizers: sanitized tests FAILED:" >&2
-  grep -E "Failed|\*\*\*|ERROR: AddressSanitizer|runtime error|LeakSanitizer" \
-    "$build.ctest.log" | head -40 >&2
+  grep -E "Failed|\*\*\*" "$build.ctest.log" | head -20 >&2
+  # Each failed assertion (Catch2 prints "file:line: FAILED:", the expression and its
+  # expansion) and each sanitizer report with its first frames, so the log shows the cause.
+  grep -E -A8 "FAILED:|ERROR: AddressSanitizer|runtime error|LeakSanitizer" \
+    "$build.ctest.log" | head -120 >&2
   echo "(whole log: $build.ctest.log)" >&2
   failed=1
 fi
