@@ -1,5 +1,6 @@
 #include "analysis/compare.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -223,7 +224,21 @@ Comparison compare_reports(const CapacityReport& base, const CapacityReport& cur
     }
     return std::nullopt;
   };
+  auto idle = [](const PhaseStats& p) { return p.users && *p.users == 0; };
+  auto note_idle = [&](const std::string& name) {
+    if (std::find(c.idle_phases.begin(), c.idle_phases.end(), name) == c.idle_phases.end())
+      c.idle_phases.push_back(name);
+  };
+  for (std::size_t i = 0; i < current.phases.size(); ++i) {
+    if (idle(current.phases[i])) used[i] = true;
+  }
+  bool judged_any = false;
   for (const PhaseStats& b : base.phases) {
+    if (idle(b)) {
+      note_idle(b.name);
+      continue;
+    }
+    judged_any = true;
     PhaseComparison pc;
     pc.base_phase = b.name;
     pc.users = b.users;
@@ -244,7 +259,11 @@ Comparison compare_reports(const CapacityReport& base, const CapacityReport& cur
     c.phases.push_back(std::move(pc));
   }
   for (std::size_t i = 0; i < current.phases.size(); ++i) {
-    if (!used[i]) c.unmatched_current.push_back(current.phases[i].name);
+    if (idle(current.phases[i])) note_idle(current.phases[i].name);
+    else if (!used[i]) c.unmatched_current.push_back(current.phases[i].name);
+  }
+  if (!base.phases.empty() && !judged_any) {
+    c.problems.push_back("every baseline phase is at 0 users");
   }
   return c;
 }

@@ -61,6 +61,9 @@ struct PhaseComparison {
 struct Comparison {
   std::vector<PhaseComparison> phases;
   std::vector<std::string> unmatched_current;  // phases only the current run has (not judged)
+  // Phases at 0 users in either run (a generator's drain or an idle step): they carry only the
+  // requests cut off as users stopped, so they are listed and never judged.
+  std::vector<std::string> idle_phases;
   std::vector<std::string> problems;           // why the input is bad, if it is
 
   bool regressed() const;
@@ -70,7 +73,8 @@ struct Comparison {
   int exit_code() const;
 };
 
-/// Phases are matched by user count, else by name; each current phase is used once.
+/// Phases are matched by user count, else by name; each current phase is used once. Phases at
+/// 0 users are left out of the matching and the verdict (idle_phases).
 Comparison compare_reports(const CapacityReport& base, const CapacityReport& current,
                            const std::vector<Rule>& rules);
 

@@ -45,6 +45,7 @@ std::string render_comparison_json(const Comparison& c, const std::string& base_
             {"current", current_label},
             {"phases", std::move(phases)},
             {"unmatched_current_phases", c.unmatched_current},
+            {"idle_phases", c.idle_phases},
             {"problems", c.problems},
             {"regressed", c.regressed()},
             {"exit_code", c.exit_code()}};

@@ -192,6 +192,12 @@ class CapacityRun(CapacityRunHelpers, unittest.TestCase):
                 p = self.cli("compare", "--url", lw.url, base, run2["id"])
                 print(p.stdout, file=sys.stderr)
                 self.assertEqual(p.returncode, want, p.stdout + p.stderr)
+                # Locust's drain at 0 users is listed, never judged.
+                j = json.loads(self.cli("compare", "--url", lw.url, base, run2["id"],
+                                        "--format", "json").stdout)
+                print("idle phases:", j["idle_phases"], file=sys.stderr)
+                self.assertEqual([ph.get("users") for ph in j["phases"]], short, j)
+                self.assertNotIn("users=0", j["unmatched_current_phases"])
 
 
 if __name__ == "__main__":

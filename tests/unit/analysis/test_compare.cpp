@@ -147,6 +147,30 @@ TEST_CASE("repeated user counts (ramp up and down) pair in order") {
   CHECK(c.exit_code() == 0);
 }
 
+TEST_CASE("phases at 0 users (a generator's drain) are listed and never judged") {
+  // The drain holds only cut-off requests: its p95 and rate say nothing about the build.
+  CapacityReport base = report({phase("users=4", 4, 100, 0.1, 0), phase("users=0", 0, 3, 0.1, 0)});
+  CapacityReport cur = report({phase("users=4", 4, 100, 0.1, 0), phase("users=0", 0, 1, 9.0, 0.5)});
+  Comparison c = compare_reports(base, cur, default_rules());
+  REQUIRE(c.phases.size() == 1);
+  CHECK(c.phases[0].base_phase == "users=4");
+  CHECK(c.idle_phases == std::vector<std::string>{"users=0"});
+  CHECK(c.unmatched_current.empty());
+  CHECK(c.exit_code() == 0);
+
+  // The same run without its drain, against a baseline with one: still a full comparison.
+  CHECK(compare_reports(base, report({phase("users=4", 4, 100, 0.1, 0)}), default_rules())
+            .exit_code() == 0);
+  // A current run that has only the drain where the baseline had load: incomplete.
+  CHECK(compare_reports(base, report({phase("users=0", 0, 1, 0.1, 0)}), default_rules())
+            .exit_code() == 2);
+  // A baseline with nothing but idle phases gates nothing: bad input, not a pass.
+  Comparison idle_only = compare_reports(report({phase("users=0", 0, 3, 0.1, 0)}), cur,
+                                         default_rules());
+  CHECK(idle_only.phases.empty());
+  CHECK(idle_only.exit_code() == 2);
+}
+
 TEST_CASE("a missing phase or figure makes the comparison incomplete: exit 2") {
   CapacityReport base = report({phase("50", 50, 100, 0.1, 0), phase("100", 100, 150, 0.2, 0)});
   CapacityReport cur = report({phase("50", 50, 100, 0.1, 0)});
