@@ -41,7 +41,8 @@ Document comparison_document(const Comparison& c, const std::string& base_label,
     s.notes.push_back("- Phase " + name + " of the current run has no baseline phase (not judged).");
   }
   for (const std::string& name : c.idle_phases) {
-    s.notes.push_back("- Phase " + name + " runs at 0 users (a drain or an idle step): not judged.");
+    s.notes.push_back("- Phase " + name +
+                      " runs at 0 users (a drain or an idle step): not judged.");
   }
   for (const std::string& problem : c.problems) s.notes.push_back("- Bad input: " + problem + ".");
   doc.sections.push_back(std::move(s));
