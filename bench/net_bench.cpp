@@ -12,6 +12,12 @@
 //   net_bench dump MASK FAMILY K [PORT... | --sport LO-HI]
 //       Kernel + parse cost of one sock_diag dump (see dump_cost()).
 //
+//   net_bench owners FDS K
+//       CPU per sample of the socket owner cache for this process holding FDS fds (a few
+//       loopback TCP pairs, the rest /dev/null), unchanged between samples, in three ways:
+//       the kernel's fd count (Linux >= 6.2), none (older kernels, as before), and none but
+//       the targets collector's count of the sample (older kernels, now). One JSON line.
+//
 //   net_bench capture DIR PORT...
 //       Records, in one moment, the raw netlink sock_diag replies of an all-states TCP dump
 //       filtered (INET_DIAG_REQ_BYTECODE) to sockets with a local or remote port among PORTs:
@@ -21,8 +27,14 @@
 //       until all readers report the same sockets, so the fixtures agree with each other.
 //       Used by tests/fixtures/net/capture-net.py.
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -38,6 +50,7 @@
 #include "bench/cpu_clock.h"
 #include "collector.h"
 #include "collectors/tcp.h"
+#include "process/socket_owners.h"
 #include "procfs/proc_net_tcp.h"
 #include "procfs/sock_diag.h"
 
@@ -297,11 +310,100 @@ int dump_cost(int argc, char** argv) {
 
 }  // namespace
 
+/// `net_bench owners FDS K`: see the header.
+int owners_cost(int argc, char** argv) {
+  if (argc < 4) return 2;
+  int fds = std::max(16, std::min(200000, std::atoi(argv[2])));
+  const int samples = std::max(1, std::min(10000, std::atoi(argv[3])));
+  rlimit rl{};
+  ::getrlimit(RLIMIT_NOFILE, &rl);
+  // Room above FDS for the listings' own directory fds.
+  fds = static_cast<int>(std::min<rlim_t>(static_cast<rlim_t>(fds), rl.rlim_max - 64));
+  rl.rlim_cur = std::min<rlim_t>(rl.rlim_max, static_cast<rlim_t>(fds) + 64);
+  ::setrlimit(RLIMIT_NOFILE, &rl);
+  // 8 loopback TCP pairs and a listener: the sockets the dump holds.
+  std::vector<int> held;
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::listen(listener, 16) != 0 ||
+      ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    std::cerr << "net_bench: no loopback listener\n";
+    return 1;
+  }
+  held.push_back(listener);
+  for (int i = 0; i < 8; ++i) {
+    int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c < 0 || ::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return 1;
+    held.push_back(c);
+    held.push_back(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
+  }
+  std::vector<std::uint64_t> alive;
+  for (int fd : held) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0) alive.push_back(st.st_ino);
+  }
+  std::sort(alive.begin(), alive.end());
+  while (static_cast<int>(held.size()) < fds) {
+    int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) break;
+    held.push_back(fd);
+  }
+  auto count_fds = [] {  // as the targets collector counts: a listing (its own fd left out)
+    long long n = 0;
+    DIR* d = ::opendir("/proc/self/fd");
+    if (!d) return -1LL;
+    while (const dirent* e = ::readdir(d)) {
+      n += e->d_name[0] != '.' && std::atoi(e->d_name) != ::dirfd(d);
+    }
+    ::closedir(d);
+    return n;
+  };
+  FsRoot proc("/proc");
+  const pid_t self = ::getpid();
+  auto run = [&](bool fd_dir_size, bool with_count) {
+    SocketOwners owners(FdBudget::shared(), fd_dir_size);
+    std::vector<double> cpu;
+    std::uint64_t listings = 0;
+    for (int i = 0; i <= samples + 1; ++i) {  // two warm-ups: the cache, then its own dir fd
+      std::vector<std::pair<pid_t, long long>> counts;
+      if (with_count) counts.emplace_back(self, count_fds());
+      const auto before = owners.stats().listings;
+      const double c0 = thread_cpu_ms();
+      owners.update(proc, {self}, alive, counts);
+      const double c1 = thread_cpu_ms();
+      if (i > 1) {
+        cpu.push_back(c1 - c0);
+        listings += owners.stats().listings - before;
+      }
+    }
+    std::sort(cpu.begin(), cpu.end());
+    return std::make_pair(cpu[cpu.size() / 2], listings);
+  };
+  auto [kernel, kernel_lists] = run(true, false);
+  auto [old_way, old_lists] = run(false, false);
+  auto [counted, counted_lists] = run(false, true);
+  std::printf(
+      "{\"fds\":%zu,\"samples\":%d,\"cpu_ms_median_kernel_count\":%.3f,"
+      "\"cpu_ms_median_no_count\":%.3f,\"cpu_ms_median_targets_count\":%.3f,"
+      "\"listings_kernel_count\":%llu,\"listings_no_count\":%llu,"
+      "\"listings_targets_count\":%llu}\n",
+      held.size(), samples, kernel, old_way, counted,
+      static_cast<unsigned long long>(kernel_lists), static_cast<unsigned long long>(old_lists),
+      static_cast<unsigned long long>(counted_lists));
+  for (int fd : held) ::close(fd);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   try {
     if (mode == "sample") return sample(argc, argv);
     if (mode == "dump") return dump_cost(argc, argv);
+    if (mode == "owners") return owners_cost(argc, argv);
     if (mode == "capture" && argc >= 4) {
       std::vector<std::uint16_t> ports;
       for (int i = 3; i < argc; ++i)
@@ -314,6 +416,6 @@ int main(int argc, char** argv) {
   }
   std::cerr << "usage: net_bench sample [--ports P,..] [--samples K] [--force-procfs] "
                "[--collector NAME] [--target NAME=PID] [--walk-budget MS]\n       net_bench "
-               "capture DIR PORT...\n";
+               "capture DIR PORT...\n       net_bench owners FDS K\n";
   return 2;
 }

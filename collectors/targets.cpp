@@ -95,7 +95,7 @@ class TargetsCollector final : public Collector {
       t.partial_reads += rctx.denied;
 
       GroupSample sample;
-      TargetState state{t.config.name, t.selector_text, false, {}, {}};
+      TargetState state{t.config.name, t.selector_text, false, {}, {}, {}};
       for (pid_t pid : members_) {
         ProcessRecord* rec = reg.member(pid);
         if (!rec) continue;  // gone since it was resolved: a normal race
@@ -113,6 +113,8 @@ class TargetsCollector final : public Collector {
         } else {
           sample.live.push_back(m);
           state.pids.push_back(pid);
+          state.fd_counts.push_back(rec->open_fds_known ? static_cast<long long>(rec->open_fds)
+                                                        : -1);
         }
       }
       t.group.update(sample);

@@ -23,6 +23,9 @@ struct TargetState {
   bool up = false;
   std::vector<pid_t> pids;                  // sorted
   std::vector<std::uint16_t> listen_ports;  // TCP ports the group listens on (network fills)
+  // Open fds of each of `pids` as the targets collector counted them this sample, -1 where
+  // unknown; the tcp collector's socket owners use them where the kernel gives no count.
+  std::vector<long long> fd_counts;
 };
 
 /// A pull source's state as the sources collector read it this sample (landing page, API).

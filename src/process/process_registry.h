@@ -36,6 +36,7 @@ struct ProcessRecord {
   PidStatus status;
   std::optional<PidIo> io;
   std::uint64_t open_fds = 0;
+  bool open_fds_known = false;  // open_fds was counted this sample (else 0 stands in)
   std::optional<OpenFilesLimit> fd_limit;
   std::uint32_t fd_limit_gen = 0;  // sample the limit was read in
   bool partial = false;            // an EACCES in this sample's member read

@@ -105,13 +105,17 @@ bool SocketOwners::list_fds(const FsRoot& proc, pid_t pid, Proc& p, std::vector<
   return ok;
 }
 
-bool SocketOwners::refresh(const FsRoot& proc, pid_t pid, Proc& p, bool new_sockets) {
+bool SocketOwners::refresh(const FsRoot& proc, pid_t pid, Proc& p, const Pass& pass) {
   // 1. fd count, O(1).
   struct stat st {};
   int rc = p.dirfd >= 0 ? ::fstat(p.dirfd, &st) : ::stat(fd_dir(proc, pid).c_str(), &st);
   if (rc != 0) return false;  // vanished (ENOENT/ESRCH) or not ours to read (EACCES)
   // st_size is the open-fd count since Linux 6.2 (proc_fd_getattr()); 0 before: unknown.
-  const long long count = st.st_size > 0 ? static_cast<long long>(st.st_size) : -1;
+  // Then a count taken earlier in this sample stands in for the first pass. It predates the
+  // dump, so a socket opened since is missing from it: the second pass lists (update()).
+  long long count = fd_dir_size_ && st.st_size > 0 ? static_cast<long long>(st.st_size) : -1;
+  if (!pass.second) p.count_earlier = count < 0 && pass.counted >= 0;
+  if (count < 0 && !pass.second) count = pass.counted;
 
   // 2. Promote sockets that appeared in the dump (socket() then, connect()/listen() now).
   for (auto& e : p.fds) {
@@ -126,11 +130,11 @@ bool SocketOwners::refresh(const FsRoot& proc, pid_t pid, Proc& p, bool new_sock
   std::size_t w = 0;
   for (std::size_t i = 0; i < p.fds.size(); ++i) {
     FdEntry e = p.fds[i];
-    const bool suspect =
-        (e.kind == Kind::Tcp && !is_alive(e.inode)) || (new_sockets && e.kind == Kind::File);
+    const bool suspect = (e.kind == Kind::Tcp && !is_alive(e.inode)) ||
+                         (pass.reread_files && e.kind == Kind::File);
     suspects += suspect;
-    // The second pass of a sample (new_sockets) leaves the slice to the first: it was just read.
-    if (suspect || (!new_sockets && i % kVerifySlices == slice)) {
+    // The second pass of a sample leaves the slice to the first: it was just read.
+    if (suspect || (!pass.second && i % kVerifySlices == slice)) {
       int err = read_link(proc, pid, p, e.fd, e);
       if (err != 0) {
         if (vanished(err) && p.dirfd >= 0 && ::fstat(p.dirfd, &st) != 0) return false;
@@ -168,7 +172,8 @@ bool SocketOwners::refresh(const FsRoot& proc, pid_t pid, Proc& p, bool new_sock
 }
 
 void SocketOwners::update(const FsRoot& proc, const std::vector<pid_t>& pids,
-                          const std::vector<std::uint64_t>& alive) {
+                          const std::vector<std::uint64_t>& alive,
+                          const std::vector<std::pair<pid_t, long long>>& fd_counts) {
   ++sample_;
   prev_alive_.swap(alive_);
   alive_ = alive;
@@ -204,7 +209,10 @@ void SocketOwners::update(const FsRoot& proc, const std::vector<pid_t>& pids,
         budget_.give();
       }
     }
-    if (!refresh(proc, pid, p, false)) {
+    Pass first;
+    auto known = std::lower_bound(fd_counts.begin(), fd_counts.end(), std::make_pair(pid, -1LL));
+    if (known != fd_counts.end() && known->first == pid) first.counted = known->second;
+    if (!refresh(proc, pid, p, first)) {
       close_dirfd(p);
       procs_.erase(it);
       continue;
@@ -215,14 +223,18 @@ void SocketOwners::update(const FsRoot& proc, const std::vector<pid_t>& pids,
   }
   // Second pass, only when some new socket is still unclaimed: re-read the plain-file fds of
   // processes with few of them (a file closed and a socket opened at the same number keeps
-  // the count). Processes with many files are left to the rolling check.
+  // the count). Processes with many files are left to the rolling check. A process whose
+  // count was taken before the dump is listed: the new socket may be one it opened since.
   if (std::find(claimed.begin(), claimed.end(), false) != claimed.end()) {
     for (pid_t pid : kept_pids) {
       Proc& p = procs_[pid];
       std::size_t files = 0;
       for (const auto& e : p.fds) files += e.kind == Kind::File;
-      if (files == 0 || files > 256) continue;
-      if (!refresh(proc, pid, p, true)) p.fds.clear();
+      Pass second;
+      second.second = true;
+      second.reread_files = files > 0 && files <= 256;
+      if (!second.reread_files && !p.count_earlier) continue;
+      if (!refresh(proc, pid, p, second)) p.fds.clear();
     }
   }
   for (auto it = procs_.begin(); it != procs_.end();) {

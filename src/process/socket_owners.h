@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "process/fd_budget.h"
@@ -25,7 +26,10 @@ class SocketOwners {
   static constexpr std::size_t kMaxDirFds = 256;
   static constexpr unsigned kVerifySlices = 32;
 
-  explicit SocketOwners(FdBudget& budget = FdBudget::shared()) : budget_(budget) {}
+  /// `fd_dir_size`: trust the size of /proc/PID/fd as the fd count where it is not 0 (Linux >=
+  /// 6.2). false behaves as on older kernels, for tests.
+  explicit SocketOwners(FdBudget& budget = FdBudget::shared(), bool fd_dir_size = true)
+      : budget_(budget), fd_dir_size_(fd_dir_size) {}
   ~SocketOwners();
   SocketOwners(const SocketOwners&) = delete;
   SocketOwners& operator=(const SocketOwners&) = delete;
@@ -33,8 +37,12 @@ class SocketOwners {
   /// One sample. `pids`: every process whose sockets are wanted (any order, duplicates ok).
   /// `alive`: sorted, unique inodes of the TCP sockets in this sample's dump (non-zero).
   /// Processes not in `pids` are forgotten. A process that vanished mid-read is skipped.
+  /// `fd_counts`: (pid, open fds) sorted by pid, counted earlier in this sample (the targets
+  /// collector lists fd directories where the kernel gives no size). Where the kernel gives
+  /// no count, such a count spares the listing when it matches the cache.
   void update(const FsRoot& proc, const std::vector<pid_t>& pids,
-              const std::vector<std::uint64_t>& alive);
+              const std::vector<std::uint64_t>& alive,
+              const std::vector<std::pair<pid_t, long long>>& fd_counts = {});
 
   /// Appends the inodes of the TCP sockets (members of `alive`) that `pid`'s fds hold, as of
   /// the last update(); nothing for an unknown or vanished pid.
@@ -61,9 +69,15 @@ class SocketOwners {
     long long count = -1;      // fd count at the last read, -1 unknown
     std::vector<FdEntry> fds;  // sorted by fd
     bool seen = false;
+    bool count_earlier = false;  // this sample's count came from fd_counts, not the kernel
+  };
+  struct Pass {
+    bool second = false;        // the sample's second pass: the rolling slice was read
+    bool reread_files = false;  // re-read plain-file fds (a new socket nobody claims)
+    long long counted = -1;     // the fd count from update()'s fd_counts, -1 none
   };
 
-  bool refresh(const FsRoot& proc, pid_t pid, Proc& p, bool new_sockets);
+  bool refresh(const FsRoot& proc, pid_t pid, Proc& p, const Pass& pass);
   int read_link(const FsRoot& proc, pid_t pid, const Proc& p, int fd, FdEntry& e);
   bool list_fds(const FsRoot& proc, pid_t pid, Proc& p, std::vector<int>& out);
   bool is_alive(std::uint64_t inode) const;
@@ -74,6 +88,7 @@ class SocketOwners {
   std::vector<std::uint64_t> prev_alive_;
   FdBudget& budget_;
   std::size_t open_dirfds_ = 0;
+  bool fd_dir_size_ = true;
   unsigned sample_ = 0;
   Stats stats_;
 };

@@ -618,6 +618,52 @@ TEST_CASE("socket owner cache: a new socket nobody holds re-reads the plain file
   CHECK(got == alive);
 }
 
+TEST_CASE("socket owner cache where the kernel gives no fd count (Linux < 6.2)",
+          "[tcp][real][owners]") {
+  // The targets collector's count of this sample spares the listing while it matches the
+  // cache; a socket opened after that count was taken is still found, by the second pass.
+  std::uint16_t port = 0;
+  Fd l = listen_on(AF_INET, "127.0.0.1", 64, port);
+  std::vector<Fd> socks;
+  add_pairs(socks, l, port, 20);
+  FsRoot proc("/proc");
+  SocketOwners owners(FdBudget::shared(), /*fd_dir_size=*/false);
+  const pid_t self = ::getpid();
+  auto count_fds = [] {  // as the targets collector counts: a listing (its own fd left out)
+    long long n = 0;
+    DIR* d = ::opendir("/proc/self/fd");
+    REQUIRE(d != nullptr);
+    while (const dirent* e = ::readdir(d)) {
+      n += e->d_name[0] != '.' && std::atoi(e->d_name) != ::dirfd(d);
+    }
+    ::closedir(d);
+    return n;
+  };
+  auto update = [&](std::vector<std::pair<pid_t, long long>> counts) {
+    const auto alive = inodes_of(socks, l);
+    owners.update(proc, {self}, alive, counts);
+    std::vector<std::uint64_t> got;
+    owners.tcp_inodes(self, got);
+    std::sort(got.begin(), got.end());
+    CHECK(got == alive);
+  };
+  update({{self, count_fds()}});  // first sample: lists
+  update({{self, count_fds()}});  // the cache holds the directory fd opened by the first
+
+  auto listings = owners.stats().listings;
+  update({{self, count_fds()}});
+  CHECK(owners.stats().listings == listings);  // the count matches: no listing
+  update({});
+  CHECK(owners.stats().listings == listings + 1);  // no count at all: lists, as before
+
+  // New sockets opened after the count was taken, but before the dump.
+  const long long before = count_fds();
+  add_pairs(socks, l, port, 2);
+  listings = owners.stats().listings;
+  update({{self, before}});  // the count matches the cache, the dump has strangers
+  CHECK(owners.stats().listings == listings + 1);
+}
+
 TEST_CASE("IPv6 ::1 sockets are counted", "[tcp][real]") {
   std::uint16_t port = 0;
   Fd l = listen_on(AF_INET6, "::1", 64, port);
