@@ -113,8 +113,7 @@ class TargetsCollector final : public Collector {
         } else {
           sample.live.push_back(m);
           state.pids.push_back(pid);
-          state.fd_counts.push_back(rec->open_fds_known ? static_cast<long long>(rec->open_fds)
-                                                        : -1);
+          state.fd_counts.push_back(rec->open_fds ? static_cast<long long>(*rec->open_fds) : -1);
         }
       }
       t.group.update(sample);
@@ -171,7 +170,7 @@ class TargetsCollector final : public Collector {
         static_cast<std::uint64_t>(registry_->page_size()));
     m.vsize_bytes = rec.stat.vsize;
     m.swap_bytes = rec.status.vm_swap_bytes.value_or(0);
-    m.open_fds = rec.open_fds;
+    m.open_fds = rec.open_fds.value_or(0);
     if (rec.fd_limit && rec.fd_limit->soft != OpenFilesLimit::kUnlimited) {
       m.fd_limit = rec.fd_limit->soft;
     }

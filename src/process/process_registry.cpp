@@ -158,8 +158,11 @@ void ProcessRegistry::read_member_fields(ProcessRecord& rec) {
     rec.io.reset();
   }
   std::uint64_t fds = 0;
-  rec.open_fds_known = note(rec.handle.open_fd_count(procfs_, fds));
-  rec.open_fds = rec.open_fds_known ? fds : 0;
+  if (note(rec.handle.open_fd_count(procfs_, fds))) {
+    rec.open_fds = fds;
+  } else {
+    rec.open_fds.reset();
+  }
 
   if (rec.fd_limit_gen == 0 || gen_ - rec.fd_limit_gen >= kLimitRefreshSamples) {
     rec.fd_limit_gen = gen_;

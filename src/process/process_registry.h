@@ -35,8 +35,7 @@ struct ProcessRecord {
   // Member fields: read only for processes that belong to a target.
   PidStatus status;
   std::optional<PidIo> io;
-  std::uint64_t open_fds = 0;
-  bool open_fds_known = false;  // open_fds was counted this sample (else 0 stands in)
+  std::optional<std::uint64_t> open_fds;  // empty when this sample could not count them
   std::optional<OpenFilesLimit> fd_limit;
   std::uint32_t fd_limit_gen = 0;  // sample the limit was read in
   bool partial = false;            // an EACCES in this sample's member read

@@ -115,7 +115,7 @@ bool SocketOwners::refresh(const FsRoot& proc, pid_t pid, Proc& p, const Pass& p
   // dump, so a socket opened since is missing from it: the second pass lists (update()).
   long long count = fd_dir_size_ && st.st_size > 0 ? static_cast<long long>(st.st_size) : -1;
   if (!pass.second) p.count_earlier = count < 0 && pass.counted >= 0;
-  if (count < 0 && !pass.second) count = pass.counted;
+  if (count < 0) count = pass.counted;  // the second pass has none
 
   // 2. Promote sockets that appeared in the dump (socket() then, connect()/listen() now).
   for (auto& e : p.fds) {
@@ -167,7 +167,6 @@ bool SocketOwners::refresh(const FsRoot& proc, pid_t pid, Proc& p, const Pass& p
     p.fds.swap(merged);
   }
   if (!listed_dir && suspects == 0) ++stats_.skipped;
-  p.count = count;
   return true;
 }
 

@@ -66,7 +66,6 @@ class SocketOwners {
   };
   struct Proc {
     int dirfd = -1;            // open /proc/PID/fd, or -1 (over the cap: paths are used instead)
-    long long count = -1;      // fd count at the last read, -1 unknown
     std::vector<FdEntry> fds;  // sorted by fd
     bool seen = false;
     bool count_earlier = false;  // this sample's count came from fd_counts, not the kernel
