@@ -181,6 +181,18 @@ std::vector<std::uint64_t> inodes_of(const std::vector<Fd>& socks, const Fd& lis
   return v;
 }
 
+/// One sample of `owners` over this process with `alive` standing for the dump: it must find
+/// exactly those sockets (this process holds them all).
+void expect_owns_all(SocketOwners& owners, const FsRoot& proc,
+                     const std::vector<std::uint64_t>& alive,
+                     const std::vector<std::pair<pid_t, long long>>& fd_counts = {}) {
+  owners.update(proc, {::getpid()}, alive, fd_counts);
+  std::vector<std::uint64_t> got;
+  owners.tcp_inodes(::getpid(), got);
+  std::sort(got.begin(), got.end());
+  CHECK(got == alive);
+}
+
 /// `n` connections closed client first: the client ends go to TIME_WAIT.
 void make_time_wait(int family, const char* addr, const Fd& listener, std::uint16_t port, int n) {
   for (int i = 0; i < n; ++i) {
@@ -538,18 +550,10 @@ TEST_CASE("socket owner cache: skips unchanged processes, follows churn exactly"
   Fd l = listen_on(AF_INET, "127.0.0.1", 64, port);
   std::vector<Fd> socks;
   add_pairs(socks, l, port, 40);
-  auto truth = [&]() { return inodes_of(socks, l); };
   FsRoot proc("/proc");
   SocketOwners owners;
-  auto check = [&]() {
-    // `alive`: exactly our sockets stand for the dump (the cache only tests membership).
-    const auto alive = truth();
-    owners.update(proc, {::getpid()}, alive);
-    std::vector<std::uint64_t> got;
-    owners.tcp_inodes(::getpid(), got);
-    std::sort(got.begin(), got.end());
-    CHECK(got == alive);
-  };
+  // Exactly our sockets stand for the dump (the cache only tests membership).
+  auto check = [&]() { expect_owns_all(owners, proc, inodes_of(socks, l)); };
   check();
   const auto listings = owners.stats().listings;
   const auto skipped = owners.stats().skipped;
@@ -615,7 +619,7 @@ TEST_CASE("socket owner cache: a new socket nobody holds re-reads the plain file
   std::vector<std::uint64_t> got;
   owners.tcp_inodes(::getpid(), got);
   std::sort(got.begin(), got.end());
-  CHECK(got == alive);
+  CHECK(got == alive);  // the stranger is nobody's
 }
 
 TEST_CASE("socket owner cache where the kernel gives no fd count (Linux < 6.2)",
@@ -639,13 +643,8 @@ TEST_CASE("socket owner cache where the kernel gives no fd count (Linux < 6.2)",
     ::closedir(d);
     return n;
   };
-  auto update = [&](std::vector<std::pair<pid_t, long long>> counts) {
-    const auto alive = inodes_of(socks, l);
-    owners.update(proc, {self}, alive, counts);
-    std::vector<std::uint64_t> got;
-    owners.tcp_inodes(self, got);
-    std::sort(got.begin(), got.end());
-    CHECK(got == alive);
+  auto update = [&](const std::vector<std::pair<pid_t, long long>>& counts) {
+    expect_owns_all(owners, proc, inodes_of(socks, l), counts);
   };
   update({{self, count_fds()}});  // first sample: lists
   update({{self, count_fds()}});  // the cache holds the directory fd opened by the first
