@@ -1,8 +1,9 @@
 """What saturated first, with real peers: a CPU-bound target and a CPU-starved generator.
 
 Each process that must saturate runs in a cgroup with a small CPU quota (cgroup v2 cpu.max,
-or v1 cpu.cfs_quota_us), so it saturates by construction, however busy the host: a process
-needing a tenth of a core gets it on a loaded 2-core machine, a whole core may not. loadwatch
+or v1 cpu.cfs_quota_us), so it saturates by construction on a busy host: a process needing a
+twentieth of a core gets it on a loaded 2-core machine, a whole core may not (a tenth once got
+only 82 % of its quota beside the other tests of the suite). loadwatch
 reads the quota (loadwatch_process_cpu_limit_cores) and judges the process against it.
 Everything listens on 127.0.0.1; every run and loop is bounded; the cgroups are removed.
 """
@@ -99,9 +100,9 @@ class Bottleneck(CapacityRunHelpers, unittest.TestCase):
         return b, {t["name"]: t for t in phase["targets"]}
 
     def test_cpu_bound_target(self):
-        """The server burns CPU per request under a 0.1-core quota: from the first user on it
+        """The server burns CPU per request under a 0.05-core quota: from the first user on it
         is saturated, so whichever phase is assessed, the target's CPU is the verdict."""
-        quota = 0.1
+        quota = 0.05
         cg = self.cgroup("app")
         cg.quota(quota)
         app, _ = self.server(4, 5, mode="cpu", prefix=cg.prefix())
