@@ -36,11 +36,11 @@
 #include "bench/cpu_clock.h"
 #include "flags.h"
 #include "history/history.h"
-#include "metric_sink.h"
-#include "options.h"
-#include "sampler.h"
+#include "metrics/metric_sink.h"
+#include "config/options.h"
+#include "sampler/sampler.h"
 #include "web/http_server.h"
-#include "web/live_routes.h"
+#include "web/routes/live_routes.h"
 
 using namespace loadwatch;
 using loadwatch::bench::thread_cpu_seconds;

@@ -48,7 +48,7 @@
 #include <vector>
 
 #include "bench/cpu_clock.h"
-#include "collector.h"
+#include "collectors/collector.h"
 #include "collectors/tcp.h"
 #include "process/socket_owners.h"
 #include "procfs/proc_net_tcp.h"

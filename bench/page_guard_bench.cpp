@@ -12,9 +12,9 @@
 #include <string>
 
 #include "cpu_clock.h"
-#include "exposition.h"
-#include "metric_sink.h"
-#include "series_guard.h"
+#include "metrics/exposition.h"
+#include "metrics/metric_sink.h"
+#include "metrics/series_guard.h"
 
 using namespace loadwatch;
 

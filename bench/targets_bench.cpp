@@ -32,11 +32,11 @@
 #include <vector>
 
 #include "bench/cpu_clock.h"
-#include "collector.h"
+#include "collectors/collector.h"
 #include "collectors/targets.h"
-#include "config.h"
-#include "metric_sink.h"
-#include "options.h"
+#include "config/config.h"
+#include "metrics/metric_sink.h"
+#include "config/options.h"
 #include "procfs/fs_root.h"
 
 using namespace loadwatch;

@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "collector.h"
+#include "collectors/collector.h"
 
 namespace loadwatch {
 

@@ -19,7 +19,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "unix_time.h"
+#include "util/unix_time.h"
 
 namespace loadwatch {
 

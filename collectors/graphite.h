@@ -8,7 +8,7 @@
 #include <string>
 #include <thread>
 
-#include "collector.h"
+#include "collectors/collector.h"
 #include "push/jmeter_model.h"
 
 namespace loadwatch {

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "heap_trim.h"
-#include "unix_time.h"
-#include "web/gzip.h"
+#include "util/heap_trim.h"
+#include "util/unix_time.h"
+#include "util/gzip.h"
 
 namespace loadwatch {
 

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "collector.h"
+#include "collectors/collector.h"
 #include "push/jmeter_model.h"
 #include "web/http_server.h"
 

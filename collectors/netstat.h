@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "collector.h"
+#include "collectors/collector.h"
 
 namespace loadwatch {
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "collector.h"
+#include "collectors/collector.h"
 #include "sources/source_runner.h"
 
 namespace loadwatch {

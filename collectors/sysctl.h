@@ -5,7 +5,7 @@
 #include <memory>
 #include <string_view>
 
-#include "collector.h"
+#include "collectors/collector.h"
 
 namespace loadwatch {
 

@@ -1,5 +1,5 @@
 // The explicit list of collectors: name, default switch, factory. Order is sample order.
-#include "collector.h"
+#include "collectors/collector.h"
 #include "collectors/conntrack.h"
 #include "collectors/filefd.h"
 #include "collectors/graphite.h"

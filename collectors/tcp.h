@@ -14,7 +14,7 @@
 
 #include <memory>
 
-#include "collector.h"
+#include "collectors/collector.h"
 
 namespace loadwatch {
 

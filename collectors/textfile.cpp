@@ -20,12 +20,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "bounded_file.h"
+#include "util/bounded_file.h"
 #include "collectors/textfile_content.h"
-#include "heap_trim.h"
+#include "util/heap_trim.h"
 #include "procfs/fs_root.h"
 #include "runs/wrk_summary.h"
-#include "series_guard.h"
+#include "metrics/series_guard.h"
 #include "sources/prom_text_parser.h"
 
 namespace loadwatch {

@@ -1,6 +1,6 @@
 #include "collectors/textfile_content.h"
 
-#include "series_guard.h"
+#include "metrics/series_guard.h"
 #include "sources/prom_text_parser.h"
 
 namespace loadwatch {

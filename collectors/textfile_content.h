@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "series_limits.h"
+#include "metrics/series_limits.h"
 
 namespace loadwatch {
 

@@ -12,19 +12,19 @@
 #include <spdlog/spdlog.h>
 
 #include "flags.h"
-#include "heap_trim.h"
+#include "util/heap_trim.h"
 #include "history/history.h"
-#include "logging.h"
+#include "util/logging.h"
 #include "runs/run_book.h"
-#include "runs/run_routes.h"
-#include "report/report_routes.h"
+#include "web/routes/run_routes.h"
+#include "web/routes/report_routes.h"
 #include "report/report_service.h"
-#include "sampler.h"
+#include "sampler/sampler.h"
 #include "version.h"
 #include "web/http_server.h"
 #include "web/web_config.h"
-#include "web/live_routes.h"
-#include "web/web_routes.h"
+#include "web/routes/live_routes.h"
+#include "web/routes/web_routes.h"
 
 namespace loadwatch {
 

@@ -4,8 +4,8 @@
 
 #include <set>
 
-#include "collector.h"
-#include "subcommands.h"
+#include "collectors/collector.h"
+#include "cli/subcommands.h"
 
 namespace loadwatch {
 

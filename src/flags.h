@@ -4,8 +4,8 @@
 #include <optional>
 #include <string>
 
-#include "config.h"
-#include "options.h"
+#include "config/config.h"
+#include "config/options.h"
 
 namespace loadwatch {
 

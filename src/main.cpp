@@ -1,5 +1,5 @@
 #include "daemon.h"
-#include "subcommands.h"
+#include "cli/subcommands.h"
 
 int main(int argc, char** argv) {
   if (argc > 1) {

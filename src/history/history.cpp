@@ -6,7 +6,7 @@
 #include <mutex>
 #include <string_view>
 
-#include "exposition.h"
+#include "metrics/exposition.h"
 
 namespace loadwatch {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "bounded_file.h"
+#include "util/bounded_file.h"
 #include "process/port_owner.h"
 #include "procfs/cgroup_unit.h"
 

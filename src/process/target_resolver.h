@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "config.h"
+#include "config/config.h"
 #include "process/process_registry.h"
 #include "procfs/fs_root.h"
 

@@ -6,7 +6,7 @@
 #include <charconv>
 #include <deque>
 
-#include "bounded_file.h"
+#include "util/bounded_file.h"
 #include "procfs/tokenizer.h"
 
 namespace loadwatch {

@@ -9,11 +9,11 @@
 #include <string_view>
 #include <vector>
 
-#include "metric_sink.h"
+#include "metrics/metric_sink.h"
 #include "push/graphite_parser.h"
 #include "push/influx_line_protocol.h"
 #include "runs/run_observer.h"
-#include "series_limits.h"
+#include "metrics/series_limits.h"
 
 namespace loadwatch {
 

@@ -1,7 +1,7 @@
 #include "report/render_html.h"
 
-#include "web/html_escape.h"
-#include "web/static_files.h"
+#include "util/html_escape.h"
+#include "util/static_files.h"
 
 namespace loadwatch::report {
 

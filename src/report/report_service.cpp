@@ -6,12 +6,12 @@
 #include <spdlog/spdlog.h>
 
 #include "analysis/render.h"
-#include "bounded_file.h"
+#include "util/bounded_file.h"
 #include "report/history_series_source.h"
 #include "report/run_report.h"
 #include "report/timeline.h"
-#include "runs/atomic_file.h"
-#include "unix_time.h"
+#include "util/atomic_file.h"
+#include "util/unix_time.h"
 
 namespace loadwatch::report {
 

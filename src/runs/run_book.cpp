@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "unix_time.h"
+#include "util/unix_time.h"
 
 namespace loadwatch {
 

@@ -2,7 +2,7 @@
 // loadwatch_run_* families: the open run and its current phase, and the last finished run.
 // At most two runs and one phase are exported, whatever the history holds.
 
-#include "metric_sink.h"
+#include "metrics/metric_sink.h"
 #include "runs/run_book.h"
 
 namespace loadwatch {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "exposition.h"
+#include "metrics/exposition.h"
 
 namespace loadwatch {
 

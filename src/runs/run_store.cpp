@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "bounded_file.h"
-#include "runs/atomic_file.h"
+#include "util/bounded_file.h"
+#include "util/atomic_file.h"
 
 namespace loadwatch {
 

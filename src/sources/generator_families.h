@@ -7,7 +7,7 @@
 #include <prometheus/client_metric.h>
 #include <prometheus/metric_type.h>
 
-#include "metric_sink.h"
+#include "metrics/metric_sink.h"
 
 namespace loadwatch {
 

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <tuple>
 
-#include "bounded_file.h"
+#include "util/bounded_file.h"
 #include "sources/curl_library.h"
 #include "version.h"
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "sources/tls_client_config.h"
+#include "config/tls_client_config.h"
 
 namespace loadwatch {
 

@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "metric_sink.h"
+#include "metrics/metric_sink.h"
 #include "runs/run_observer.h"
-#include "series_limits.h"
+#include "metrics/series_limits.h"
 #include "sources/counter_carry.h"
 #include "sources/source_runner.h"
 

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "metric_sink.h"
-#include "series_limits.h"
+#include "metrics/metric_sink.h"
+#include "metrics/series_limits.h"
 #include "sources/counter_carry.h"
 #include "sources/source_runner.h"
 

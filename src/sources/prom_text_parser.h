@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "exposition.h"
-#include "series_limits.h"
+#include "metrics/exposition.h"
+#include "metrics/series_limits.h"
 
 namespace loadwatch {
 

@@ -6,9 +6,9 @@
 #include <chrono>
 #include <limits>
 
-#include "heap_trim.h"
-#include "sources/secret_file.h"
-#include "unix_time.h"
+#include "util/heap_trim.h"
+#include "util/secret_file.h"
+#include "util/unix_time.h"
 
 namespace loadwatch {
 

@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "config.h"
-#include "series_guard.h"
+#include "config/config.h"
+#include "metrics/series_guard.h"
 #include "sources/http_fetch.h"
 
 namespace loadwatch {

@@ -46,7 +46,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "config_error.h"
+#include "config/config_error.h"
 #include "web/basic_auth.h"
 #include "web/tls_context.h"
 #include "web/transfer_deadlines.h"

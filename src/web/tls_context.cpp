@@ -18,7 +18,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "bounded_file.h"
+#include "util/bounded_file.h"
 
 namespace loadwatch {
 

@@ -8,10 +8,10 @@
 #include <cctype>
 #include <set>
 
-#include "bounded_file.h"
-#include "config_error.h"
+#include "util/bounded_file.h"
+#include "config/config_error.h"
 #include "web/tls_context.h"
-#include "yaml_reader.h"
+#include "config/yaml_reader.h"
 
 namespace loadwatch {
 

@@ -1,7 +1,7 @@
 // libFuzzer harness: the config loader (YAML, duplicate keys, every section's checks) and the
 // target selectors (RE2 cmdline patterns included).
 // clang-format off
-// FUZZ_SOURCES: src/config.cpp src/selector.cpp src/duration.cpp src/yaml_reader.cpp src/bounded_file.cpp
+// FUZZ_SOURCES: src/config/config.cpp src/config/selector.cpp src/config/duration.cpp src/config/yaml_reader.cpp src/util/bounded_file.cpp
 // FUZZ_LIBS: -lyaml-cpp -lre2
 // clang-format on
 //
@@ -21,8 +21,8 @@
 #include <set>
 #include <string>
 
-#include "collector.h"
-#include "config.h"
+#include "collectors/collector.h"
+#include "config/config.h"
 
 namespace loadwatch {
 

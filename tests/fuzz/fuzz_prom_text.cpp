@@ -1,5 +1,5 @@
 // libFuzzer harness: the Prometheus text format parser (src/sources/prom_text_parser.cpp).
-// FUZZ_SOURCES: src/sources/prom_text_parser.cpp src/exposition.cpp
+// FUZZ_SOURCES: src/sources/prom_text_parser.cpp src/metrics/exposition.cpp
 // FUZZ_LIBS:
 //
 // Besides "no crash, no UB, no leak", it checks the parser's contract: an error names its

@@ -1,7 +1,7 @@
 // libFuzzer harness: the run API's bodies (src/runs/run_request.cpp) and stored run files
 // (src/runs/run.cpp). Any input either fails with the documented exception or yields a run
 // whose name, labels and id obey the documented rules and survive the stored form.
-// FUZZ_SOURCES: src/runs/run_request.cpp src/runs/run.cpp src/exposition.cpp
+// FUZZ_SOURCES: src/runs/run_request.cpp src/runs/run.cpp src/metrics/exposition.cpp
 // FUZZ_LIBS:
 #include <cstddef>
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "runs/run.h"
-#include "exposition.h"
+#include "metrics/exposition.h"
 #include "runs/run_request.h"
 
 using namespace loadwatch;

@@ -1,7 +1,7 @@
 // libFuzzer harness: what the textfile collector makes of a *.prom file (parse_textfile),
 // and the page it ends up on.
 // clang-format off
-// FUZZ_SOURCES: collectors/textfile_content.cpp src/sources/prom_text_parser.cpp src/series_guard.cpp src/exposition.cpp src/metric_sink.cpp
+// FUZZ_SOURCES: collectors/textfile_content.cpp src/sources/prom_text_parser.cpp src/metrics/series_guard.cpp src/metrics/exposition.cpp src/metrics/metric_sink.cpp
 // FUZZ_LIBS:
 // clang-format on
 //
@@ -15,9 +15,9 @@
 #include <string_view>
 
 #include "collectors/textfile_content.h"
-#include "exposition.h"
-#include "metric_sink.h"
-#include "series_guard.h"
+#include "metrics/exposition.h"
+#include "metrics/metric_sink.h"
+#include "metrics/series_guard.h"
 #include "sources/prom_text_parser.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -9,7 +9,7 @@
 
 #include "collectors/influx.h"
 #include "tests/lib/sample_values.h"
-#include "web/gzip.h"
+#include "util/gzip.h"
 #include "web/http_server.h"
 
 using namespace loadwatch;

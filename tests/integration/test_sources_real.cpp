@@ -29,11 +29,11 @@
 #include <thread>
 #include <vector>
 
-#include "collector.h"
+#include "collectors/collector.h"
 #include "collectors/sources.h"
-#include "config.h"
-#include "metric_sink.h"
-#include "options.h"
+#include "config/config.h"
+#include "metrics/metric_sink.h"
+#include "config/options.h"
 #include "procfs/fs_root.h"
 #include "sources/http_fetch.h"
 #include "sources/source_runner.h"

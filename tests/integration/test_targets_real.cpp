@@ -25,11 +25,11 @@
 #include <thread>
 #include <vector>
 
-#include "collector.h"
+#include "collectors/collector.h"
 #include "collectors/targets.h"
-#include "config.h"
-#include "metric_sink.h"
-#include "options.h"
+#include "config/config.h"
+#include "metrics/metric_sink.h"
+#include "config/options.h"
 #include "procfs/fs_root.h"
 
 using namespace loadwatch;

@@ -36,7 +36,7 @@
 #include <thread>
 #include <vector>
 
-#include "collector.h"
+#include "collectors/collector.h"
 #include "collectors/netstat.h"
 #include "collectors/tcp.h"
 #include "process/socket_owners.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "metric_sink.h"
+#include "metrics/metric_sink.h"
 
 namespace loadwatch::test {
 

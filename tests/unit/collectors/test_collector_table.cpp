@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "collector.h"
-#include "collector_names.h"
-#include "config.h"
+#include "collectors/collector.h"
+#include "config/collector_names.h"
+#include "config/config.h"
 
 using namespace loadwatch;
 

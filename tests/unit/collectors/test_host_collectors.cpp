@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "collector.h"
+#include "collectors/collector.h"
 #include "collectors/filefd.h"
 #include "collectors/loadavg.h"
 #include "collectors/meminfo.h"

@@ -3,11 +3,11 @@
 #include <catch2/catch.hpp>
 #include <optional>
 
-#include "collector.h"
+#include "collectors/collector.h"
 #include "collectors/targets.h"
-#include "config.h"
-#include "metric_sink.h"
-#include "options.h"
+#include "config/config.h"
+#include "metrics/metric_sink.h"
+#include "config/options.h"
 #include "procfs/fs_root.h"
 #include "procfs/proc_boot_time.h"
 

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "collectors/textfile.h"
-#include "exposition.h"
-#include "series_guard.h"
+#include "metrics/exposition.h"
+#include "metrics/series_guard.h"
 #include "sources/prom_text_parser.h"
 
 using namespace loadwatch;

@@ -8,10 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "exposition.h"
+#include "metrics/exposition.h"
 #include "history/history.h"
-#include "metric_sink.h"
-#include "web/live_routes.h"
+#include "metrics/metric_sink.h"
+#include "web/routes/live_routes.h"
 
 using namespace loadwatch;
 

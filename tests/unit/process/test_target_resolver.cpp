@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "bounded_file.h"
-#include "config.h"
+#include "util/bounded_file.h"
+#include "config/config.h"
 #include "process/port_owner.h"
 #include "process/process_registry.h"
 #include "process/process_tree.h"

@@ -25,7 +25,7 @@
 #include <tuple>
 #include <vector>
 
-#include "collector.h"
+#include "collectors/collector.h"
 #include "collectors/conntrack.h"
 #include "collectors/netdev.h"
 #include "collectors/netstat.h"

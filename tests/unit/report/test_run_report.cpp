@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "history/history.h"
-#include "metric_sink.h"
+#include "metrics/metric_sink.h"
 #include "report/history_series_source.h"
 #include "report/prometheus_series_source.h"
 #include "report/run_report.h"

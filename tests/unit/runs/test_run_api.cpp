@@ -13,9 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "runs/cli_run.h"
-#include "runs/run_client.h"
-#include "runs/run_routes.h"
+#include "cli/cli_run.h"
+#include "cli/run_client.h"
+#include "web/routes/run_routes.h"
 #include "web/http_server.h"
 
 using namespace loadwatch;

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "exposition.h"
+#include "metrics/exposition.h"
 #include "runs/run_request.h"
 
 using namespace loadwatch;

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "bounded_file.h"
+#include "util/bounded_file.h"
 #include "sources/http_fetch.h"
 
 using namespace loadwatch;

@@ -20,7 +20,7 @@
 #include <thread>
 
 #include "sources/prometheus.h"
-#include "sources/secret_file.h"
+#include "util/secret_file.h"
 #include "sources/source_runner.h"
 
 using namespace loadwatch;

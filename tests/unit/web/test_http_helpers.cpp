@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 #include <zlib.h>
 
-#include "web/gzip.h"
-#include "web/html_escape.h"
+#include "util/gzip.h"
+#include "util/html_escape.h"
 #include "web/http_server.h"
 
 using namespace loadwatch;

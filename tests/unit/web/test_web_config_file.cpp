@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "bounded_file.h"
-#include "config.h"
+#include "util/bounded_file.h"
+#include "config/config.h"
 #include "web/tls_context.h"
 #include "web/web_config.h"
 

@@ -1,0 +1,54 @@
+// loadwatch capacity FILE.csv: the knee, the USL fit and the table from a CSV of step results.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <sstream>
+
+#include "cli/cli.h"
+#include "cli/cli_common.h"
+#include "analysis/render.h"
+#include "analysis/report_loader.h"
+
+namespace loadwatch::analysis {
+
+int run_capacity(int argc, char** argv) {
+  CLI::App app{
+      "Capacity report (throughput knee, latency knee, USL fit) from a CSV of step results:\n"
+      "one line per step with concurrency, throughput[, latency, errors], with or without a\n"
+      "header. A headerless line is: users rps latency_ms success_pct. FILE - reads stdin.",
+      "loadwatch capacity"};
+  std::string file, format_name = "table", columns;
+  AnalysisOptions analysis;
+  app.add_option("FILE", file, "CSV file, or - for stdin")->required();
+  app.add_option("--format", format_name, "table, markdown or json")->capture_default_str();
+  app.add_option("--columns", columns,
+                 "Column names for a file without a header, comma-separated "
+                 "(e.g. users,rps,p95_ms,error_pct)");
+  app.add_option("--sensitivity", analysis.kneedle.sensitivity, "Kneedle sensitivity S")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
+  app.add_flag("--online", analysis.kneedle.online,
+               "Kneedle's online variant: the last knee instead of the first");
+  if (auto code = parse_cli(app, argc, argv)) return *code;
+
+  std::optional<Format> format = parse_format(format_name);
+  if (!format) return usage_error("--format: expected table, markdown or json");
+  CsvOptions csv;
+  if (!columns.empty()) {
+    std::stringstream in(columns);
+    for (std::string name; std::getline(in, name, ',');) csv.columns.push_back(name);
+  }
+  try {
+    std::string text = read_input(file);
+    CapacityReport report = report_from_csv(text, "csv:" + file, csv, analysis);
+    std::cout << render_report(report, *format);
+    if (*format != Format::json) std::cout << std::flush;
+    return 0;
+  } catch (const ReportLoadError& e) {
+    return usage_error(e.what());
+  } catch (const CsvError& e) {
+    return usage_error(file + ": " + e.what());
+  }
+}
+
+}  // namespace loadwatch::analysis

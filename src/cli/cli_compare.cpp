@@ -1,0 +1,75 @@
+// loadwatch compare BASE CUR: the baseline gate for CI.
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <iostream>
+
+#include "cli/cli.h"
+#include "cli/cli_common.h"
+#include "analysis/compare.h"
+#include "analysis/junit.h"
+#include "analysis/render.h"
+#include "analysis/report_loader.h"
+#include "cli/url_report_loader.h"
+
+namespace loadwatch::analysis {
+
+int run_compare(int argc, char** argv) {
+  CLI::App app{
+      "Compare a run with a baseline, phase by phase (matched by user count, else by name).\n"
+      "BASE and CUR are saved reports (capacity --format json, or a capacity CSV), or run\n"
+      "ids of the loadwatch given with --url.\n"
+      "Exit 0 within the limits, 1 on a regression, 2 on bad input.\n"
+      "Rules: METRIC=CHANGE with METRIC rps, p50, p95, p99, error_ratio and CHANGE like +20%,\n"
+      "-10%, +0.5pp (error_ratio), +30ms. Default: --max p95=+20%.",
+      "loadwatch compare"};
+  std::string base_ref, current_ref, junit_file, format_name = "table";
+  std::vector<std::string> max_specs, min_specs;
+  app.add_option("BASE", base_ref, "Baseline report")->required();
+  app.add_option("CUR", current_ref, "Current report")->required();
+  // One rule per flag, so `--max p95=+20% base.json cur.json` never reads a file as a rule.
+  app.add_option("--max", max_specs, "Upper limit, e.g. p95=+20% (repeatable)")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--min", min_specs, "Lower limit, e.g. rps=-10% (repeatable)")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  RunClientOptions client;
+  app.add_option("--url", client.url, "loadwatch URL whose run ids BASE and CUR may be");
+  app.add_option("--user", client.user, "Basic auth user for --url");
+  app.add_option("--password-file", client.password_file, "Basic auth password file for --url");
+  app.add_option("--junit", junit_file, "Write the verdicts as JUnit XML to this file");
+  app.add_option("--format", format_name, "table, markdown or json")->capture_default_str();
+  if (auto code = parse_cli(app, argc, argv)) return *code;
+
+  std::optional<Format> format = parse_format(format_name);
+  if (!format) return usage_error("--format: expected table, markdown or json");
+  std::vector<Rule> rules;
+  try {
+    for (const std::string& s : max_specs) rules.push_back(parse_rule(Bound::max, s));
+    for (const std::string& s : min_specs) rules.push_back(parse_rule(Bound::min, s));
+  } catch (const std::invalid_argument& e) {
+    return usage_error(std::string("bad rule ") + e.what());
+  }
+  if (rules.empty()) rules = default_rules();
+
+  CapacityReport base, current;
+  auto loaders = report::report_loaders(client);
+  try {
+    base = load_report(base_ref, loaders);
+    current = load_report(current_ref, loaders);
+  } catch (const ReportLoadError& e) {
+    return usage_error(e.what());
+  }
+  Comparison comparison = compare_reports(base, current, rules);
+  std::cout << render_comparison(comparison, *format, base_ref, current_ref) << std::flush;
+  if (!junit_file.empty()) {
+    std::ofstream out(junit_file, std::ios::trunc);
+    out << junit_xml(comparison, "loadwatch compare " + base_ref + " " + current_ref);
+    out.close();
+    if (!out) return usage_error(junit_file + ": cannot write the JUnit file");
+  }
+  return comparison.exit_code();
+}
+
+}  // namespace loadwatch::analysis

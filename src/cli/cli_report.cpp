@@ -1,0 +1,168 @@
+#include "cli/cli_report.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_common.h"
+#include "analysis/compare.h"
+#include "analysis/render.h"
+#include "analysis/report_loader.h"
+#include "report/prometheus_run.h"
+#include "report/prometheus_series_source.h"
+#include "report/render_html.h"
+#include "report/run_report.h"
+#include "report/timeline.h"
+#include "cli/url_report_loader.h"
+#include "util/unix_time.h"
+
+namespace loadwatch::report {
+
+namespace {
+
+using analysis::usage_error;
+
+/// The newest finished run with phases, else the open one.
+std::string pick_run(const RunClient& client) {
+  auto doc = nlohmann::json::parse(fetch_from_loadwatch(client, "/api/v1/runs"), nullptr, false);
+  if (doc.is_discarded() || !doc.contains("data") || !doc["data"].is_array()) {
+    throw analysis::ReportLoadError("/api/v1/runs: not the run list");
+  }
+  std::string open;
+  for (const auto& r : doc["data"]) {
+    if (!r.contains("phases") || r["phases"].empty()) continue;
+    if (r.value("state", "") == "running") {
+      if (open.empty()) open = r.value("id", "");
+      continue;
+    }
+    return r.value("id", "");
+  }
+  if (open.empty()) throw analysis::ReportLoadError("the loadwatch has no run with phases");
+  return open;
+}
+
+}  // namespace
+
+int run_report_cli(int argc, char** argv) {
+  CLI::App app{
+      "A run's capacity report: per phase, the knee, the USL fit and what saturated first.\n"
+      "From a loadwatch (--url, the run's id or its newest run), from a Prometheus server\n"
+      "that scraped it (--prometheus, with the run's id or name), or a saved report (--file).\n"
+      "With --baseline (a saved report file, or a run id with --url), the comparison follows\n"
+      "and the exit code is compare's: 1 on a regression. Exit 2 on bad input or an\n"
+      "unreachable server.",
+      "loadwatch report"};
+  RunClientOptions client;
+  std::string file, prometheus, run_ref, instance, format_name = "table", baseline, output,
+      generator_target;
+  double lookback_hours = 24;
+  app.add_option("--url", client.url, "loadwatch URL, e.g. http://127.0.0.1:9797");
+  app.add_option("--user", client.user, "Basic auth user for --url");
+  app.add_option("--password-file", client.password_file, "Basic auth password file for --url");
+  app.add_option("--file", file,
+                 "A saved report (JSON: a storage directory's reports/ID.json, or capacity "
+                 "--format json); its ID.timeline.json beside it is charted too");
+  app.add_option("--prometheus", prometheus, "Prometheus server URL, e.g. http://prom:9090");
+  app.add_option("--run", run_ref, "Run id (or, with --prometheus, its name)");
+  app.add_option("--instance", instance,
+                 "With --prometheus: the loadwatch's instance label (default: the one that "
+                 "exported the run)");
+  app.add_option("--lookback-hours", lookback_hours, "With --prometheus: how far back to look")
+      ->capture_default_str();
+  app.add_option("--generator-target", generator_target,
+                 "With --prometheus: the target that is the load generator");
+  app.add_option("--format", format_name, "table, markdown, json or html")->capture_default_str();
+  app.add_option("--baseline", baseline, "Compare with this report file or run id");
+  app.add_option("--output,-o", output, "Write here instead of stdout");
+  if (auto code = analysis::parse_cli(app, argc, argv)) return *code;
+
+  bool html = format_name == "html";
+  std::optional<analysis::Format> format = analysis::parse_format(format_name);
+  if (!html && !format) return usage_error("--format: expected table, markdown, json or html");
+  if (!client.url.empty() + !prometheus.empty() + !file.empty() != 1) {
+    return usage_error("give one of --url, --prometheus or --file");
+  }
+  if (!prometheus.empty() && run_ref.empty()) return usage_error("--prometheus needs --run");
+
+  std::string report_json, timeline;
+  std::string label;
+  try {
+    if (!file.empty()) {
+      report_json = analysis::read_input(file);
+      std::string tl = file.size() > 5 && file.ends_with(".json")
+                           ? file.substr(0, file.size() - 5) + ".timeline.json"
+                           : std::string();
+      std::error_code ec;
+      if (!tl.empty() && std::filesystem::exists(tl, ec)) timeline = analysis::read_input(tl);
+      run_ref = file;
+    } else if (!client.url.empty()) {
+      RunClient c(client);
+      if (run_ref.empty()) run_ref = pick_run(c);
+      std::string base = "/api/v1/runs/" + run_ref + "/report";
+      report_json = fetch_from_loadwatch(c, base + "?format=json");
+      if (html) timeline = fetch_from_loadwatch(c, base + "?format=timeline");
+    } else {
+      double now = unix_now();
+      // The run's instance narrows every query, so a fleet's other hosts are not added in.
+      Run run = [&] {
+        PrometheusSeriesSource runs({prometheus, instance});
+        return find_prometheus_run(runs, run_ref, now, lookback_hours * 3600, &instance);
+      }();
+      PrometheusSeriesSource source({prometheus, instance});
+      RunSeriesOptions options;
+      if (!generator_target.empty()) options.generator_target = generator_target;
+      analysis::RunSeries series;
+      auto rep = report_for_run(run, source, now, options, &series);
+      report_json = analysis::render_report_json(rep);
+      timeline = timeline_json(series).dump();
+    }
+    label = run_ref;
+  } catch (const std::exception& e) {
+    return usage_error(e.what());
+  }
+
+  analysis::CapacityReport report;
+  try {
+    report = analysis::report_from_json(report_json);
+  } catch (const std::exception& e) {
+    return usage_error(std::string("the report: ") + e.what());
+  }
+  std::optional<analysis::Comparison> comparison;
+  if (!baseline.empty()) {
+    try {
+      comparison =
+          analysis::compare_reports(analysis::load_report(baseline, report_loaders(client)), report,
+                                    analysis::default_rules());
+    } catch (const std::exception& e) {
+      return usage_error("--baseline: " + std::string(e.what()));
+    }
+  }
+
+  std::string out;
+  if (html) {
+    std::optional<HtmlComparison> cmp;
+    if (comparison) {
+      cmp = HtmlComparison{
+          analysis::render_comparison(*comparison, analysis::Format::table, baseline, label),
+          comparison->regressed(), baseline};
+    }
+    out = render_report_html(report_json, timeline, cmp);
+  } else {
+    out = *format == analysis::Format::json ? report_json : analysis::render_report(report, *format);
+    if (comparison && *format != analysis::Format::json) {
+      out += "\n" + analysis::render_comparison(*comparison, *format, baseline, label);
+    }
+  }
+  if (output.empty()) {
+    std::cout << out << std::flush;
+  } else {
+    std::ofstream f(output, std::ios::trunc);
+    f << out;
+    f.close();
+    if (!f) return usage_error(output + ": cannot write");
+  }
+  return comparison ? comparison->exit_code() : 0;
+}
+
+}  // namespace loadwatch::report

@@ -1,0 +1,30 @@
+#pragma once
+// The live page's routes: /api/v1/history, /api/v1/history/series and /static/* (its script,
+// styles and uPlot, embedded in the binary). The page itself is the landing page at /.
+
+#include <string>
+
+#include "sampler/sampler.h"
+#include "web/http_server.h"
+
+namespace loadwatch {
+
+class History;
+
+/// Caps on one /api/v1/history answer (docs/history.md).
+constexpr std::size_t kHistoryMaxSeriesPerRequest = 100;
+constexpr std::size_t kHistoryMaxValuesPerResponse = 1'000'000;
+
+/// Content-Security-Policy of the live page and its files: nothing from another origin, no
+/// inline script or style.
+extern const char* const kLivePageCsp;
+
+/// Adds the routes. `history` may be null (history off): the history routes then answer 404.
+/// `sampler` and `history` must outlive the server.
+void add_live_routes(HttpServer& server, const Sampler& sampler, const History* history);
+
+/// The body of GET /api/v1/history for `req` (status 200, or 400 with a message): exposed so
+/// benchmarks and tests call it without a server.
+HttpResponse history_response(const History& history, const HttpRequest& req);
+
+}  // namespace loadwatch

@@ -1,0 +1,139 @@
+#include "web/routes/run_routes.h"
+
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+namespace loadwatch {
+
+namespace {
+
+constexpr std::string_view kRuns = "/api/v1/runs";
+constexpr std::string_view kWriteFlag = "--web.enable-run-api";
+
+HttpResponse json_response(int status, const nlohmann::ordered_json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.content_type = "application/json";
+  // Names come from clients and generators: replace, never fail, on anything odd.
+  r.body = body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  return r;
+}
+
+HttpResponse success(int status, nlohmann::ordered_json data,
+                     const std::vector<std::string>& warnings = {}) {
+  nlohmann::ordered_json body{{"status", "success"}, {"data", std::move(data)}};
+  if (!warnings.empty()) body["warnings"] = warnings;
+  return json_response(status, body);
+}
+
+HttpResponse error(int status, const char* type, const std::string& message,
+                   const std::string& field = "") {
+  nlohmann::ordered_json body{{"status", "error"}, {"errorType", type}, {"error", message}};
+  if (!field.empty()) body["field"] = field;  // which field of the body to fix
+  return json_response(status, body);
+}
+
+HttpResponse bad_request(const RunRequestError& e) {
+  return error(400, "bad_data", e.what(), e.field());
+}
+
+HttpResponse method_not_allowed(const char* allow) {
+  HttpResponse r = error(405, "bad_data", std::string("method not allowed: use ") + allow);
+  r.headers.emplace_back("Allow", allow);
+  return r;
+}
+
+HttpResponse writes_disabled() {
+  return error(403, "forbidden",
+               "the run API's write endpoints are disabled: start loadwatch with " +
+                   std::string(kWriteFlag));
+}
+
+bool is_get(const HttpRequest& req) { return req.method == "GET" || req.method == "HEAD"; }
+
+/// Runs a write against the book, mapping refusals to their status codes.
+template <typename F>
+HttpResponse write(bool enabled, const HttpRequest& req, int status, F&& apply) {
+  if (req.method != "POST") return method_not_allowed("POST");
+  if (!enabled) return writes_disabled();
+  try {
+    RunBook::Change change = apply();
+    HttpResponse r = success(status, run_to_json(change.run), change.warnings);
+    if (status == 201) r.headers.emplace_back("Location", std::string(kRuns) + "/" + change.run.id);
+    return r;
+  } catch (const RunRequestError& e) {
+    return bad_request(e);
+  } catch (const RunConflict& e) {
+    return error(409, "conflict", e.what());
+  }
+}
+
+HttpResponse list_or_start(RunBook& book, bool enabled, const HttpRequest& req) {
+  if (is_get(req)) {
+    nlohmann::ordered_json data = nlohmann::ordered_json::array();
+    for (const Run& run : book.list()) data.push_back(run_to_json(run));
+    return success(200, std::move(data));
+  }
+  if (req.method != "POST") return method_not_allowed("GET, POST");
+  return write(enabled, req, 201, [&] { return book.start_run(parse_start_request(req.body)); });
+}
+
+HttpResponse one_run(RunBook& book, bool enabled, const RunSubresource& sub,
+                     const HttpRequest& req) {
+  std::string_view rest = std::string_view(req.path).substr(kRuns.size() + 1);
+  if (rest == "current/phases") {
+    return write(enabled, req, 201, [&] { return book.add_phase(parse_phase_request(req.body)); });
+  }
+  if (rest == "current/stop") {
+    return write(enabled, req, 200, [&] {
+      parse_empty_request(req.body);
+      return book.stop_run();
+    });
+  }
+  std::string_view suffix;
+  if (auto slash = rest.find('/'); slash != std::string_view::npos) {
+    suffix = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+    if (!sub || suffix.empty()) return error(404, "not_found", "no such endpoint");
+  }
+  if (!is_get(req)) return method_not_allowed("GET");
+  // A run's subresource (its report), once the run is found.
+  auto answer = [&](const Run& run) {
+    if (suffix.empty()) return success(200, run_to_json(run));
+    if (auto r = sub(run, suffix, req)) return *r;
+    return error(404, "not_found", "no such endpoint");
+  };
+  if (rest == "current") {
+    auto run = book.current();
+    if (!run) return error(404, "not_found", "no run is open");
+    return answer(*run);
+  }
+  std::string id(rest);
+  auto run = plausible_run_id(id) ? book.find(id) : std::nullopt;
+  if (!run) {
+    return error(404, "not_found",
+                 plausible_run_id(id) ? "no run \"" + id + "\" (it may have left the history)"
+                                      : std::string("not a run id"));
+  }
+  return answer(*run);
+}
+
+}  // namespace
+
+void add_run_routes(HttpServer& server, RunBook& book, bool writes_enabled,
+                    RunSubresource subresource) {
+  server.route(
+      std::string(kRuns),
+      [&book, writes_enabled](const HttpRequest& req) {
+        return list_or_start(book, writes_enabled, req);
+      },
+      kMaxRunBodyBytes);
+  server.route(
+      std::string(kRuns) + "/*",
+      [&book, writes_enabled, subresource](const HttpRequest& req) {
+        return one_run(book, writes_enabled, subresource, req);
+      },
+      kMaxRunBodyBytes);
+}
+
+}  // namespace loadwatch
