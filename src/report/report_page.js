@@ -134,6 +134,10 @@
       }]}
     };
     new uPlot(opts, joined, document.getElementById("timeline"));
+  } else {
+    // No time series (a report from a CSV of steps): no empty section.
+    var section = document.getElementById("timeline-section");
+    section.parentNode.removeChild(section);
   }
   document.body.setAttribute("data-drawn", "1");
 })();

@@ -54,6 +54,22 @@ def timeline(report):
                        {"name": "p95", "unit": "ms", "t": t, "v": series["p95"]}]}
 
 
+def offline_browser():
+    """Headless Chromium with networking off: the page must need nothing but itself."""
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = shutil.which("chromium")
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--window-size=1200,1400", "--hide-scrollbars", "--force-device-scale-factor=1"):
+        opts.add_argument(a)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+    d.set_window_size(1200, 1400)
+    d.execute_cdp_cmd("Network.enable", {})
+    d.execute_cdp_cmd("Network.emulateNetworkConditions", {
+        "offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+    return d
+
+
 class ReportHtml(unittest.TestCase):
     def setUp(self):
         if webdriver is None:
@@ -89,18 +105,8 @@ class ReportHtml(unittest.TestCase):
             text = f.read()
         self.assertNotIn("http://", text.replace("http://www.w3.org", ""))
 
-        opts = webdriver.ChromeOptions()
-        opts.binary_location = shutil.which("chromium")
-        for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                  "--window-size=1200,1400", "--hide-scrollbars", "--force-device-scale-factor=1"):
-            opts.add_argument(a)
-        opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        d = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+        d = offline_browser()
         try:
-            d.set_window_size(1200, 1400)
-            d.execute_cdp_cmd("Network.enable", {})
-            d.execute_cdp_cmd("Network.emulateNetworkConditions", {
-                "offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
             d.get("file://" + page)
             drawn = d.execute_script("return document.body.getAttribute('data-drawn')")
             self.assertEqual(drawn, "1", d.get_log("browser"))
@@ -120,6 +126,34 @@ class ReportHtml(unittest.TestCase):
             self.assertEqual(errors, [])
             os.makedirs(SHOTS, exist_ok=True)
             d.save_screenshot(os.path.join(SHOTS, "report.png"))
+        finally:
+            d.quit()
+
+    def test_capacity_html_from_a_csv(self):
+        """`capacity --format html`: the same page from a CSV of steps, with no empty section
+        for the time series a CSV does not have."""
+        csv = os.path.join(self.dir, "steps.csv")
+        with open(csv, "w") as f:
+            f.write(CSV)
+        report = json.loads(self.run_lw("capacity", csv, "--format", "json"))
+        page = os.path.join(self.dir, "capacity.html")
+        with open(page, "w") as f:
+            f.write(self.run_lw("capacity", csv, "--format", "html"))
+        d = offline_browser()
+        try:
+            d.get("file://" + page)
+            drawn = d.execute_script("return document.body.getAttribute('data-drawn')")
+            self.assertEqual(drawn, "1", d.get_log("browser"))
+            pixels = d.execute_script(DRAWN_PIXELS)
+            self.assertGreater(pixels["scaling"], 2000, pixels)
+            self.assertEqual(pixels["timeline"], -1, "a CSV has no time series to draw")
+            self.assertEqual(d.find_elements(By.ID, "timeline-section"), [])
+            self.assertEqual(d.find_element(By.ID, "scaling").get_attribute("data-knee-users"),
+                             str(report["knee"]["users"]))
+            rows = d.find_elements(By.CSS_SELECTOR, "#phases tr")
+            self.assertEqual(len(rows), len(report["phases"]) + 1)
+            errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+            self.assertEqual(errors, [])
         finally:
             d.quit()
 
