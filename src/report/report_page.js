@@ -12,6 +12,9 @@
     return e;
   }
   var width = Math.min(1100, document.body.clientWidth - 20);
+  // Value axes start at 0, so noise on a flat line does not look like a knee (zooming in with
+  // the mouse still narrows them).
+  function fromZero(u, min, max) { return [Math.min(0, min), max > 0 ? max * 1.05 : 1]; }
 
   // Header.
   var run = rep.run || {};
@@ -56,9 +59,10 @@
                    ms("p50_seconds"), ms("p95_seconds"), ms("p99_seconds")];
   var dots = {show: true, size: 7};
   var kneeUsers = knee.users;
-  new uPlot({
+  var charts = window.loadwatchCharts = {};  // the drawn charts, for tests and the console
+  charts.scaling = new uPlot({
     title: "Throughput and latency against users", width: width, height: 360,
-    scales: {x: {time: false}},
+    scales: {x: {time: false}, rps: {range: fromZero}, ms: {range: fromZero}},
     series: [
       {label: "users"},
       {label: "req/s", stroke: "#1f77b4", width: 2, points: dots, spanGaps: true, scale: "rps"},
@@ -113,27 +117,42 @@
     var tables = series.map(function (s) { return [s.t, s.v]; });
     var joined = uPlot.join(tables);
     var colors = ["#1f77b4", "#2ca02c", "#ff7f0e", "#d62728", "#9467bd", "#8c564b", "#e377c2"];
+    // Every unit gets its own labelled axis from 0: a 0.6-core line is not drawn on the req/s
+    // scale. The first unit's axis is on the left, the others on the right.
+    var units = [], scales = {};
+    series.forEach(function (s) {
+      if (units.indexOf(s.unit) < 0) { units.push(s.unit); scales[s.unit] = {range: fromZero}; }
+    });
+    var axes = [{}].concat(units.map(function (unit, i) {
+      return {scale: unit, label: unit, side: i === 0 ? 3 : 1, grid: {show: i === 0}};
+    }));
     var opts = {
-      title: "The run over time", width: width, height: 320,
+      title: "The run over time", width: width, height: 320, scales: scales,
       series: [{}].concat(series.map(function (s, i) {
         return {label: s.name + " (" + s.unit + ")", stroke: colors[i % colors.length], width: 1.5,
                 scale: s.unit, spanGaps: false};
       })),
-      axes: [{}, {scale: "req/s", label: "req/s"}, {scale: "ms", side: 1, label: "ms", grid: {show: false}}],
+      axes: axes,
       hooks: {drawClear: [function (u) {
         var ctx = u.ctx;
         ctx.save();
         phases.forEach(function (p, i) {
           var x0 = u.valToPos(p.start, "x", true), x1 = u.valToPos(p.end, "x", true);
-          ctx.fillStyle = i % 2 ? "rgba(31,119,180,0.06)" : "rgba(31,119,180,0.14)";
+          ctx.fillStyle = i % 2 ? "rgba(31,119,180,0.04)" : "rgba(31,119,180,0.09)";
           ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
+          // The stable window, where the phase's figures come from, shaded darker.
+          if (p.stable_start != null) {
+            var xs0 = u.valToPos(Math.max(p.start, p.stable_start), "x", true);
+            ctx.fillStyle = "rgba(31,119,180,0.16)";
+            ctx.fillRect(xs0, u.bbox.top, x1 - xs0, u.bbox.height);
+          }
           ctx.fillStyle = "#555"; ctx.font = Math.round(11 * devicePixelRatio) + "px sans-serif";
           ctx.fillText(p.users != null ? p.users + "u" : p.name, x0 + 3, u.bbox.top + 12 * devicePixelRatio);
         });
         ctx.restore();
       }]}
     };
-    new uPlot(opts, joined, document.getElementById("timeline"));
+    charts.timeline = new uPlot(opts, joined, document.getElementById("timeline"));
   } else {
     // No time series (a report from a CSV of steps): no empty section.
     var section = document.getElementById("timeline-section");
