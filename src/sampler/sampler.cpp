@@ -22,7 +22,13 @@ const char* reason_text(const std::string& reason) {
   if (reason == r::kInvalidName) return "an invalid metric name";
   if (reason == r::kLabelLimit) return "a label name or value too long, or too many labels";
   if (reason == r::kTotalSeries) return "the page holds its maximum of series";
+  if (reason == r::kPageBytes) return "its source is past its share of --metrics.push-max-bytes";
   return "a cap was reached";
+}
+
+/// The collectors whose families come from outside and share the page's byte budget.
+bool is_push_collector(std::string_view name) {
+  return name == "influx" || name == "graphite" || name == "textfile" || name == "sources";
 }
 }  // namespace
 
@@ -136,7 +142,14 @@ void Sampler::sample_once() {
   SeriesOrigins origins;
   auto families = out.take(origins);
   GuardReport report;
-  guard_families(families, &origins, GuardOptions{}, report);
+  GuardOptions guard;
+  guard.budget_bytes = options_.metrics_push_max_bytes;
+  for (std::size_t c = 0; c < collectors_.size(); ++c) {
+    if (is_push_collector(collectors_[c].spec->name)) {
+      guard.budgeted.push_back(static_cast<std::uint16_t>(c + 1));
+    }
+  }
+  guard_families(families, &origins, guard, report);
   account(report, out);
   auto snap = std::make_shared<const Snapshot>(std::move(families), std::move(ctx.targets), ctx.now,
                                                std::move(ctx.sources));

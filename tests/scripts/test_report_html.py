@@ -1,6 +1,7 @@
 """The HTML run report in a real browser (Debian's chromium, headless, through chromium-driver
 and python3-selenium): the one file, opened over file:// with networking off, draws its charts
 and its table, with the knee marked. Saves a screenshot under $LOADWATCH_BUILD_DIR/screenshots/."""
+import html.parser
 import json
 import os
 import shutil
@@ -93,6 +94,28 @@ def offline_browser():
     return d
 
 
+# Names that end or blank a <script> element when written raw into it.
+HOSTILE = "<!--<script> &amp; </b>"
+
+
+class ScriptData(html.parser.HTMLParser):
+    """The text of <script id="report-data"> as an HTML parser reads it."""
+
+    def __init__(self):
+        super().__init__()
+        self.inside, self.text = False, ""
+
+    def handle_starttag(self, tag, attrs):
+        self.inside = tag == "script" and ("id", "report-data") in attrs
+
+    def handle_endtag(self, tag):
+        self.inside = False
+
+    def handle_data(self, data):
+        if self.inside:
+            self.text += data
+
+
 class ReportHtml(unittest.TestCase):
     def setUp(self):
         if webdriver is None:
@@ -108,6 +131,63 @@ class ReportHtml(unittest.TestCase):
         p = subprocess.run([BINARY] + list(args), capture_output=True, text=True, timeout=30)
         self.assertEqual(p.returncode, 0, p.stderr)
         return p.stdout
+
+    def test_names_that_would_end_the_script_do_not_blank_the_report(self):
+        csv = os.path.join(self.dir, "steps.csv")
+        with open(csv, "w") as f:
+            f.write(CSV)
+        report = json.loads(self.run_lw("capacity", csv, "--format", "json"))
+        report["run"] = {"id": "r1", "name": HOSTILE}
+        renamed = {p["name"]: HOSTILE + str(i) for i, p in enumerate(report["phases"])}
+
+        def rename(v):  # every mention of a phase (the knees name theirs)
+            if isinstance(v, dict):
+                return {k: rename(x) for k, x in v.items()}
+            if isinstance(v, list):
+                return [rename(x) for x in v]
+            return renamed.get(v, v) if isinstance(v, str) else v
+
+        report = rename(report)
+        for i, p in enumerate(report["phases"]):
+            p["start"], p["end"] = 1e9 + 60 * i, 1e9 + 60 * (i + 1)
+        saved = os.path.join(self.dir, "run.json")
+        with open(saved, "w") as f:
+            json.dump(report, f, ensure_ascii=False)  # "<" and "&" written as they are
+        tl = timeline(report)
+        tl["series"][0]["name"] = HOSTILE
+        with open(os.path.join(self.dir, "run.timeline.json"), "w") as f:
+            json.dump(tl, f, ensure_ascii=False)
+        page = os.path.join(self.dir, "report.html")
+        self.run_lw("report", "--file", saved, "--format", "html", "-o", page)
+        with open(page) as f:
+            text = f.read()
+        # Parsed as a browser's tokenizer would, the data element holds all the JSON, and the
+        # JSON gives back the same names.
+        parser = ScriptData()
+        parser.feed(text)
+        data = json.loads(parser.text)
+        self.assertEqual(data["report"]["run"]["name"], HOSTILE)
+        self.assertEqual([p["name"] for p in data["report"]["phases"]],
+                         [HOSTILE + str(i) for i in range(len(report["phases"]))])
+        self.assertEqual(data["timeline"]["series"][0]["name"], HOSTILE)
+
+        d = offline_browser()
+        try:
+            d.get("file://" + page)
+            self.assertEqual(d.execute_script("return document.body.getAttribute('data-drawn')"),
+                             "1", d.get_log("browser"))
+            self.assertEqual(d.find_element(By.ID, "title").text, "Run report: " + HOSTILE)
+            rows = d.find_elements(By.CSS_SELECTOR, "#phases tr")
+            self.assertEqual(len(rows), len(report["phases"]) + 1)
+            self.assertIn(HOSTILE + "0", rows[1].text)
+            errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+            self.assertEqual(errors, [])
+        finally:
+            d.quit()
+        # Python's parser has no "double-escaped" script state, a browser's has: the page must
+        # not depend on it.
+        for raw in ("<!--", "<script>", "&amp;"):
+            self.assertNotIn(raw, parser.text)
 
     def test_report_file_offline(self):
         csv = os.path.join(self.dir, "steps.csv")

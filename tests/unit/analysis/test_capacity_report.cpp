@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -220,6 +221,42 @@ TEST_CASE("the report names the knee, the fit and the bottleneck in every format
   CHECK_THAT(md, Catch::Contains("| Phase | Users |"));
   CHECK_THAT(md, Catch::Contains("| --- | ---: |"));
   CHECK(nlohmann::json::parse(render_report(r, Format::json))["knee"]["users"] == 100);
+}
+
+TEST_CASE("markdown and table output escape what names bring in") {
+  CapacityReport r = sample_report();
+  const std::string hostile = "a|b <b>x</b> `c` *d* [e](f) \\ g\nh\x1b[31mi\xc2\x9bj";
+  r.run->name = hostile;
+  for (auto& p : r.phases) p.name = hostile + " " + std::to_string(p.users.value_or(0));
+  analyse(r);
+  std::string md = render_report(r, Format::markdown);
+  CHECK_THAT(md, !Catch::Contains("<b>"));
+  CHECK_THAT(md, !Catch::Contains("`c`"));
+  CHECK_THAT(md, !Catch::Contains("*d*"));
+  CHECK_THAT(md, !Catch::Contains("\x1b"));
+  CHECK_THAT(md, !Catch::Contains("\xc2\x9b"));
+  CHECK_THAT(md, Catch::Contains("a\\|b &lt;b&gt;x&lt;/b&gt; \\`c\\` \\*d\\* \\[e\\](f) \\\\ g h"));
+  // Every row of the phase table has as many cell boundaries as its header.
+  std::istringstream lines(md);
+  std::string l, header;
+  int rows = 0;
+  while (std::getline(lines, l)) {
+    if (l.rfind("| Phase |", 0) == 0) header = l;
+    if (header.empty() || l.rfind("| ", 0) != 0) continue;
+    auto bars = [](const std::string& s) {
+      int n = 0;
+      for (std::size_t i = 0; i < s.size(); ++i) n += s[i] == '|' && (i == 0 || s[i - 1] != '\\');
+      return n;
+    };
+    CHECK(bars(l) == bars(header));
+    rows += l.find("a\\|b") != std::string::npos;
+  }
+  CHECK(rows >= 6);  // the phase table, and the tables after it that name phases
+  std::string table = render_report(r, Format::table);
+  CHECK_THAT(table, !Catch::Contains("\x1b"));
+  CHECK_THAT(table, !Catch::Contains("\xc2\x9b"));
+  CHECK_THAT(table, !Catch::Contains("g\nh"));
+  CHECK_THAT(table, Catch::Contains("g h\xEF\xBF\xBD[31mi\xEF\xBF\xBDj 100"));
 }
 
 TEST_CASE("fewer than four phases: the USL section says so instead of numbers") {
