@@ -84,8 +84,14 @@
 
   // Per-phase table.
   var table = document.getElementById("phases");
-  var head = ["phase", "users", "stable s", "req/s", "p50 ms", "p95 ms", "p99 ms", "errors %", "target CPU cores",
-              "host CPU busy"];
+  // Every figure with its bound; a missing req/s shows its reason, never a number.
+  var head = ["phase", "users", "stable s", "req/s", "req/s \u00b1 %", "p50 ms", "p95 ms", "p95 bound ms", "p99 ms",
+              "errors %", "target CPU cores", "host CPU busy"];
+  var latency = phases.filter(function (p) { return p.latency_window; })[0];
+  if (latency) lines.push("Latency: " + latency.latency_window);
+  (rep.left_out_of_scaling || []).forEach(function (l) { lines.push("Left out of the knee and the fit: " + l); });
+  summary.textContent = "";
+  lines.forEach(function (l) { summary.appendChild(el("li", l)); });
   var tr = el("tr");
   head.forEach(function (h) { tr.appendChild(el("th", h)); });
   table.appendChild(tr);
@@ -97,9 +103,14 @@
     }).join(", ");
     var busy = null, modes = (p.host || {}).cpu_cores_by_mode || {};
     Object.keys(modes).forEach(function (m) { if (m !== "idle" && m !== "iowait") busy = (busy || 0) + modes[m]; });
-    [p.name + (i === knee.phase_index ? " \u25c0 knee" : ""), p.users, fmt(p.stable_seconds, 0), fmt(p.rps),
-     fmt(p.p50_seconds == null ? null : p.p50_seconds * 1000), fmt(p.p95_seconds == null ? null : p.p95_seconds * 1000),
-     fmt(p.p99_seconds == null ? null : p.p99_seconds * 1000),
+    var ms = function (v) { return v == null ? null : v * 1000; };
+    var pm = p.rps && p.rps_low != null && p.rps_high != null ? (p.rps_high - p.rps_low) / 2 / p.rps * 100 : null;
+    var bound = p.p95_low_seconds != null && p.p95_high_seconds != null ?
+        fmt(ms(p.p95_low_seconds)) + "\u2013" + fmt(ms(p.p95_high_seconds)) : null;
+    [p.name + (i === knee.phase_index ? " \u25c0 knee" : ""), p.users, fmt(p.stable_seconds, 0),
+     p.rps != null ? fmt(p.rps) : (p.rps_unavailable ? "unavailable: " + p.rps_unavailable : null),
+     pm == null ? null : "\u00b1" + fmt(pm), fmt(ms(p.p50_seconds)), fmt(ms(p.p95_seconds)), bound,
+     fmt(ms(p.p99_seconds)),
      fmt(p.error_ratio == null ? null : p.error_ratio * 100, 2), cpu, fmt(busy, 2)]
       .forEach(function (c) { r.appendChild(el("td", c == null ? "" : String(c))); });
     table.appendChild(r);

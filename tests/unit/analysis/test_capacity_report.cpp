@@ -23,9 +23,22 @@ PhaseStats full_phase() {
   p.stable_seconds = 144;
   p.warmup_rule = "first 20% of the phase, at least 30 s, at most 50%";
   p.rps = 1234.5;
+  p.rps_low = 1230;
+  p.rps_high = 1240;
+  p.rps_window_start = 1700000037;
+  p.rps_window_end = 1700000180;
+  p.rps_method = "counter rise between its first and last change";
   p.p50_seconds = 0.012;
   p.p95_seconds = 0.045;
   p.p99_seconds = 0.090;
+  p.p50_low_seconds = 0.01;
+  p.p50_high_seconds = 0.015;
+  p.p95_low_seconds = 0.04;
+  p.p95_high_seconds = 0.05;
+  p.p99_low_seconds = 0.08;
+  p.p99_high_seconds = 0.1;
+  p.latency_method = "histogram";
+  p.latency_window = "merged histogram buckets";
   p.error_ratio = 0.0025;
   TargetPhaseStats app{"app", 1.9, 0.97, 2.0, 100e6, 120e6, 1234.5, 900, 1024};
   TargetPhaseStats gen{"locust", 0.4, 0.4, std::nullopt, 50e6, 51e6, -3.0, 30, 65536};
@@ -51,6 +64,8 @@ CapacityReport sample_report() {
     p.name = "step " + std::to_string(i);
     p.users = 25 * i;
     p.rps = 20.0 * std::min(25 * i, 100);
+    p.rps_low = *p.rps * 0.99;
+    p.rps_high = *p.rps * 1.01;
     p.p95_seconds = 0.05 * std::max(1.0, 25.0 * i / 100);
     r.phases.push_back(p);
   }
@@ -232,3 +247,4 @@ TEST_CASE("fewer than four phases: the USL section says so instead of numbers") 
   CHECK(j["usl"]["fitted"] == false);
   CHECK_FALSE(j["usl"].contains("alpha"));
 }
+
