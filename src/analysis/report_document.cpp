@@ -153,6 +153,9 @@ Section knee_section(const CapacityReport& r) {
   } else {
     s.lines.push_back("- Throughput knee: " + r.knee.reason + ".");
   }
+  for (const std::string& left : r.left_out_of_scaling) {
+    s.lines.push_back("- Left out (also of the USL fit): " + left + ".");
+  }
   if (r.latency_knee.phase) {
     std::snprintf(buf, sizeof buf, " (more than %.0f %% above the trend of the lower loads).",
                   kLatencyKneeRise * 100);
@@ -170,6 +173,10 @@ Section usl_section(const CapacityReport& r) {
   s.title = "Universal Scalability Law";
   s.lines.push_back("X(N) = γN / (1 + α(N−1) + βN(N−1)), least squares with α, β in [0, 1], γ ≥ 0.");
   const UslFit& u = r.usl;
+  if (!r.left_out_of_scaling.empty()) {
+    s.lines.push_back("- Fitted without the " + std::to_string(r.left_out_of_scaling.size()) +
+                      " phase(s) that have no req/s (see Knee).");
+  }
   if (!u.fitted) {
     s.lines.push_back("- No fit: " + u.reason + ".");
     return s;
