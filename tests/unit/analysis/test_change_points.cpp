@@ -7,6 +7,7 @@
 #include <random>
 
 #include "analysis/change_points.h"
+#include "analysis/compare.h"
 #include "analysis/generator_figures.h"
 #include "analysis/histogram_quantile.h"
 #include "analysis/phase_summary.h"
@@ -287,3 +288,56 @@ TEST_CASE("without a histogram the generator's rolling figure is used and labell
   CHECK(p.latency_window.find("Locust: its last 10 s") != std::string::npos);
 }
 
+namespace {
+
+/// A report of `load` as a loadwatch watching Locust at `interval` would write it. The rolling
+/// p95 is the same function of time for every watcher (they read one Locust).
+CapacityReport watched_report(const StepLoad& load, double interval, unsigned seed) {
+  Observed o = locust_scrape(load, interval, 2, true, seed);
+  RunSeries run;
+  GeneratorSourceSeries src{"lc", o.requests, {}, o.age, o.age_uncertainty, {}};
+  for (double t : o.requests.t) {
+    src.failures.add(t, 0);
+    run.generator.p95_seconds.add(t, 0.02 + 0.0001 * load.rate_at(t - kT0));
+  }
+  run.generator.sources.push_back(src);
+  std::vector<PhaseWindow> phases;
+  for (std::size_t i = 0; i < load.rates.size(); ++i) {
+    double start = kT0 + load.step * static_cast<double>(i);
+    phases.push_back({std::to_string(i + 1), static_cast<std::int64_t>(i + 1), start,
+                      start + load.step});
+  }
+  return report_from_series(std::nullopt, phases, run);
+}
+
+}  // namespace
+
+TEST_CASE("two watchers of one run (sources at 1 s and 5 s) pass the documented gate") {
+  std::vector<Rule> rules = {parse_rule(Bound::min, "rps=-10%"), parse_rule(Bound::max, "p95=+20%")};
+  for (double step : {15.0, 30.0, 60.0}) {
+    StepLoad load{{100, 200, 300, 300}, step};
+    for (unsigned seed = 1; seed <= 10; ++seed) {
+      CapacityReport fine = watched_report(load, 1, seed);
+      CapacityReport coarse = watched_report(load, 5, seed + 100);
+      for (const auto& [base, cur] : {std::pair{&fine, &coarse}, std::pair{&coarse, &fine}}) {
+        Comparison c = compare_reports(*base, *cur, rules);
+        INFO("step " << step << " s, seed " << seed);
+        CHECK(c.exit_code() == 0);
+        CHECK_FALSE(c.regressed());
+      }
+      for (const PhaseStats& p : coarse.phases) CHECK((p.rps ? *p.rps > 0 : !p.rps_unavailable.empty()));
+    }
+  }
+}
+
+TEST_CASE("the same gate still catches a real 30 % drop in throughput") {
+  StepLoad base_load{{100, 200, 300}, 60};
+  StepLoad slower{{70, 140, 210}, 60};
+  std::vector<Rule> rules = {parse_rule(Bound::min, "rps=-10%")};
+  for (unsigned seed = 1; seed <= 10; ++seed) {
+    Comparison c = compare_reports(watched_report(base_load, 1, seed),
+                                   watched_report(slower, 5, seed + 50), rules);
+    INFO("seed " << seed);
+    CHECK(c.exit_code() == 1);
+  }
+}
