@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 #include "analysis/change_points.h"
@@ -19,12 +20,20 @@ struct SourceRate {
   double age_uncertainty = 0;  // the largest at the two ends
 };
 
-SourceRate source_rate(const GeneratorSourceSeries& s, double from, double to) {
+SourceRate source_rate(const GeneratorSourceSeries& s, double from, double to,
+                       std::optional<std::int64_t> users) {
   SourceRate r;
   r.source = &s;
   bool ages = !s.data_age_seconds.empty();
   auto points = change_points(s.requests, ages ? &s.data_age_seconds : nullptr,
                               ages ? &s.data_age_uncertainty_seconds : nullptr);
+  if (users && !s.users.empty()) {
+    // A count that arrived with another user count describes the step before or after.
+    std::erase_if(points, [&](const ChangePoint& c) {
+      auto u = value_at(s.users, c.sample_time);
+      return u && std::llround(*u) != *users;
+    });
+  }
   r.rate = change_point_rate(points, from, to);
   if (r.rate.first && r.rate.last) {
     // An end timed by the sample spacing instead (its age was missing) makes it "spacing".
@@ -106,14 +115,14 @@ void summarize_generator(PhaseStats& p, const GeneratorSeries& g, double from, d
   std::vector<GeneratorSourceSeries> fallback;
   const std::vector<GeneratorSourceSeries>* sources = &g.sources;
   if (sources->empty() && !g.requests.empty()) {
-    fallback.push_back({"", g.requests, g.failures, {}, {}, {}});
+    fallback.push_back({"", g.requests, g.failures, {}, {}, {}, {}});
     sources = &fallback;
   }
 
   std::vector<SourceRate> rates;
   for (const GeneratorSourceSeries& s : *sources) {
     if (s.requests.empty()) continue;
-    rates.push_back(source_rate(s, from, to));
+    rates.push_back(source_rate(s, from, to, p.users));
     const RateEstimate& r = rates.back().rate;
     if (!r.value && p.rps_unavailable.empty()) {
       p.rps_unavailable = (sources->size() > 1 ? s.name + ": " : std::string()) + r.unavailable;

@@ -46,6 +46,9 @@ struct GeneratorSourceSeries {
   Series data_age_seconds;              // absent on older data: then the sample spacing bounds
   Series data_age_uncertainty_seconds;  // how much older the figures may be than the age says
   std::map<double, Series> duration_buckets;  // le -> cumulative count (the listener's histogram)
+  /// Users as the same answers reported them: a count shown beside another user count than
+  /// the phase's is not the phase's (a phase's end is seen up to one update late).
+  Series users;
 };
 
 struct GeneratorSeries {

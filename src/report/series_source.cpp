@@ -57,6 +57,7 @@ std::vector<analysis::GeneratorSourceSeries> generator_sources(
   auto failures = fetch("loadwatch_generator_failures_total", {});
   auto ages = fetch("loadwatch_generator_data_age_seconds", {});
   auto age_bounds = fetch("loadwatch_generator_data_age_uncertainty_seconds", {});
+  auto users = fetch("loadwatch_generator_users", {});
   auto buckets = fetch("loadwatch_generator_request_duration_seconds_bucket", {});
   if (buckets.empty()) buckets = fetch("loadwatch_generator_request_duration_seconds", {});
   for (const std::string& name : label_values(requests, "source")) {
@@ -69,6 +70,7 @@ std::vector<analysis::GeneratorSourceSeries> generator_sources(
     g.failures = one(failures);
     g.data_age_seconds = one(ages);
     g.data_age_uncertainty_seconds = one(age_bounds);
+    g.users = one(users);
     for (const auto& b : buckets) {
       auto src = b.labels.find("source");
       auto le = b.labels.find("le");

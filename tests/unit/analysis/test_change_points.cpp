@@ -206,6 +206,30 @@ TEST_CASE("the Locust listener's 1 s pushes with its own timestamps: within 3 % 
   }
 }
 
+TEST_CASE("a count that arrived with another user count is not the phase's") {
+  // 8 users at 100 req/s until 50 s, then stopped: the cut requests (5) arrive at 52 s with
+  // users = 0, while the phase's end is only seen at 53 s.
+  GeneratorSourceSeries s;
+  for (double t = 0; t <= 60; t += 1) {
+    s.requests.add(kT0 + t, t <= 50 ? 100 * t : t < 52 ? 5000 : 5005);
+    s.users.add(kT0 + t, t <= 50 ? 8 : 0);
+  }
+  GeneratorSeries g;
+  g.sources.push_back(s);
+  PhaseStats p;
+  p.users = 8;
+  summarize_generator(p, g, kT0 + 25, kT0 + 53);
+  REQUIRE(p.rps);
+  CHECK(*p.rps == Approx(100));
+  CHECK(*p.rps_window_end <= kT0 + 50);
+  // Without user counts the drain's change is taken, and the rate says so by being lower.
+  g.sources[0].users = {};
+  PhaseStats q;
+  q.users = 8;
+  summarize_generator(q, g, kT0 + 25, kT0 + 53);
+  CHECK(*q.rps < 99);
+}
+
 TEST_CASE("a counter restart between two change points counts from zero") {
   Series c;
   for (double v : {0.0, 100.0, 200.0, 50.0, 150.0}) c.add(kT0 + c.t.size(), v);
@@ -295,7 +319,7 @@ namespace {
 CapacityReport watched_report(const StepLoad& load, double interval, unsigned seed) {
   Observed o = locust_scrape(load, interval, 2, true, seed);
   RunSeries run;
-  GeneratorSourceSeries src{"lc", o.requests, {}, o.age, o.age_uncertainty, {}};
+  GeneratorSourceSeries src{"lc", o.requests, {}, o.age, o.age_uncertainty, {}, {}};
   for (double t : o.requests.t) {
     src.failures.add(t, 0);
     run.generator.p95_seconds.add(t, 0.02 + 0.0001 * load.rate_at(t - kT0));
