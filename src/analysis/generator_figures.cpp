@@ -27,7 +27,13 @@ SourceRate source_rate(const GeneratorSourceSeries& s, double from, double to,
   bool ages = !s.data_age_seconds.empty();
   auto points = change_points(s.requests, ages ? &s.data_age_seconds : nullptr,
                               ages ? &s.data_age_uncertainty_seconds : nullptr);
-  if (users && !s.users.empty()) {
+  // The phase's users as the generator counts them, seen in the window: else its user count
+  // means something else (a phase declared through the API) and says nothing here.
+  PointRange seen = points_in(s.users, from, to);
+  bool same_users = users && std::any_of(s.users.v.begin() + seen.begin,
+                                         s.users.v.begin() + seen.end,
+                                         [&](double u) { return std::llround(u) == *users; });
+  if (same_users) {
     // A count that arrived with another user count describes the step before or after.
     std::erase_if(points, [&](const ChangePoint& c) {
       auto u = value_at(s.users, c.sample_time);

@@ -222,6 +222,13 @@ TEST_CASE("a count that arrived with another user count is not the phase's") {
   REQUIRE(p.rps);
   CHECK(*p.rps == Approx(100));
   CHECK(*p.rps_window_end <= kT0 + 50);
+  // A phase whose user count the generator never reported (declared through the API as 50)
+  // keeps every change point.
+  PhaseStats declared;
+  declared.users = 50;
+  summarize_generator(declared, g, kT0 + 25, kT0 + 53);
+  REQUIRE(declared.rps);
+  CHECK(*declared.rps < 99);
   // Without user counts the drain's change is taken, and the rate says so by being lower.
   g.sources[0].users = {};
   PhaseStats q;
