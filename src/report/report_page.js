@@ -88,24 +88,40 @@
 
   // Per-phase table.
   var table = document.getElementById("phases");
-  var head = ["phase", "users", "stable s", "req/s", "p50 ms", "p95 ms", "p99 ms", "errors %", "target CPU cores",
-              "host CPU busy"];
-  var tr = el("tr");
-  head.forEach(function (h) { tr.appendChild(el("th", h)); });
-  table.appendChild(tr);
-  phases.forEach(function (p, i) {
-    var r = el("tr", null, i === knee.phase_index ? "knee" : "");
+  // Every figure with its bound; a missing req/s shows its reason, never a number.
+  var head = ["phase", "users", "stable s", "req/s", "req/s \u00b1 %", "p50 ms", "p95 ms", "p95 bound ms", "p99 ms",
+              "errors %", "target CPU cores", "host CPU busy"];
+  var latency = phases.filter(function (p) { return p.latency_window; })[0];
+  if (latency) lines.push("Latency: " + latency.latency_window);
+  (rep.left_out_of_scaling || []).forEach(function (l) { lines.push("Left out of the knee and the fit: " + l); });
+  summary.textContent = "";
+  lines.forEach(function (l) { summary.appendChild(el("li", l)); });
+  var rows = phases.map(function (p, i) {
     var cpu = (p.targets || []).map(function (t) {
       return t.name + " " + fmt(t.cpu_cores, 2) + (t.busiest_process_core_share != null ?
              " (busiest " + fmt(t.busiest_process_core_share, 2) + ")" : "");
     }).join(", ");
     var busy = null, modes = (p.host || {}).cpu_cores_by_mode || {};
     Object.keys(modes).forEach(function (m) { if (m !== "idle" && m !== "iowait") busy = (busy || 0) + modes[m]; });
-    [p.name + (i === knee.phase_index ? " \u25c0 knee" : ""), p.users, fmt(p.stable_seconds, 0), fmt(p.rps),
-     fmt(p.p50_seconds == null ? null : p.p50_seconds * 1000), fmt(p.p95_seconds == null ? null : p.p95_seconds * 1000),
-     fmt(p.p99_seconds == null ? null : p.p99_seconds * 1000),
+    var ms = function (v) { return v == null ? null : v * 1000; };
+    var pm = p.rps && p.rps_low != null && p.rps_high != null ? (p.rps_high - p.rps_low) / 2 / p.rps * 100 : null;
+    var bound = p.p95_low_seconds != null && p.p95_high_seconds != null ?
+        fmt(ms(p.p95_low_seconds)) + "\u2013" + fmt(ms(p.p95_high_seconds)) : null;
+    return [p.name + (i === knee.phase_index ? " \u25c0 knee" : ""), p.users, fmt(p.stable_seconds, 0),
+     p.rps != null ? fmt(p.rps) : (p.rps_unavailable ? "unavailable: " + p.rps_unavailable : null),
+     pm == null ? null : "\u00b1" + fmt(pm), fmt(ms(p.p50_seconds)), fmt(ms(p.p95_seconds)), bound,
+     fmt(ms(p.p99_seconds)),
      fmt(p.error_ratio == null ? null : p.error_ratio * 100, 2), cpu, fmt(busy, 2)]
-      .forEach(function (c) { r.appendChild(el("td", c == null ? "" : String(c))); });
+      .map(function (c) { return c == null ? "" : String(c); });
+  });
+  // A column no phase has a figure for is left out, not shown blank.
+  var keep = head.map(function (h, c) { return c < 2 || rows.some(function (r) { return r[c] !== ""; }); });
+  var tr = el("tr");
+  head.forEach(function (h, c) { if (keep[c]) tr.appendChild(el("th", h)); });
+  table.appendChild(tr);
+  rows.forEach(function (cells, i) {
+    var r = el("tr", null, i === knee.phase_index ? "knee" : "");
+    cells.forEach(function (c, k) { if (keep[k]) r.appendChild(el("td", c)); });
     table.appendChild(r);
   });
   if (bn.summary) document.getElementById("saturated").textContent = "Saturated first at " + (bn.phase || "the knee") +
