@@ -46,15 +46,20 @@ RunSubresource report_subresource(const ReportService& service, const RunBook& b
       if (!base_id.empty()) {
         auto base_run = plausible_run_id(base_id) ? book.find(base_id) : std::nullopt;
         if (!base_run) return error(404, "not_found", "baseline: no run \"" + base_id.substr(0, 64) + "\"");
+        std::vector<analysis::Rule> rules;
+        try {
+          // The CLI's gate: max=p95=+20%&min=rps=-10% as --max/--min (the default without).
+          rules = analysis::rules_or_default(req.query_params("max"), req.query_params("min"));
+        } catch (const std::invalid_argument& e) {
+          return error(400, "bad_data", e.what());
+        }
         auto base = service.report(*base_run, &why);
         if (!base) return error(404, "not_found", "baseline: " + why);
         try {
           auto c = analysis::compare_reports(analysis::report_from_json(base->report_json),
-                                             analysis::report_from_json(built->report_json),
-                                             analysis::default_rules());
-          cmp = HtmlComparison{
-              analysis::render_comparison(c, analysis::Format::table, base_id, run.id),
-              c.regressed(), base_id};
+                                             analysis::report_from_json(built->report_json), rules);
+          cmp = HtmlComparison{analysis::comparison_document(c, base_id, run.id), c.regressed(),
+                               base_id};
         } catch (const std::exception& e) {
           return error(500, "internal", e.what());
         }
