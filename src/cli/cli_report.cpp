@@ -31,7 +31,11 @@ std::string pick_run(const RunClient& client) {
   }
   std::string open;
   for (const auto& r : doc["data"]) {
-    if (!r.contains("phases") || r["phases"].empty()) continue;
+    // The list gives summaries: phase_count, not the phases.
+    if (!r.is_object() || !r.contains("phase_count") || !r["phase_count"].is_number_unsigned() ||
+        r["phase_count"].get<std::uint64_t>() == 0) {
+      continue;
+    }
     if (r.value("state", "") == "running") {
       if (open.empty()) open = r.value("id", "");
       continue;

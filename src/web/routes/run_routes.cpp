@@ -1,6 +1,7 @@
 #include "web/routes/run_routes.h"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
 
 namespace loadwatch {
@@ -68,12 +69,55 @@ HttpResponse write(bool enabled, const HttpRequest& req, int status, F&& apply) 
   }
 }
 
-HttpResponse list_or_start(RunBook& book, bool enabled, const HttpRequest& req) {
-  if (is_get(req)) {
-    nlohmann::ordered_json data = nlohmann::ordered_json::array();
-    for (const Run& run : book.list()) data.push_back(run_to_json(run));
-    return success(200, std::move(data));
+/// A query number in 1..max; `fallback` when absent; nullopt when it is not one.
+std::optional<std::size_t> limit_param(const std::string& text, std::size_t fallback,
+                                       std::size_t max) {
+  if (text.empty()) return fallback;
+  if (text.size() > 6) return std::nullopt;
+  std::size_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<std::size_t>(c - '0');
   }
+  if (v < 1 || v > max) return std::nullopt;
+  return v;
+}
+
+/// GET /api/v1/runs: one page, newest first, summaries unless ?phases=1. Each answer is built
+/// from at most `limit` runs copied under the lock, so readers cost a page each, not the
+/// whole history.
+HttpResponse list_page(const RunBook& book, const HttpRequest& req) {
+  std::string phases = req.query_param("phases");
+  if (!phases.empty() && phases != "0" && phases != "1") {
+    return error(400, "bad_data", "phases: want 0 or 1", "phases");
+  }
+  bool with_phases = phases == "1";
+  std::size_t max = with_phases ? kMaxRunsPageWithPhases : kMaxRunsPage;
+  auto limit = limit_param(req.query_param("limit"), max, max);
+  if (!limit) {
+    return error(400, "bad_data", "limit: want 1 to " + std::to_string(max), "limit");
+  }
+  std::string token = req.query_param("page_token");
+  if (!token.empty() && !plausible_run_id(token)) {
+    return error(400, "bad_data", "page_token: not one this API gave", "page_token");
+  }
+  RunBook::Page page = book.page(token, *limit, with_phases);
+  if (!page.found) {
+    return error(400, "bad_data", "page_token: that run left the history; list again",
+                 "page_token");
+  }
+  nlohmann::ordered_json data = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < page.runs.size(); ++i) {
+    data.push_back(with_phases ? run_to_json(page.runs[i])
+                               : run_summary_json(page.runs[i], page.phase_counts[i]));
+  }
+  nlohmann::ordered_json body{{"status", "success"}, {"data", std::move(data)}};
+  if (!page.next.empty()) body["next_page_token"] = page.next;
+  return json_response(200, body);
+}
+
+HttpResponse list_or_start(RunBook& book, bool enabled, const HttpRequest& req) {
+  if (is_get(req)) return list_page(book, req);
   if (req.method != "POST") return method_not_allowed("GET, POST");
   return write(enabled, req, 201, [&] { return book.start_run(parse_start_request(req.body)); });
 }
@@ -94,6 +138,18 @@ HttpResponse one_run(RunBook& book, bool enabled, const RunSubresource& sub,
   if (auto slash = rest.find('/'); slash != std::string_view::npos) {
     suffix = rest.substr(slash + 1);
     rest = rest.substr(0, slash);
+    // A run named by id: a client acts on its own run, never on one another client opened.
+    if ((suffix == "phases" || suffix == "stop") && plausible_run_id(rest)) {
+      std::optional<std::string> id{std::string(rest)};
+      if (suffix == "phases") {
+        return write(enabled, req, 201,
+                     [&] { return book.add_phase(parse_phase_request(req.body), id); });
+      }
+      return write(enabled, req, 200, [&] {
+        parse_empty_request(req.body);
+        return book.stop_run(id);
+      });
+    }
     if (!sub || suffix.empty()) return error(404, "not_found", "no such endpoint");
   }
   if (!is_get(req)) return method_not_allowed("GET");

@@ -1,6 +1,6 @@
 #pragma once
-// The run API: /api/v1/runs (list, start), /api/v1/runs/{id}, /api/v1/runs/current,
-// /api/v1/runs/current/phases, /api/v1/runs/current/stop. Answers in the Prometheus API's
+// The run API: /api/v1/runs (list, paged; start), /api/v1/runs/{id}, /api/v1/runs/current,
+// /api/v1/runs/{id}/phases, /api/v1/runs/{id}/stop (and current/phases, current/stop). Answers in the Prometheus API's
 // envelope: {"status":"success","data":...} or {"status":"error","errorType":..,"error":..}.
 
 #include <functional>
@@ -11,6 +11,10 @@
 #include "web/http_server.h"
 
 namespace loadwatch {
+
+/// Runs per page of GET /api/v1/runs: summaries, and with ?phases=1.
+inline constexpr std::size_t kMaxRunsPage = 500;
+inline constexpr std::size_t kMaxRunsPageWithPhases = 10;
 
 /// Answers GET /api/v1/runs/{id}/SUFFIX for a run that exists (e.g. its report).
 using RunSubresource =
