@@ -127,6 +127,33 @@ nlohmann::ordered_json run_to_json(const Run& run) {
   return j;
 }
 
+void append_run_json(std::string& out, const Run& run) {
+  auto put = [&out](const nlohmann::ordered_json& value) {
+    out += value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  };
+  std::string header;
+  {
+    nlohmann::ordered_json h = run_header(run);
+    h["phases"] = nlohmann::ordered_json::array();
+    header = h.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  }
+  out.append(header, 0, header.size() - 2);  // up to "phases":[
+  for (std::size_t i = 0; i < run.phases.size(); ++i) {
+    const RunPhase& p = run.phases[i];
+    auto end = run.phase_end(i);
+    out += i ? ",{\"name\":" : "{\"name\":";
+    put(p.name);
+    out += ",\"start\":";
+    put(ms(p.start));
+    out += ",\"end\":";
+    put(end ? nlohmann::ordered_json(ms(*end)) : nlohmann::ordered_json(nullptr));
+    out += ",\"users\":";
+    put(p.users ? nlohmann::ordered_json(*p.users) : nlohmann::ordered_json(nullptr));
+    out += '}';
+  }
+  out += "]}";
+}
+
 nlohmann::ordered_json run_summary_json(const Run& run, std::size_t phase_count) {
   nlohmann::ordered_json j = run_header(run);
   j["phase_count"] = phase_count;

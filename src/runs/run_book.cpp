@@ -343,7 +343,8 @@ std::vector<Run> RunBook::list() const {
   return out;
 }
 
-RunBook::Page RunBook::page(const std::string& after, std::size_t limit, bool with_phases) const {
+RunBook::Page RunBook::page(const std::string& after, std::size_t limit, bool with_phases,
+                            std::size_t max_phases) const {
   std::lock_guard lock(mutex_);
   Page page;
   // list()'s order without building it: the open run, then finished_ from its end.
@@ -360,8 +361,11 @@ RunBook::Page RunBook::page(const std::string& after, std::size_t limit, bool wi
     }
     ++i;
   }
+  std::size_t phases = 0;
   for (; i < order.size() && page.runs.size() < limit; ++i) {
     const Run& r = *order[i];
+    phases += with_phases ? r.phases.size() : 0;
+    if (phases > max_phases && !page.runs.empty()) break;
     if (with_phases) {
       page.runs.push_back(r);
     } else {

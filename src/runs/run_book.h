@@ -81,14 +81,17 @@ class RunBook : public RunObserver {
   /// The open run first, then the finished ones, newest start first.
   std::vector<Run> list() const;
   /// One page of list(): up to `limit` runs after the run `after` (from the start when empty),
-  /// copied without their phases unless `with_phases` (phase_count says how many).
+  /// copied without their phases unless `with_phases` (phase_count says how many); with
+  /// phases, the page ends before the run that would take it past `max_phases` (it holds at
+  /// least one run), so a page costs a bounded copy whatever the runs hold.
   struct Page {
     std::vector<Run> runs;
     std::vector<std::size_t> phase_counts;  // per run, also when its phases are left out
     std::string next;    // the id to pass as `after` for the next page; empty on the last
     bool found = true;   // false: `after` is no run kept (it left the history)
   };
-  Page page(const std::string& after, std::size_t limit, bool with_phases) const;
+  Page page(const std::string& after, std::size_t limit, bool with_phases,
+            std::size_t max_phases = kMaxRunPhases) const;
   /// What /metrics shows, copied each sample: the open run with its current phase, and the
   /// finished run that ended last (not whole runs: a long run's phases stay where they are).
   struct Exposed {

@@ -15,6 +15,8 @@ namespace loadwatch {
 /// Runs per page of GET /api/v1/runs: summaries, and with ?phases=1.
 inline constexpr std::size_t kMaxRunsPage = 500;
 inline constexpr std::size_t kMaxRunsPageWithPhases = 10;
+/// Phases per page with ?phases=1 (a page holds at least one run, whatever it has).
+inline constexpr std::size_t kMaxPhasesPerPage = 2000;
 
 /// Answers GET /api/v1/runs/{id}/SUFFIX for a run that exists (e.g. its report).
 using RunSubresource =
