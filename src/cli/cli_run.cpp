@@ -131,7 +131,9 @@ int list_runs(const RunClient& client) {
           end.is_number() ? std::to_string(std::lround(end.get<double>() - start)) : "-";
       std::printf("%-40s %-11s %-19s %9s %6zu  %s\n", run.value("id", "").c_str(),
                   run.value("state", "").c_str(), utc(start).c_str(), seconds.c_str(),
-                  static_cast<std::size_t>(run.value("phase_count", 0)),
+                  run.contains("phase_count") && run["phase_count"].is_number_unsigned()
+                      ? run["phase_count"].get<std::size_t>()
+                      : std::size_t{0},
                   run.value("origin", "").c_str());
     }
     auto doc = nlohmann::json::parse(answer.body, nullptr, false);
@@ -159,6 +161,11 @@ struct Guard {
   pid_t pid = -1;
   int fd = -1;  // the write end; closing it without the byte means loadwatch is gone
 
+  /// Tells the guard CMD's process group, once CMD is started.
+  void watch(pid_t group) {
+    if (pid < 0) return;
+    [[maybe_unused]] auto n = write(fd, &group, sizeof group);
+  }
   void release() {
     if (pid < 0) return;
     [[maybe_unused]] auto n = write(fd, "D", 1);
@@ -168,7 +175,20 @@ struct Guard {
   }
 };
 
-Guard start_guard(const RunClient& client, const std::string& run_id, pid_t group,
+/// Reads up to `size` bytes, through EINTR; returns how many came before EOF.
+std::size_t read_fully(int fd, void* buf, std::size_t size) {
+  std::size_t got = 0;
+  while (got < size) {
+    ssize_t n = read(fd, static_cast<char*>(buf) + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  return got;
+}
+
+/// Started before CMD, so that no moment of CMD's life is unguarded.
+Guard start_guard(const RunClient& client, const std::string& run_id,
                   const std::vector<std::string>& stop_args) {
   Guard guard;
   int fds[2];
@@ -201,13 +221,11 @@ Guard start_guard(const RunClient& client, const std::string& run_id, pid_t grou
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) signal(s, SIG_IGN);
+    pid_t group = 0;
+    bool known = read_fully(fds[0], &group, sizeof group) == sizeof group && group > 0;
     char byte = 0;
-    ssize_t n;
-    do {
-      n = read(fds[0], &byte, 1);
-    } while (n < 0 && errno == EINTR);
-    if (n == 1) _exit(0);  // loadwatch is ending normally: it stops the run itself
-    kill(-group, SIGKILL);
+    if (known && read_fully(fds[0], &byte, 1) == 1) _exit(0);  // loadwatch stops the run itself
+    if (known) kill(-group, SIGKILL);
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, STDIN_FILENO);
     execv(self, argv.data());
@@ -248,10 +266,12 @@ int exec_command(const RunClient& client, const ExecPlan& plan, const std::strin
   argv.push_back(nullptr);
   std::string exec_failed = "loadwatch run exec: " + args[0] + ": ";
 
+  Guard guard = start_guard(client, run_id, stop_args);
   const pid_t parent = getpid();
   pid_t child = fork();
   if (child < 0) {
     std::fprintf(stderr, "loadwatch run exec: fork: %s\n", std::strerror(errno));
+    guard.release();
     sigprocmask(SIG_SETMASK, &old, nullptr);
     return 126;
   }
@@ -274,7 +294,7 @@ int exec_command(const RunClient& client, const ExecPlan& plan, const std::strin
     _exit(err == ENOENT ? 127 : 126);
   }
   setpgid(child, child);  // as the child does: whichever runs first
-  Guard guard = start_guard(client, run_id, child, stop_args);
+  guard.watch(child);
 
   using Clock = std::chrono::steady_clock;
   auto started = Clock::now();

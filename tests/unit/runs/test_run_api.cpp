@@ -369,3 +369,38 @@ TEST_CASE("SIGKILL of run exec: CMD does not run on, and the run is stopped") {
   if (!process_gone(cmd)) kill(cmd, SIGKILL);  // never leave it behind
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("GET /api/v1/runs pages: limit, page_token, summaries unless phases=1") {
+  Server s(true);
+  for (int i = 0; i < 5; ++i) {
+    s.book.start_run(StartRunRequest{"r" + std::to_string(i), {}});
+    s.book.add_phase(PhaseRequest{"users=1", 1});
+  }
+  std::vector<std::string> seen;
+  std::string token;
+  for (int page = 0; page < 10; ++page) {
+    Reply r = call(s, "GET", "/api/v1/runs?limit=2" + (token.empty() ? "" : "&page_token=" + token));
+    REQUIRE(r.status == 200);
+    CHECK(r.json["data"].size() <= 2);
+    for (const auto& run : r.json["data"]) {
+      seen.push_back(run["id"]);
+      CHECK_FALSE(run.contains("phases"));
+      CHECK(run["phase_count"] == 1);
+    }
+    if (!r.json.contains("next_page_token")) break;
+    token = r.json["next_page_token"];
+  }
+  std::vector<std::string> all;
+  for (const Run& r : s.book.list()) all.push_back(r.id);
+  CHECK(seen == all);
+  Reply full = call(s, "GET", "/api/v1/runs?phases=1&limit=1");
+  REQUIRE(full.json["data"].size() == 1);
+  CHECK(full.json["data"][0]["phases"].size() == 1);
+  CHECK(full.json["data"][0]["id"] == all[0]);
+  CHECK(call(s, "GET", "/api/v1/runs?limit=0").status == 400);
+  CHECK(call(s, "GET", "/api/v1/runs?limit=501").status == 400);
+  CHECK(call(s, "GET", "/api/v1/runs?phases=1&limit=11").json["field"] == "limit");
+  CHECK(call(s, "GET", "/api/v1/runs?phases=yes").json["field"] == "phases");
+  CHECK(call(s, "GET", "/api/v1/runs?page_token=../x").json["field"] == "page_token");
+  CHECK(call(s, "GET", "/api/v1/runs?page_token=20200101T000000-gone").status == 400);
+}
