@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
-#include "config/config.h"
 #include "cli/run_client.h"
+#include "config/config.h"
 #include "runs/run.h"
 
 namespace loadwatch {
@@ -194,8 +194,8 @@ Guard start_guard(const RunClient& client, const std::string& run_id,
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return guard;
   // Made before fork(): the guard only makes async-signal-safe calls, then exec().
-  std::vector<std::string> args = {"loadwatch", "run", "stop", "--run", run_id,
-                                   "--url=" + client.url()};
+  std::vector<std::string> args = {"loadwatch", "run",  "stop",
+                                   "--run",     run_id, "--url=" + client.url()};
   args.insert(args.end(), stop_args.begin(), stop_args.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -410,8 +410,8 @@ int run_cli(int argc, char** argv) {
       "k * step: CMD must step its own load on the same schedule. Or CMD opens its phases "
       "itself with `loadwatch run phase`: LOADWATCH_URL and LOADWATCH_RUN_ID are set for it. "
       "CMD runs in a process group of its own: SIGINT and SIGTERM are passed on to it, and if "
-      "loadwatch is killed, a guard kills CMD and stops the run. Exit: CMD's code (128 + signal if killed), 2 "
-      "if the run could not be started (CMD is then not run).");
+      "loadwatch is killed, a guard kills CMD and stops the run. Exit: CMD's code (128 + "
+      "signal if killed), 2 if the run could not be started (CMD is then not run).");
   common(exec);
   exec->add_option("--name", name, "Run name")->required();
   exec->add_option("--label", labels, "KEY=VALUE, repeatable")
@@ -479,8 +479,8 @@ int run_cli(int argc, char** argv) {
     if (run_id.empty()) {
       std::fprintf(stderr, "loadwatch run phase: no --run: acting on whichever run is open\n");
     }
-    if (int rc = check("phase", client->post(run_path(run_id, "phases"), phase_body(name, u)),
-                       &run)) {
+    if (int rc =
+            check("phase", client->post(run_path(run_id, "phases"), phase_body(name, u)), &run)) {
       return rc;
     }
     const auto& phases = run["phases"];
@@ -508,7 +508,8 @@ int run_cli(int argc, char** argv) {
   // What the guard needs to stop the run as this process would.
   std::vector<std::string> stop_args = {"--timeout=" + timeout};
   if (!options.user.empty()) stop_args.push_back("--user=" + options.user);
-  if (!options.password_file.empty()) stop_args.push_back("--password-file=" + options.password_file);
+  if (!options.password_file.empty())
+    stop_args.push_back("--password-file=" + options.password_file);
   if (!options.ca_file.empty()) stop_args.push_back("--ca-file=" + options.ca_file);
   int rc = exec_command(*client, plan, id, stop_args);
   // Stopped by id: when another run started meanwhile (it ended ours), that one is left alone.

@@ -100,13 +100,14 @@ namespace {
 
 /// What the API's view and the list's summary share, in their order.
 nlohmann::ordered_json run_header(const Run& run) {
-  return {{"id", run.id},
-          {"name", run.name},
-          {"labels", run.labels},
-          {"origin", run.origin},
-          {"state", run_state_name(run.state)},
-          {"start", ms(run.start)},
-          {"end", run.end ? nlohmann::ordered_json(ms(*run.end)) : nlohmann::ordered_json(nullptr)}};
+  return {
+      {"id", run.id},
+      {"name", run.name},
+      {"labels", run.labels},
+      {"origin", run.origin},
+      {"state", run_state_name(run.state)},
+      {"start", ms(run.start)},
+      {"end", run.end ? nlohmann::ordered_json(ms(*run.end)) : nlohmann::ordered_json(nullptr)}};
 }
 
 }  // namespace

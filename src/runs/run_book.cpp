@@ -127,7 +127,8 @@ bool RunBook::make_room_locked(const std::string& writer, std::size_t bytes, dou
   }
   // Oldest first: finished_ is sorted by start. The open run is never deleted.
   for (auto it = finished_.begin();
-       it != finished_.end() && (count > limits_.max_finished || held > limits_.max_bytes_per_writer);) {
+       it != finished_.end() &&
+       (count > limits_.max_finished || held > limits_.max_bytes_per_writer);) {
     bool old_enough = now - it->end.value_or(it->start) >= limits_.min_age_seconds;
     if (writer_of(it->origin) != writer || !old_enough) {
       ++it;
@@ -142,8 +143,8 @@ bool RunBook::make_room_locked(const std::string& writer, std::size_t bytes, dou
   if (count > limits_.max_finished || held > limits_.max_bytes_per_writer) {
     *why = "the runs of " + writer + " fill its share (" + std::to_string(limits_.max_finished) +
            " runs, " + std::to_string(limits_.max_bytes_per_writer >> 20) +
-           " MiB) and none ended more than " + std::to_string(std::lround(limits_.min_age_seconds)) +
-           " s ago (--runs.min-age)";
+           " MiB) and none ended more than " +
+           std::to_string(std::lround(limits_.min_age_seconds)) + " s ago (--runs.min-age)";
     return false;
   }
   return true;

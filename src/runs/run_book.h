@@ -87,8 +87,8 @@ class RunBook : public RunObserver {
   struct Page {
     std::vector<Run> runs;
     std::vector<std::size_t> phase_counts;  // per run, also when its phases are left out
-    std::string next;    // the id to pass as `after` for the next page; empty on the last
-    bool found = true;   // false: `after` is no run kept (it left the history)
+    std::string next;   // the id to pass as `after` for the next page; empty on the last
+    bool found = true;  // false: `after` is no run kept (it left the history)
   };
   Page page(const std::string& after, std::size_t limit, bool with_phases,
             std::size_t max_phases = kMaxRunPhases) const;
@@ -141,8 +141,7 @@ class RunBook : public RunObserver {
                    std::map<std::string, std::string> labels, double at, std::string* why);
   /// Deletes the writer's oldest runs old enough to go until one more run of `bytes` fits;
   /// false (and why) when it cannot.
-  bool make_room_locked(const std::string& writer, std::size_t bytes, double now,
-                        std::string* why);
+  bool make_room_locked(const std::string& writer, std::size_t bytes, double now, std::string* why);
   /// Deletes `writer`'s oldest runs (old enough) beyond its share; used after loading.
   void trim_locked(const std::string& writer, double now);
   /// Ends the open run (if any); returns it as finished.

@@ -54,7 +54,8 @@ std::string name_problem(std::string_view name);
 /// Why `key`=`value` cannot be a run label; "" when it can.
 std::string label_problem(const std::string& key, const std::string& value);
 /// A usable name made of what an inferred source sent: invalid UTF-8 and the characters
-/// name_problem refuses become '?', cut to kMaxRunNameBytes on a character boundary; `fallback` when nothing is left.
+/// name_problem refuses become '?', cut to kMaxRunNameBytes on a character boundary; `fallback`
+/// when nothing is left.
 std::string clean_name(std::string_view raw, std::string_view fallback);
 
 }  // namespace loadwatch

@@ -114,7 +114,8 @@ nlohmann::json parse_bounded_json(std::string_view text, int max_depth, std::siz
   std::size_t values = 0;
   using Event = nlohmann::json::parse_event_t;
   auto callback = [&](int depth, Event event, nlohmann::json& parsed) {
-    if (depth > max_depth) throw std::runtime_error("nested deeper than " + std::to_string(max_depth));
+    if (depth > max_depth)
+      throw std::runtime_error("nested deeper than " + std::to_string(max_depth));
     switch (event) {
       case Event::object_start:
         keys.emplace_back();

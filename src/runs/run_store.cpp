@@ -12,8 +12,8 @@
 
 #include "runs/run_request.h"
 #include "runs/run_rules.h"
-#include "util/bounded_file.h"
 #include "util/atomic_file.h"
+#include "util/bounded_file.h"
 #include "util/heap_trim.h"
 
 namespace loadwatch {
@@ -52,8 +52,7 @@ Run parse_run_file(std::string_view text) {
   } catch (const std::exception& e) {
     // A file past the value cap is most often one with too many phases: say what the cap is.
     throw std::runtime_error(std::string("not valid JSON (truncated or corrupt): ") + e.what() +
-                             " (a run holds at most " + std::to_string(kMaxRunPhases) +
-                             " phases)");
+                             " (a run holds at most " + std::to_string(kMaxRunPhases) + " phases)");
   }
   return run_from_stored_json(stored);
 }

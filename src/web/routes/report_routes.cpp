@@ -67,8 +67,8 @@ RunSubresource report_subresource(const ReportService& service, const RunBook& b
     std::string cache_key;
     std::unique_lock<std::mutex> building;
     if (suffix == "report.html" && !run.open()) {
-      cache_key = run.id + "\n" + req.query_param("baseline") + "\n" +
-                  std::to_string(run.end.value_or(0));
+      cache_key =
+          run.id + "\n" + req.query_param("baseline") + "\n" + std::to_string(run.end.value_or(0));
       if (auto hit = cache->find(cache_key)) return html_response(*hit);
       building = std::unique_lock(cache->building);
       if (auto hit = cache->find(cache_key)) return html_response(*hit);  // built meanwhile

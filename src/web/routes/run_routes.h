@@ -1,7 +1,8 @@
 #pragma once
 // The run API: /api/v1/runs (list, paged; start), /api/v1/runs/{id}, /api/v1/runs/current,
-// /api/v1/runs/{id}/phases, /api/v1/runs/{id}/stop (and current/phases, current/stop). Answers in the Prometheus API's
-// envelope: {"status":"success","data":...} or {"status":"error","errorType":..,"error":..}.
+// /api/v1/runs/{id}/phases, /api/v1/runs/{id}/stop (and current/phases, current/stop). Answers in
+// the Prometheus API's envelope: {"status":"success","data":...} or
+// {"status":"error","errorType":..,"error":..}.
 
 #include <functional>
 #include <optional>

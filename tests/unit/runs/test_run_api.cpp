@@ -20,8 +20,8 @@
 
 #include "cli/cli_run.h"
 #include "cli/run_client.h"
-#include "web/routes/run_routes.h"
 #include "web/http_server.h"
+#include "web/routes/run_routes.h"
 
 using namespace loadwatch;
 
@@ -303,8 +303,8 @@ TEST_CASE("run exec --phase-every never phases a run another client opened") {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   });
-  CHECK(cli({"exec", "--url=" + s.url(), "--name", "exec", "--phase-every", "200ms",
-             "--users-step", "10", "--", "sleep", "1.2"}) == 0);
+  CHECK(cli({"exec", "--url=" + s.url(), "--name", "exec", "--phase-every", "200ms", "--users-step",
+             "10", "--", "sleep", "1.2"}) == 0);
   other.join();
   REQUIRE(opened);
   auto cur = s.book.current();
@@ -340,8 +340,15 @@ TEST_CASE("SIGKILL of run exec: CMD does not run on, and the run is stopped") {
   char tmpl[] = "/tmp/lw_exec_kill_XXXXXX";
   std::string dir = mkdtemp(tmpl);
   std::string pidfile = dir + "/cmd.pid";
-  std::vector<std::string> args = {LOADWATCH_BINARY, "run", "exec", "--url=" + s.url(),
-                                   "--name", "killed", "--", "sh", "-c",
+  std::vector<std::string> args = {LOADWATCH_BINARY,
+                                   "run",
+                                   "exec",
+                                   "--url=" + s.url(),
+                                   "--name",
+                                   "killed",
+                                   "--",
+                                   "sh",
+                                   "-c",
                                    "echo $$ > " + pidfile + "; exec sleep 60"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -361,8 +368,9 @@ TEST_CASE("SIGKILL of run exec: CMD does not run on, and the run is stopped") {
   REQUIRE(kill(lw, SIGKILL) == 0);
   int status = 0;
   REQUIRE(waitpid(lw, &status, 0) == lw);
-  CHECK(poll_until([&] { return process_gone(cmd); }, std::chrono::seconds(5)));
-  CHECK(poll_until([&] { return !s.book.current(); }, std::chrono::seconds(10)));
+  // Bounds with room for a loaded machine: the guard execs a second loadwatch to stop the run.
+  CHECK(poll_until([&] { return process_gone(cmd); }, std::chrono::seconds(10)));
+  CHECK(poll_until([&] { return !s.book.current(); }, std::chrono::seconds(30)));
   auto run = s.book.find(id);
   REQUIRE(run);
   CHECK(run->state == RunState::Finished);
@@ -379,7 +387,8 @@ TEST_CASE("GET /api/v1/runs pages: limit, page_token, summaries unless phases=1"
   std::vector<std::string> seen;
   std::string token;
   for (int page = 0; page < 10; ++page) {
-    Reply r = call(s, "GET", "/api/v1/runs?limit=2" + (token.empty() ? "" : "&page_token=" + token));
+    Reply r =
+        call(s, "GET", "/api/v1/runs?limit=2" + (token.empty() ? "" : "&page_token=" + token));
     REQUIRE(r.status == 200);
     CHECK(r.json["data"].size() <= 2);
     for (const auto& run : r.json["data"]) {

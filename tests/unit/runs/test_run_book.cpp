@@ -544,7 +544,8 @@ TEST_CASE("the loader holds a run file to the API's rules and a bounded parse") 
   CHECK_THAT(all, Catch::Contains("-nul.json: field \"run.name\": contains a control"));
   CHECK_THAT(all, Catch::Contains("-nl.json: field \"run.name\": contains a control"));
   CHECK_THAT(all, Catch::Contains("-bidi.json: field \"run.name\": contains a control or format"));
-  CHECK_THAT(all, Catch::Contains("-dup.json: not valid JSON (truncated or corrupt): key \"name\""));
+  CHECK_THAT(all,
+             Catch::Contains("-dup.json: not valid JSON (truncated or corrupt): key \"name\""));
   CHECK_THAT(all, Catch::Contains("-brackets.json: not valid JSON (truncated or corrupt): nested"));
   CHECK(fs::exists(runs + "20261201T170513-many.json.corrupt"));
   CHECK(fs::exists(runs + "20261201T170519-brackets.json.corrupt"));
@@ -579,7 +580,8 @@ TEST_CASE("retention: a writer only makes room from its own runs") {
   CHECK(flood_kept == 5);
   auto files = files_in(dir.path + "/runs");
   CHECK(files.size() == 8);
-  for (const auto& id : api) CHECK(std::find(files.begin(), files.end(), id + ".json") != files.end());
+  for (const auto& id : api)
+    CHECK(std::find(files.begin(), files.end(), id + ".json") != files.end());
 }
 
 TEST_CASE("retention: a run younger than the minimum age is never deleted") {
