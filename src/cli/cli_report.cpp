@@ -38,7 +38,8 @@ std::string pick_run(const RunClient& client) {
   std::string open;
   try {
     for (const auto& r : doc["data"]) {
-      if (json_array_or_empty(r, "phases").empty()) continue;
+      // The list gives summaries: phase_count, not the phases.
+      if (!r.is_object() || json_number_or(r, "phase_count", 0) < 1) continue;
       if (json_string_or(r, "state") == "running") {
         if (open.empty()) open = json_string_or(r, "id");
         continue;
