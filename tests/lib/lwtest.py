@@ -15,11 +15,16 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
+import unittest
 import urllib.error
 import urllib.request
+
+# ctest counts a test that exits with this code as skipped (SKIP_RETURN_CODE, tests/CMakeLists.txt).
+SKIP_EXIT = 77
 
 BINARY = os.environ.get("LOADWATCH_BINARY", "build/loadwatch")
 SOURCE_DIR = os.environ.get("LOADWATCH_SOURCE_DIR", os.getcwd())
@@ -225,3 +230,18 @@ def bcrypt(password, cost):
 def basic(user, password):
     """An Authorization header value for HTTP basic auth."""
     return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+
+
+def main(**kwargs):
+    """unittest.main() for the script tests: exits 0 when every test ran and passed, 1 on a
+    failure, and SKIP_EXIT when any test was skipped, so ctest counts the file as skipped
+    instead of passed (the reasons are printed)."""
+    result = unittest.main(exit=False, **kwargs).result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    if result.skipped:  # a test, or a whole class (setUpClass), that could not run here
+        for test, reason in result.skipped:
+            print("SKIPPED: %s: %s" % (test.id(), reason))
+        print("%d skipped: exit %d (ctest: skipped)" % (len(result.skipped), SKIP_EXIT))
+        sys.exit(SKIP_EXIT)
+    sys.exit(0 if result.testsRun else 1)

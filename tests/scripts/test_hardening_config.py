@@ -18,6 +18,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import BINARY, Loadwatch, bcrypt, free_port, http_get, serve  # noqa: E402
+import lwtest  # noqa: E402
 
 MARK = "lwhard%d" % os.getpid()  # in the test processes' command lines: no stranger matches
 GOOD_AUTH = "YWxpY2U6czNjcmV0"  # base64 of alice:s3cret, the web config's user
@@ -450,4 +451,4 @@ class FdLimit(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    lwtest.main()

@@ -18,6 +18,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import Loadwatch, basic, bcrypt, free_port, http_get, parse_metrics  # noqa: E402
+import lwtest  # noqa: E402
 
 def status_of(port, request, source="127.0.0.1", shut_wr=False, timeout=10):
     """Sends raw bytes, reads one response; -> (status code or 0, response bytes)."""
@@ -439,4 +440,4 @@ class BodyMemory(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    lwtest.main(verbosity=2)

@@ -20,6 +20,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import Loadwatch, free_port, parse_metrics, promtool_check, serve  # noqa: E402
+import lwtest  # noqa: E402
 
 BAD_SOURCE = (
     b"# HELP loadwatch_load1 A family loadwatch exports itself.\n"
@@ -170,4 +171,4 @@ class HardeningMetrics(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    lwtest.main()

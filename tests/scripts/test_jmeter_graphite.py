@@ -16,6 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import SOURCE_DIR, Loadwatch, free_port  # noqa: E402
+import lwtest  # noqa: E402
 
 FIXTURES = os.path.join(SOURCE_DIR, "tests", "fixtures", "jmeter")
 JMETER_HOME = "/usr/share/jmeter"
@@ -124,4 +125,4 @@ class JMeterGraphite(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    lwtest.main()

@@ -18,6 +18,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import SOURCE_DIR, Loadwatch, free_port, http_get, parse_metrics  # noqa: E402
+import lwtest  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -338,4 +339,4 @@ class LivePageTlsAuth(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    lwtest.main(verbosity=2)

@@ -20,6 +20,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import (BINARY, SOURCE_DIR, Loadwatch, bcrypt, free_port, parse_metrics,  # noqa: E402
                     promtool_check, serve)
+import lwtest  # noqa: E402
 
 WRK_LUA = os.path.join(SOURCE_DIR, "scripts", "wrk", "loadwatch.lua")
 
@@ -306,4 +307,4 @@ class Runs(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    lwtest.main(verbosity=2)

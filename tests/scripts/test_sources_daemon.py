@@ -19,6 +19,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import SOURCE_DIR, Loadwatch, free_port, http_get, promtool_check  # noqa: E402
+import lwtest  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -227,4 +228,4 @@ class SourcesDaemon(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    lwtest.main(verbosity=2)

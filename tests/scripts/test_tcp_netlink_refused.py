@@ -16,6 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import SOURCE_DIR, Loadwatch  # noqa: E402
+import lwtest  # noqa: E402
 
 BUILD_DIR = os.environ.get("LOADWATCH_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
 DENY_NETLINK = os.path.join(BUILD_DIR, "tests", "deny_netlink")
@@ -115,4 +116,4 @@ class NetlinkRefused(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    lwtest.main(verbosity=2)

@@ -17,6 +17,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import BINARY, SOURCE_DIR, basic, bcrypt, free_port  # noqa: E402
+import lwtest  # noqa: E402
 
 
 def openssl(cwd, *args):
@@ -393,4 +394,4 @@ basic_auth_users:
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    lwtest.main(verbosity=2)
