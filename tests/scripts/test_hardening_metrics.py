@@ -147,7 +147,7 @@ class HardeningMetrics(unittest.TestCase):
             self.assertIn("# HELP app_requests_total Requests, path C:\\\\app and a\\nsecond "
                           "line.\n", text)
             # Each reason is logged once, not at every sample.
-            time.sleep(1.5)
+            lw.wait_samples(2)
             log = lw.output()
             self.assertEqual(log.count("family loadwatch_load1"), 2, log[-3000:])  # textfile, source
             self.assertTrue(promtool_check(lw.metrics_text())[0])

@@ -301,7 +301,7 @@ class Runs(unittest.TestCase):
             self.assertAlmostEqual(run["end"] - run["start"], 1.0, delta=0.3)
             self.assertGreaterEqual(run["end"], int(before))
             # Read every sample, listed once.
-            time.sleep(0.6)
+            lw.wait_samples(3)
             runs = api(lw, "GET", "/api/v1/runs")[1]["data"]
             self.assertEqual(len([r for r in runs if r["origin"] == "wrk:smoke"]), 1)
 

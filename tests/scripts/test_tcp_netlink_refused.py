@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
@@ -74,8 +73,7 @@ class NetlinkRefused(unittest.TestCase):
                                            port=str(self.port), side="local",
                                            state="established") == CONNECTIONS,
                         timeout=10, what="%d established on port %d" % (CONNECTIONS, self.port))
-            time.sleep(0.6)  # a few more samples: the warning must not repeat
-            samples = lw.metrics()
+            samples = lw.wait_samples(3)  # a few more samples: the warning must not repeat
             self.assertIsNone(lw.proc.poll(), lw.output())
             with open("/proc/%d/status" % lw.proc.pid) as f:
                 seccomp = [l.split()[1] for l in f if l.startswith("Seccomp:")][0]

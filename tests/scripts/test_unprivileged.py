@@ -76,8 +76,16 @@ class Unprivileged(unittest.TestCase):
                 time.sleep(0.1)
                 samples = scrape()
             self.assertIsNotNone(samples, "no metrics in 15 s")
-            time.sleep(1.5)  # more samples, and at least one walk of the target's sockets
-            samples = scrape()
+            # 15 more samples (1.5 s), time for at least one walk of the target's sockets.
+            stamp = ("loadwatch_last_sample_timestamp_seconds", frozenset())
+            stamps = {samples[stamp]}
+
+            def later():
+                s = scrape()
+                if s:
+                    stamps.add(s[stamp])
+                return s if len(stamps) > 15 else None
+            samples = lwtest.eventually(later, 15, 0.02, what="15 more samples")
             with open("/proc/%d/status" % proc.pid) as f:
                 uid_line = [l for l in f if l.startswith("Uid:")][0]
             self.assertEqual(uid_line.split()[1:3], ["65534", "65534"])
