@@ -17,9 +17,9 @@ inline std::atomic<int>& skipped_cases() {
 
 }  // namespace loadwatch::test
 
-#define LWTEST_SKIP(reason)                  \
-  do {                                       \
-    WARN("skipped: " << reason);             \
-    ::loadwatch::test::skipped_cases().fetch_add(1);  \
-    return;                                  \
+#define LWTEST_SKIP(reason)                          \
+  do {                                               \
+    WARN("skipped: " << reason);                     \
+    ::loadwatch::test::skipped_cases().fetch_add(1); \
+    return;                                          \
   } while (0)
