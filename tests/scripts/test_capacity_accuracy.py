@@ -11,6 +11,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import lwtest  # noqa: E402
 from lwtest import Loadwatch, free_port  # noqa: E402
 from test_capacity_run import CapacityRunHelpers  # noqa: E402
 
@@ -76,4 +77,4 @@ class CapacityAccuracy(CapacityRunHelpers, unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    lwtest.main()

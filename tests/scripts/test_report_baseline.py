@@ -10,6 +10,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import lwtest  # noqa: E402
 from lwtest import BINARY  # noqa: E402
 
 CSV = "users,throughput,p95\n1,100,10\n2,190,11\n4,350,13\n8,400,30\n"
@@ -98,4 +99,4 @@ class ReportBaseline(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    lwtest.main()
