@@ -109,9 +109,9 @@ class GraphiteCollector : public Collector {
  public:
   GraphiteCollector(std::unique_ptr<GraphiteListener> listener, std::shared_ptr<JMeterModel> model)
       : listener_(std::move(listener)), model_(std::move(model)) {}
-  void collect(SampleContext&, MetricSink& out) override {
+  void collect(SampleContext& ctx, MetricSink& out) override {
     if (!listener_) return;
-    model_->collect(out);
+    model_->collect(out, ctx.now);
     out.gauge("loadwatch_push_connections", "Open connections of a push listener.",
               {{"protocol", "graphite"}}, listener_->connections());
     GraphiteListener::Closed c = listener_->closed();

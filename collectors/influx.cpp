@@ -42,7 +42,7 @@ HttpResponse json_error(int status, const std::string& message) {
 class InfluxCollector : public Collector {
  public:
   explicit InfluxCollector(std::shared_ptr<JMeterModel> model) : model_(std::move(model)) {}
-  void collect(SampleContext&, MetricSink& out) override { model_->collect(out); }
+  void collect(SampleContext& ctx, MetricSink& out) override { model_->collect(out, ctx.now); }
 
  private:
   std::shared_ptr<JMeterModel> model_;
