@@ -55,6 +55,9 @@ ParsedFlags parse_flags(int argc, char** argv) {
                  "Graphite plaintext listener for JMeter's Backend Listener (off when empty)");
   app.add_flag("--web.enable-run-api", o.enable_run_api,
                "Allow starting, phasing and stopping runs over HTTP (POST /api/v1/runs...)");
+  app.add_flag("--push.run-annotations", o.push_run_annotations,
+               "Let the Locust listener's pushes open, phase and close runs (unauthenticated "
+               "unless --web.config.file sets basic auth)");
   app.add_option("--storage.path", o.storage_path,
                  "Directory where runs are kept across restarts (empty: in memory only)");
   app.add_flag("--version", parsed.show_version, "Print version, git revision and build date");

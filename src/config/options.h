@@ -33,6 +33,8 @@ struct Options {
   std::size_t history_max_series = 512;
   /// POST /api/v1/runs... allowed (reads are always on).
   bool enable_run_api = false;
+  /// Pushes (the Locust listener) may open, phase and close runs.
+  bool push_run_annotations = false;
   /// Directory for state that outlives the daemon (runs); empty = memory only.
   std::string storage_path;
   /// Bytes of /metrics (estimated text, before gzip) that pushes, textfiles and pull sources'

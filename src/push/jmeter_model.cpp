@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "push/push_families.h"
 #include "sources/generator_families.h"
 
 namespace loadwatch {
@@ -523,17 +524,13 @@ void JMeterModel::collect(MetricSink& out, double now) const {
       if (e.max >= 0) add_generator_sample(out, F::kEndpointLatencyMax, ep, e.max);
       if (e.avg >= 0) add_generator_sample(out, F::kEndpointLatencyAvg, ep, e.avg);
     }
-    out.gauge("loadwatch_push_last_timestamp_seconds",
-              "Unix time this push source last delivered data loadwatch could use.",
+    out.gauge("loadwatch_push_last_timestamp_seconds", kPushLastHelp,
               {{"protocol", protocol_}, {"source", name}}, s.last_push);
   }
-  out.counter("loadwatch_push_lines_total", "Lines received from push sources.",
-              {{"protocol", protocol_}}, static_cast<double>(lines_));
+  out.counter("loadwatch_push_lines_total", kPushLinesHelp, {{"protocol", protocol_}},
+              static_cast<double>(lines_));
   for (const auto& [reason, n] : rejected_) {
-    out.counter("loadwatch_push_rejected_lines_total",
-                "Lines not (fully) used: parse (malformed), too_long, unknown (not "
-                "JMeter-shaped), or a cap: max_sources, max_transactions, max_series, "
-                "max_quantiles, label_limit.",
+    out.counter("loadwatch_push_rejected_lines_total", kPushRejectedHelp,
                 {{"protocol", protocol_}, {"reason", reason}}, static_cast<double>(n));
   }
 }

@@ -76,7 +76,7 @@ const std::vector<GeneratorFamilySpec>& generator_families() {
        "cache: 2; whole-second Graphite timestamps: 1)."},
       {F::kRequestDuration, "loadwatch_generator_request_duration_seconds", kHistogram,
        "Response time of all requests since the generator started, in fixed buckets (0.1 ms "
-       "to 105 s, eight per doubling), as the generator counted them."},
+       "to 235 s, twelve per doubling), as the generator counted them."},
   };
   return families;
 }
@@ -116,9 +116,9 @@ prometheus::ClientMetric& add_generator_summary(MetricSink& out, GeneratorFamily
 const std::vector<double>& request_duration_bounds() {
   static const std::vector<double> bounds = [] {
     std::vector<double> b;
-    for (int k = 0; k <= 160; ++k) {
+    for (int k = 0; k <= 254; ++k) {
       char text[32];
-      std::snprintf(text, sizeof text, "%.3g", 1e-4 * std::exp2(k / 8.0));
+      std::snprintf(text, sizeof text, "%.3g", 1e-4 * std::exp2(k / 12.0));
       b.push_back(std::strtod(text, nullptr));
     }
     return b;

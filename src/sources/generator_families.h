@@ -57,11 +57,11 @@ void add_generator_sample(MetricSink& out, GeneratorFamily family, Labels labels
 prometheus::ClientMetric& add_generator_summary(MetricSink& out, GeneratorFamily family,
                                                 Labels labels, double requests, double sum_seconds);
 
-/// Upper bounds (seconds) of the kRequestDuration buckets, +Inf not included: 0.1 ms to 105 s,
-/// eight per doubling (1e-4 * 2^(k/8), k = 0..160, rounded to 3 significant digits so that
+/// Upper bounds (seconds) of the kRequestDuration buckets, +Inf not included: 0.1 ms to 235 s,
+/// twelve per doubling (1e-4 * 2^(k/12), k = 0..254, rounded to 3 significant digits so that
 /// the `le` labels stay short). The Locust listener (scripts/locust/loadwatch_listener.py)
 /// computes the same list. A quantile interpolated within one bucket is off by at most the
-/// bucket's width, 9 %, and in practice by far less (docs/sources.md gives the measurement).
+/// bucket's width, 6 %, and in practice by far less (docs/sources.md gives the measurement).
 const std::vector<double>& request_duration_bounds();
 
 /// Adds one sample of the kRequestDuration histogram. `counts` holds the requests per bucket

@@ -104,26 +104,26 @@ TEST_CASE("the request duration histogram: _bucket{le}, _count, _sum as counters
   counts.back() = 1;  // one over 105 s: only the +Inf bucket and the count see it
   h.record(point(counts, 200.1, 0.4), 1001);
   auto list = h.list();
-  // 161 finite buckets, +Inf, _count, _sum, the age and its uncertainty.
-  REQUIRE(list.size() == 166);
+  // 255 finite buckets, +Inf, _count, _sum, the age and its uncertainty.
+  REQUIRE(list.size() == 260);
   CHECK(list[80].key ==
-        "loadwatch_generator_request_duration_seconds_bucket{source=\"l\",le=\"0.102\"}");
+        "loadwatch_generator_request_duration_seconds_bucket{source=\"l\",le=\"0.0102\"}");
   CHECK(list[80].family == "loadwatch_generator_request_duration_seconds_bucket");
-  CHECK(list[80].labels.at("le") == "0.102");
+  CHECK(list[80].labels.at("le") == "0.0102");
   CHECK(list[80].counter);
-  CHECK(list[161].labels.at("le") == "+Inf");
-  CHECK(list[162].key == "loadwatch_generator_request_duration_seconds_count{source=\"l\"}");
-  CHECK(list[163].key == "loadwatch_generator_request_duration_seconds_sum{source=\"l\"}");
-  CHECK(list[164].key == "loadwatch_generator_data_age_seconds{source=\"l\"}");
-  CHECK_FALSE(list[164].counter);
+  CHECK(list[255].labels.at("le") == "+Inf");
+  CHECK(list[256].key == "loadwatch_generator_request_duration_seconds_count{source=\"l\"}");
+  CHECK(list[257].key == "loadwatch_generator_request_duration_seconds_sum{source=\"l\"}");
+  CHECK(list[258].key == "loadwatch_generator_data_age_seconds{source=\"l\"}");
+  CHECK_FALSE(list[258].counter);
   // The phase between the two points: the differences of the cumulative buckets.
   auto buckets = q("loadwatch_generator_request_duration_seconds_bucket", true);
-  buckets.max_series = 200;
+  buckets.max_series = 300;
   auto rate = h.query(buckets);
-  REQUIRE(rate.values.size() == 162);
+  REQUIRE(rate.values.size() == 256);
   CHECK(rate.values[80][1] == 0.0f);
   CHECK(rate.values[81][1] == 2.0f);
-  CHECK(rate.values[161][1] == 3.0f);
+  CHECK(rate.values[255][1] == 3.0f);
   auto count = h.query(q("loadwatch_generator_request_duration_seconds_count"));
   REQUIRE(count.values.size() == 1);
   CHECK(count.values[0][1] == 6.0f);

@@ -91,19 +91,19 @@ TEST_CASE("Locust and JMeter emit each generator family with the table's type an
   CHECK(seen.size() == table.size());
 }
 
-TEST_CASE("request duration buckets: 0.1 ms to 105 s, eight per doubling, short le labels") {
+TEST_CASE("request duration buckets: 0.1 ms to 235 s, twelve per doubling, short le labels") {
   const auto& b = request_duration_bounds();
-  REQUIRE(b.size() == 161);
+  REQUIRE(b.size() == 255);
   CHECK(b.front() == 0.0001);
-  CHECK(b[8] == 0.0002);
-  CHECK(b[64] == 0.0256);
-  CHECK(b[80] == 0.102);
-  CHECK(b.back() == 105);
+  CHECK(b[12] == 0.0002);
+  CHECK(b[96] == 0.0256);
+  CHECK(b[120] == 0.102);
+  CHECK(b.back() == 235);
   for (std::size_t i = 1; i < b.size(); ++i) {
     INFO(b[i - 1] << " " << b[i]);
-    // 2^(1/8) = 1.0905, give or take the 3-digit rounding.
-    CHECK(b[i] / b[i - 1] > 1.08);
-    CHECK(b[i] / b[i - 1] < 1.10);
+    // 2^(1/12) = 1.0595, give or take the 3-digit rounding.
+    CHECK(b[i] / b[i - 1] > 1.05);
+    CHECK(b[i] / b[i - 1] < 1.07);
   }
 }
 
@@ -111,7 +111,7 @@ TEST_CASE("request duration histogram: per-bucket counts become cumulative, +Inf
   MetricSink sink;
   std::vector<double> counts(request_duration_bounds().size() + 1, 0);
   counts[0] = 2;    // <= 0.1 ms
-  counts[64] = 5;   // (0.0235, 0.0256]
+  counts[96] = 5;   // (0.0235, 0.0256]
   counts.back() = 1;  // over 105 s
   add_generator_histogram(sink, {{"source", "l"}}, counts, 3.5);
   REQUIRE(sink.families().size() == 1);
@@ -121,12 +121,12 @@ TEST_CASE("request duration histogram: per-bucket counts become cumulative, +Inf
   const auto& h = f.metric.at(0).histogram;
   CHECK(h.sample_count == 8);
   CHECK(h.sample_sum == 3.5);
-  REQUIRE(h.bucket.size() == 161);
+  REQUIRE(h.bucket.size() == 255);
   CHECK(h.bucket[0].cumulative_count == 2);
-  CHECK(h.bucket[63].cumulative_count == 2);
-  CHECK(h.bucket[64].cumulative_count == 7);
-  CHECK(h.bucket[64].upper_bound == 0.0256);
+  CHECK(h.bucket[95].cumulative_count == 2);
+  CHECK(h.bucket[96].cumulative_count == 7);
+  CHECK(h.bucket[96].upper_bound == 0.0256);
   CHECK(h.bucket.back().cumulative_count == 7);
-  CHECK_THROWS_AS(add_generator_histogram(sink, {}, std::vector<double>(161, 0), 0),
+  CHECK_THROWS_AS(add_generator_histogram(sink, {}, std::vector<double>(255, 0), 0),
                   std::invalid_argument);
 }
