@@ -17,8 +17,10 @@ A final push goes out when the test stops and when Locust quits.
 It never slows or breaks Locust: one greenlet sends, at most one request in flight with a
 2 s timeout; what it holds is bounded (counts are cumulative, so a lost push loses nothing
 but its moment; at most 64 steps wait for a push that got through); every failure is counted
-and logged once, then summed up at exit. It runs on the standalone or master process only
-(a worker's requests reach the master's stats through Locust's reports, not this hook).
+and logged once, then summed up at exit. It runs on a standalone Locust only: behind a
+master, requests complete on the workers and reach the master only as 3-second reports, so a
+master has no per-request events to count (it says so and sends nothing; scrape its web UI
+instead).
 Basic auth: LOADWATCH_USER and LOADWATCH_PASSWORD in the environment.
 """
 
@@ -33,7 +35,7 @@ import urllib.request
 
 import gevent
 from locust import events
-from locust.runners import WorkerRunner
+from locust.runners import MasterRunner, WorkerRunner
 
 PATH = "/api/v1/push/locust"
 INTERVAL = 1.0
@@ -152,6 +154,10 @@ def _init(environment, **_):
     options = environment.parsed_options
     url = getattr(options, "loadwatch_url", "") if options else ""
     if not url or isinstance(environment.runner, WorkerRunner):
+        return
+    if isinstance(environment.runner, MasterRunner):
+        log.warning("loadwatch listener: a master sees no request events (its workers send 3 s "
+                    "reports); nothing is sent. Use loadwatch's locust source on the web UI.")
         return
     # Given several -f files, Locust 2.x takes the LoadTestShape from the last file only: with
     # the listener last, a shape in the first file would be lost. One shape among the files is
