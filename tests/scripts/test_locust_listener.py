@@ -202,15 +202,18 @@ class LocustListener(unittest.TestCase):
                 raw, est = raw_quantile(durations, q), interpolated(buckets, q)
                 print("p%g: raw %.2f ms, histogram %.2f ms (%+.1f %%)"
                       % (q * 100, raw * 1000, est * 1000, (est / raw - 1) * 100), file=sys.stderr)
-                self.assertAlmostEqual(est / raw, 1, delta=0.05, msg="p%g" % (q * 100))
+                # p99 of a few thousand requests rests on a few dozen: the raw figure itself
+                # jumps by more than a bucket's width there.
+                self.assertAlmostEqual(est / raw, 1, delta=0.05 if q < 0.99 else 0.10,
+                                       msg="p%g" % (q * 100))
             sum_s = lw.value("loadwatch_generator_request_duration_seconds_sum", samples,
                              source="steps")
             self.assertAlmostEqual(sum_s, sum(durations), delta=1e-6 * len(durations))
 
-            # The age: pushes every second, so never much more than that; never negative
-            # beyond the sampler's own step.
+            # The age: pushes every second, so little more than that (a busy Locust may send
+            # late); never negative beyond the sampler's own step.
             self.assertGreater(len(ages), 10)
-            self.assertLess(max(ages), 1.6, ages)
+            self.assertLess(max(ages), 2.5, ages)
             self.assertGreater(min(ages), -0.05, ages)
             self.assertEqual(lw.value("loadwatch_generator_data_age_uncertainty_seconds",
                                       samples, source="steps"), 0.001)
