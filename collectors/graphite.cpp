@@ -109,9 +109,9 @@ class GraphiteCollector : public Collector {
  public:
   GraphiteCollector(std::unique_ptr<GraphiteListener> listener, std::shared_ptr<JMeterModel> model)
       : listener_(std::move(listener)), model_(std::move(model)) {}
-  void collect(SampleContext&, MetricSink& out) override {
+  void collect(SampleContext& ctx, MetricSink& out) override {
     if (!listener_) return;
-    model_->collect(out);
+    model_->collect(out, ctx.now);
     out.gauge("loadwatch_push_connections", "Open connections of a push listener.",
               {{"protocol", "graphite"}}, listener_->connections());
     GraphiteListener::Closed c = listener_->closed();
@@ -306,7 +306,8 @@ GraphiteListener::Closed GraphiteListener::closed() const {
 
 std::unique_ptr<Collector> make_graphite_collector(const CollectorEnv& env) {
   auto model = std::make_shared<JMeterModel>("graphite");
-  model->set_run_observer(env.runs);
+  // Anyone who reaches the port can push: its thread counts open runs only when allowed.
+  if (env.options.push_run_annotations) model->set_run_observer(env.runs);
   std::unique_ptr<GraphiteListener> listener;
   if (!env.options.graphite_listen_address.empty()) {
     listener = std::make_unique<GraphiteListener>(

@@ -5,9 +5,9 @@
 // and the influx CLI gzip their bodies (Content-Encoding: gzip), which InfluxDB accepts too.
 #include "collectors/influx.h"
 
-#include <nlohmann/json.hpp>
 #include <string>
 
+#include "collectors/push_body.h"
 #include "util/heap_trim.h"
 #include "util/unix_time.h"
 #include "util/gzip.h"
@@ -16,33 +16,10 @@ namespace loadwatch {
 
 namespace {
 
-/// The Content-Encoding value trimmed and lower-cased (codings are case-insensitive, RFC 9110
-/// 8.4.1).
-std::string content_coding(std::string_view value) {
-  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-  std::string out(value);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
-
-HttpResponse json_error(int status, const std::string& message) {
-  HttpResponse r;
-  r.status = status;
-  r.content_type = "application/json";
-  // The message may quote the client's bytes: invalid UTF-8 becomes U+FFFD, not an exception.
-  r.body = nlohmann::json{{"error", message}}.dump(-1, ' ', false,
-                                                   nlohmann::json::error_handler_t::replace) +
-           "\n";
-  return r;
-}
-
 class InfluxCollector : public Collector {
  public:
   explicit InfluxCollector(std::shared_ptr<JMeterModel> model) : model_(std::move(model)) {}
-  void collect(SampleContext&, MetricSink& out) override { model_->collect(out); }
+  void collect(SampleContext& ctx, MetricSink& out) override { model_->collect(out, ctx.now); }
 
  private:
   std::shared_ptr<JMeterModel> model_;
@@ -63,21 +40,11 @@ HttpHandler make_influx_write_handler(std::shared_ptr<JMeterModel> model, bool v
     if (source.size() > 256) return json_error(400, std::string(param) + " is too long");
     auto ns = influx_precision_ns(req.query_param("precision"));
     if (!ns) return json_error(400, "invalid precision \"" + req.query_param("precision") + "\"");
-    std::string_view body = req.body;
     GunzipResult inflated;
-    std::string encoding = content_coding(req.header("content-encoding"));
-    if (encoding == "gzip" || encoding == "x-gzip") {
-      // The same cap as the raw body: what the route would not take plain, it does not take
-      // gzipped either (InfluxDB also answers 413).
-      inflated = gzip_decompress(req.body, kInfluxMaxBody);
-      if (inflated.error == GunzipError::too_large) return json_error(413, inflated.message);
-      if (inflated.error != GunzipError::none) return json_error(400, inflated.message);
-      body = inflated.data;
-    } else if (!encoding.empty() && encoding != "identity") {
-      return json_error(415, "Content-Encoding \"" + req.header("content-encoding") +
-                                 "\" is not supported: use gzip or identity");
-    }
-    auto outcome = model->ingest_influx(source, body, unix_now(), *ns);
+    HttpResponse refused;
+    auto body = push_body(req, kInfluxMaxBody, inflated, refused);
+    if (!body) return refused;
+    auto outcome = model->ingest_influx(source, *body, unix_now(), *ns);
     note_heap_freed(req.body.size() + inflated.data.size());  // both go after the answer
     if (outcome.refused) {
       // InfluxDB answers a full database with an error the writer logs; a 204 here would

@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "sources/generator_families.h"
 #include "sources/locust.h"
 #include "sources/mountebank.h"
 #include "sources/prometheus.h"
@@ -64,6 +65,14 @@ class SourcesCollector : public Collector {
       out.gauge("loadwatch_source_last_success_timestamp_seconds",
                 "Unix time of the last successful scrape, 0 if none yet.", {{"source", cfg.name}},
                 s.last_success);
+      // The scraped figures' age, from the answer's arrival to this sample. Only while up:
+      // a down source exports no generator figures, so no age either.
+      if (s.up && s.data_age_uncertainty) {
+        add_generator_sample(out, GeneratorFamily::kDataAge, {{"source", cfg.name}},
+                             ctx.now - s.answer_arrived);
+        add_generator_sample(out, GeneratorFamily::kDataAgeUncertainty, {{"source", cfg.name}},
+                             *s.data_age_uncertainty);
+      }
       for (size_t k = 0; k < std::size(kFetchErrorReasons); ++k) {
         out.counter("loadwatch_source_errors_total", "Failed scrapes of the source, by reason.",
                     {{"source", cfg.name}, {"reason", fetch_error_reason(kFetchErrorReasons[k])}},

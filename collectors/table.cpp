@@ -6,6 +6,7 @@
 #include "collectors/http.h"
 #include "collectors/influx.h"
 #include "collectors/loadavg.h"
+#include "collectors/locustpush.h"
 #include "collectors/meminfo.h"
 #include "collectors/netdev.h"
 #include "collectors/netstat.h"
@@ -43,6 +44,9 @@ const std::vector<CollectorSpec>& collector_table() {
        make_graphite_collector},
       {"influx", "JMeter InfluxDB Backend Listener: POST /write, /api/v2/write", true,
        make_influx_collector},
+      {"locustpush",
+       "Locust listener plugin: POST /api/v1/push/locust (scripts/locust/loadwatch_listener.py)",
+       false, make_locustpush_collector},
       {"textfile", "*.prom files of --collector.textfile.directory (e.g. wrk summaries)", true,
        make_textfile_collector},
       {"sources", "Pull sources: Mountebank, Locust, Prometheus endpoints (own threads)", true,

@@ -12,6 +12,7 @@ the reference markers of docs/metrics.md. Re-run after adding a metric:
 """
 import argparse
 import difflib
+import json
 import os
 import re
 import shutil
@@ -101,7 +102,7 @@ def main():
             "--source=app=prometheus," + base + "/metrics",
             "--graphite.listen-address=127.0.0.1:%d" % gport,
             "--collector.textfile.directory=" + textdir, "--sample.interval=200ms",
-            "--web.enable-run-api"]
+            "--web.enable-run-api", "--collector.locustpush"]
     # A listener that never accepts, with a full accept queue: the host-wide top listeners.
     full = socket.socket()
     full.bind(("127.0.0.1", 0))
@@ -127,6 +128,13 @@ def main():
                     lw.url + "/write?db=jmx", method="POST", data=b"not line protocol\n")).read()
             except urllib.error.HTTPError:
                 pass
+            # One push of the Locust listener (scripts/locust/loadwatch_listener.py's shape).
+            push = {"source": "listener", "time": time.time(), "requests": 3, "failures": 1,
+                    "users": 2, "steps": [[time.time() - 1, 2]],
+                    "duration": {"counts": [3] + [0] * 255, "sum": 0.0003}}
+            urllib.request.urlopen(urllib.request.Request(
+                lw.url + "/api/v1/push/locust", method="POST",
+                data=json.dumps(push).encode())).read()
             time.sleep(6)  # sources scrape every 5s by default
             # A run with a phase: it also ends the run inferred from the Locust source, so the
             # last finished run's families appear too.

@@ -57,7 +57,9 @@ ParsedFlags parse_flags(int argc, char** argv) {
   app.add_flag("--web.enable-run-api", o.enable_run_api,
                "Allow starting, phasing and stopping runs over HTTP (POST /api/v1/runs...)");
   app.add_flag("--push.run-annotations", o.push_run_annotations,
-               "Let pushed run annotations (JMeter's InfluxDB `events`) open and close runs");
+               "Let pushes open, phase and close runs: JMeter's InfluxDB `events` annotations "
+               "and the Locust listener's steps (unauthenticated unless --web.config.file sets "
+               "basic auth)");
   app.add_option("--runs.min-age", runs_min_age,
                  "A finished run younger than this is never deleted to make room (default 1h)");
   app.add_option("--storage.path", o.storage_path,

@@ -42,6 +42,9 @@ constexpr KeptFamily kKept[] = {
     {"loadwatch_generator_latency_seconds", ""},
     {"loadwatch_generator_current_latency_seconds", ""},
     {"loadwatch_generator_users", ""},
+    {"loadwatch_generator_data_age_seconds", ""},
+    {"loadwatch_generator_data_age_uncertainty_seconds", ""},
+    {"loadwatch_generator_request_duration_seconds", ""},
     {"loadwatch_mock_requests_total", ""},
     {"loadwatch_mock_unmatched_requests_total", ""},
 };
@@ -55,27 +58,38 @@ const KeptFamily* kept_family(std::string_view name) {
   return nullptr;
 }
 
+/// What a series adds to its metric: a summary's quantile label, or a histogram's suffix
+/// (_bucket, _count, _sum) and a bucket's le label, as Prometheus names them.
+struct SeriesPart {
+  std::string_view suffix;
+  const char* label = nullptr;  // "quantile" or "le"
+  double value = 0;
+};
+
+std::string part_value(const SeriesPart& part) {
+  std::string v;
+  append_number(v, part.value);  // +Inf as "+Inf", as in /metrics
+  return v;
+}
+
 /// The labels a series of family `kept` keeps: all of the metric's but the drop label, then the
-/// quantile (summaries).
+/// part's label (a quantile, a bucket's le).
 std::map<std::string, std::string> series_labels(const KeptFamily& kept,
                                                  const prometheus::ClientMetric& m,
-                                                 const double* quantile) {
+                                                 const SeriesPart& part) {
   std::map<std::string, std::string> labels;
   for (const auto& l : m.label) {
     if (kept.drop_label.empty() || l.name != kept.drop_label) labels.emplace(l.name, l.value);
   }
-  if (quantile) {
-    std::string q;
-    append_number(q, *quantile);
-    labels.emplace("quantile", std::move(q));
-  }
+  if (part.label) labels.emplace(part.label, part_value(part));
   return labels;
 }
 
 /// Writes a series key into `key`: name{a="x",b="y"} with Prometheus escaping, or name alone.
 void series_key(std::string& key, const KeptFamily& kept, const prometheus::ClientMetric& m,
-                const double* quantile) {
+                const SeriesPart& part) {
   key.assign(kept.name);
+  key.append(part.suffix);
   bool first = true;
   for (const auto& l : m.label) {
     if (!kept.drop_label.empty() && l.name == kept.drop_label) continue;
@@ -86,11 +100,12 @@ void series_key(std::string& key, const KeptFamily& kept, const prometheus::Clie
     append_escaped_label_value(key, l.value);
     key += '"';
   }
-  if (quantile) {
+  if (part.label) {
     key += first ? '{' : ',';
     first = false;
-    key += "quantile=\"";
-    append_number(key, *quantile);
+    key += part.label;
+    key += "=\"";
+    append_number(key, part.value);
     key += '"';
   }
   if (!first) key += '}';
@@ -113,8 +128,9 @@ void History::extract(const std::vector<prometheus::MetricFamily>& families) {
     const bool sums = !kept->drop_label.empty();
     // Where this family's values start: a summed series can only repeat within its family.
     const std::size_t known_start = known_.size(), fresh_start = fresh_.size();
-    auto add = [&](const prometheus::ClientMetric& m, const double* quantile, double v) {
-      series_key(key_, *kept, m, quantile);
+    auto add = [&](const prometheus::ClientMetric& m, const SeriesPart& part, double v,
+                   bool is_counter) {
+      series_key(key_, *kept, m, part);
       // index_ changes only in record(), on this same thread: no lock needed to read it.
       if (auto it = index_.find(key_); it != index_.end()) {
         if (sums) {
@@ -136,18 +152,36 @@ void History::extract(const std::vector<prometheus::MetricFamily>& families) {
           }
         }
       }
-      fresh_.push_back(
-          Fresh{HistorySeriesInfo{key_, f.name, series_labels(*kept, m, quantile), counter}, v});
+      fresh_.push_back(Fresh{HistorySeriesInfo{key_, f.name + std::string(part.suffix),
+                                               series_labels(*kept, m, part), is_counter},
+                             v});
     };
     for (const auto& m : f.metric) {
       switch (f.type) {
-        case prometheus::MetricType::Counter: add(m, nullptr, m.counter.value); break;
-        case prometheus::MetricType::Gauge: add(m, nullptr, m.gauge.value); break;
-        case prometheus::MetricType::Untyped: add(m, nullptr, m.untyped.value); break;
+        case prometheus::MetricType::Counter: add(m, {}, m.counter.value, counter); break;
+        case prometheus::MetricType::Gauge: add(m, {}, m.gauge.value, counter); break;
+        case prometheus::MetricType::Untyped: add(m, {}, m.untyped.value, counter); break;
         case prometheus::MetricType::Summary:
-          for (const auto& q : m.summary.quantile) add(m, &q.quantile, q.value);
+          for (const auto& q : m.summary.quantile) {
+            add(m, {"", "quantile", q.quantile}, q.value, counter);
+          }
           break;
-        default: break;  // histograms are not kept
+        case prometheus::MetricType::Histogram: {
+          // Kept as Prometheus stores one: _bucket{le}, _count and _sum, all counters, so a
+          // phase's distribution is the difference of two points.
+          const auto& h = m.histogram;
+          for (const auto& b : h.bucket) {
+            add(m, {"_bucket", "le", b.upper_bound}, double(b.cumulative_count), true);
+          }
+          if (h.bucket.empty() || std::isfinite(h.bucket.back().upper_bound)) {
+            add(m, {"_bucket", "le", std::numeric_limits<double>::infinity()},
+                double(h.sample_count), true);
+          }
+          add(m, {"_count"}, double(h.sample_count), true);
+          add(m, {"_sum"}, h.sample_sum, true);
+          break;
+        }
+        default: break;
       }
     }
   }

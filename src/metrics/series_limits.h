@@ -18,7 +18,7 @@ inline constexpr std::size_t kMaxLabelsPerSeries = 32;
 inline constexpr std::size_t kMaxHelpBytes = 4096;
 /// Quantiles of one summary series and buckets of one histogram series; the rest is dropped.
 inline constexpr std::size_t kMaxQuantilesPerSeries = 32;
-inline constexpr std::size_t kMaxBucketsPerSeries = 128;
+inline constexpr std::size_t kMaxBucketsPerSeries = 256;
 /// Series of all *.prom files of the textfile directory together.
 inline constexpr std::size_t kMaxTextfileSeries = 20000;
 /// Series on the whole /metrics page; the last in page order (pull sources, then textfiles,

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "push/push_families.h"
 #include "sources/generator_families.h"
 
 namespace loadwatch {
@@ -260,6 +261,12 @@ JMeterModel::Result JMeterModel::ingest_graphite(const GraphiteLine& line, doubl
     if (kind == "ko") st->failures += v;
     if (kind != "a") return Result::Taken;
     st->requests += v;
+    // The aggregate's count line is stamped with the moment JMeter closed the interval, in
+    // whole seconds.
+    if (p.context == "all") {
+      s->data_time = line.timestamp >= 0 ? line.timestamp : -1;
+      s->data_time_uncertainty = 1;
+    }
     // The previous interval's count never met its mean: the sum can no longer be known.
     if (!st->g_count_paired) st->sum_broken = true;
     st->g_count = v;
@@ -344,6 +351,14 @@ void JMeterModel::apply_influx_locked(Source& s, const InfluxPoint& p, double no
     // every request.
     const InfluxField* count = p.field("count");
     const InfluxField* avg = p.field("avg");
+    if (aggregate && count) {
+      // The counts are as of the point's timestamp (JMeter stamps the moment it sends, in ms);
+      // a point without one gets the server's arrival time in InfluxDB, which is no
+      // generator time: the age is then unknown.
+      double unit = static_cast<double>(ns_per_unit) / 1e9;
+      s.data_time = p.timestamp ? static_cast<double>(*p.timestamp) * unit : -1;
+      s.data_time_uncertainty = std::max(unit, 1e-3);
+    }
     const InfluxField* errors = aggregate ? p.field("countError") : nullptr;
     if (count && count->type != InfluxField::Type::String && count->number > 0) {
       if (!avg || avg->type == InfluxField::Type::String ||
@@ -456,7 +471,7 @@ JMeterModel::InfluxOutcome JMeterModel::ingest_influx(std::string_view source,
   return out;
 }
 
-void JMeterModel::collect(MetricSink& out) const {
+void JMeterModel::collect(MetricSink& out, double now) const {
   using F = GeneratorFamily;
   auto summary = [&out](GeneratorFamily family, const Labels& labels, const Stats& st, double sum) {
     auto& m = add_generator_summary(out, family, labels, st.requests, sum);
@@ -496,6 +511,10 @@ void JMeterModel::collect(MetricSink& out) const {
     }
     if (s.run_start >= 0) add_generator_sample(out, F::kRunStart, src, s.run_start);
     if (s.run_end >= 0) add_generator_sample(out, F::kRunEnd, src, s.run_end);
+    if (s.data_time >= 0) {
+      add_generator_sample(out, F::kDataAge, src, now - s.data_time);
+      add_generator_sample(out, F::kDataAgeUncertainty, src, s.data_time_uncertainty);
+    }
     for (const auto& [endpoint, e] : s.endpoints) {
       const Labels ep{{"source", name}, {"name", endpoint}, {"method", ""}};
       add_generator_sample(out, F::kEndpointRequests, ep, e.requests);
@@ -505,17 +524,13 @@ void JMeterModel::collect(MetricSink& out) const {
       if (e.max >= 0) add_generator_sample(out, F::kEndpointLatencyMax, ep, e.max);
       if (e.avg >= 0) add_generator_sample(out, F::kEndpointLatencyAvg, ep, e.avg);
     }
-    out.gauge("loadwatch_push_last_timestamp_seconds",
-              "Unix time this push source last delivered data loadwatch could use.",
+    out.gauge("loadwatch_push_last_timestamp_seconds", kPushLastHelp,
               {{"protocol", protocol_}, {"source", name}}, s.last_push);
   }
-  out.counter("loadwatch_push_lines_total", "Lines received from push sources.",
-              {{"protocol", protocol_}}, static_cast<double>(lines_));
+  out.counter("loadwatch_push_lines_total", kPushLinesHelp, {{"protocol", protocol_}},
+              static_cast<double>(lines_));
   for (const auto& [reason, n] : rejected_) {
-    out.counter("loadwatch_push_rejected_lines_total",
-                "Lines not (fully) used: parse (malformed), too_long, unknown (not "
-                "JMeter-shaped), or a cap: max_sources, max_transactions, max_series, "
-                "max_quantiles, label_limit.",
+    out.counter("loadwatch_push_rejected_lines_total", kPushRejectedHelp,
                 {{"protocol", protocol_}, {"reason", reason}}, static_cast<double>(n));
   }
 }

@@ -71,7 +71,7 @@ class JMeterModel {
   /// Series a transaction exports besides its quantiles, and a source besides its
   /// transactions (upper bounds, for the series caps).
   static constexpr std::size_t kEndpointSeries = 7;
-  static constexpr std::size_t kSourceSeries = 14;
+  static constexpr std::size_t kSourceSeries = 16;
 
   /// `protocol` labels this model's loadwatch_push_* metrics ("graphite" or "influx").
   explicit JMeterModel(std::string protocol);
@@ -109,7 +109,8 @@ class JMeterModel {
   void count_rejected(const char* reason, std::uint64_t n = 1);
 
   /// Adds loadwatch_generator_* families for every source, and loadwatch_push_* families.
-  void collect(MetricSink& out) const;
+  /// `now` (unix seconds, the sample's time) dates the figures' age.
+  void collect(MetricSink& out, double now) const;
 
  private:
   struct Stats {
@@ -143,6 +144,9 @@ class JMeterModel {
     double run_start = -1, run_end = -1;
     std::string run_title;  // "<title>" of JMeter's "<title> started" annotation
     double last_push = 0;
+    /// Unix time the aggregate counts describe, from the generator's timestamp (-1: none
+    /// sent), and how much older they may be (the timestamp's resolution).
+    double data_time = -1, data_time_uncertainty = 0;
     std::size_t series = kSourceSeries;  // upper bound of what collect() exports for it
   };
 

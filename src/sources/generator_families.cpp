@@ -1,6 +1,9 @@
 #include "sources/generator_families.h"
 
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -12,6 +15,7 @@ using F = GeneratorFamily;
 constexpr auto kCounter = prometheus::MetricType::Counter;
 constexpr auto kGauge = prometheus::MetricType::Gauge;
 constexpr auto kSummary = prometheus::MetricType::Summary;
+constexpr auto kHistogram = prometheus::MetricType::Histogram;
 
 }  // namespace
 
@@ -63,6 +67,16 @@ const std::vector<GeneratorFamilySpec>& generator_families() {
        "Unix time the last test run started (JMeter's start annotation)."},
       {F::kRunEnd, "loadwatch_generator_run_end_timestamp_seconds", kGauge,
        "Unix time the last test run ended (JMeter's end annotation)."},
+      {F::kDataAge, "loadwatch_generator_data_age_seconds", kGauge,
+       "How old the generator's figures of this sample are: the sample's time minus the "
+       "generator's own timestamp of them (pushes), or minus the arrival of the last answer "
+       "(scrapes)."},
+      {F::kDataAgeUncertainty, "loadwatch_generator_data_age_uncertainty_seconds", kGauge,
+       "The figures may be up to this much older than the age says (Locust's /stats/requests "
+       "cache: 2; whole-second Graphite timestamps: 1)."},
+      {F::kRequestDuration, "loadwatch_generator_request_duration_seconds", kHistogram,
+       "Response time of all requests since the generator started, in fixed buckets (0.1 ms "
+       "to 235 s, twelve per doubling), as the generator counted them."},
   };
   return families;
 }
@@ -84,7 +98,7 @@ void add_generator_sample(MetricSink& out, GeneratorFamily family, Labels labels
   } else if (spec.type == kGauge) {
     out.gauge(spec.name, spec.help, std::move(labels), value);
   } else {
-    throw std::logic_error(std::string(spec.name) + " is a summary");
+    throw std::logic_error(std::string(spec.name) + " is neither counter nor gauge");
   }
 }
 
@@ -97,6 +111,45 @@ prometheus::ClientMetric& add_generator_summary(MetricSink& out, GeneratorFamily
   m.summary.sample_count = requests >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(requests);
   m.summary.sample_sum = sum_seconds;
   return m;
+}
+
+const std::vector<double>& request_duration_bounds() {
+  static const std::vector<double> bounds = [] {
+    std::vector<double> b;
+    for (int k = 0; k <= 254; ++k) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.3g", 1e-4 * std::exp2(k / 12.0));
+      b.push_back(std::strtod(text, nullptr));
+    }
+    return b;
+  }();
+  return bounds;
+}
+
+void add_generator_histogram(MetricSink& out, Labels labels, const std::vector<double>& counts,
+                             double sum_seconds) {
+  const auto& bounds = request_duration_bounds();
+  if (counts.size() != bounds.size() + 1) {
+    throw std::invalid_argument("request duration histogram: " + std::to_string(counts.size()) +
+                                " counts for " + std::to_string(bounds.size() + 1) + " buckets");
+  }
+  const GeneratorFamilySpec& spec = spec_of(GeneratorFamily::kRequestDuration);
+  auto& m = out.add(spec.name, spec.help, kHistogram, std::move(labels));
+  auto clamp = [](double n) {
+    return n >= 1.8e19 ? UINT64_MAX : n > 0 ? static_cast<std::uint64_t>(n) : std::uint64_t{0};
+  };
+  double total = 0;
+  m.histogram.bucket.reserve(bounds.size());
+  for (std::size_t i = 0; i < bounds.size(); ++i) {
+    total += counts[i];
+    prometheus::ClientMetric::Bucket b;
+    b.upper_bound = bounds[i];
+    b.cumulative_count = clamp(total);
+    m.histogram.bucket.push_back(b);
+  }
+  total += counts.back();
+  m.histogram.sample_count = clamp(total);  // the +Inf bucket the exposition adds
+  m.histogram.sample_sum = sum_seconds;
 }
 
 }  // namespace loadwatch

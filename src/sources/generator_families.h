@@ -33,6 +33,9 @@ enum class GeneratorFamily {
   kReceivedBytes,
   kRunStart,
   kRunEnd,
+  kDataAge,
+  kDataAgeUncertainty,
+  kRequestDuration,
 };
 
 struct GeneratorFamilySpec {
@@ -53,5 +56,18 @@ void add_generator_sample(MetricSink& out, GeneratorFamily family, Labels labels
 /// Throws std::logic_error for a family that is not a summary.
 prometheus::ClientMetric& add_generator_summary(MetricSink& out, GeneratorFamily family,
                                                 Labels labels, double requests, double sum_seconds);
+
+/// Upper bounds (seconds) of the kRequestDuration buckets, +Inf not included: 0.1 ms to 235 s,
+/// twelve per doubling (1e-4 * 2^(k/12), k = 0..254, rounded to 3 significant digits so that
+/// the `le` labels stay short). The Locust listener (scripts/locust/loadwatch_listener.py)
+/// computes the same list. A quantile interpolated within one bucket is off by at most the
+/// bucket's width, 6 %, and in practice by far less (docs/sources.md gives the measurement).
+const std::vector<double>& request_duration_bounds();
+
+/// Adds one sample of the kRequestDuration histogram. `counts` holds the requests per bucket
+/// (not cumulative), one per bound of request_duration_bounds() and one more for the
+/// overflow (+Inf); a different size throws std::invalid_argument.
+void add_generator_histogram(MetricSink& out, Labels labels, const std::vector<double>& counts,
+                             double sum_seconds);
 
 }  // namespace loadwatch

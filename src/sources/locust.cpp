@@ -386,6 +386,10 @@ class LocustScraper : public SourceScraper {
     mapper_.map(stats, config.name, sink);
     mapper_.end_scrape(config.max_series * 4);
     result.families = sink.take();
+    // Locust's web UI memoizes /stats/requests for 2 s (web.py, DEFAULT_CACHE_TIME; doubled
+    // when building it took longer): the answer may describe a moment up to 2 s before it
+    // left. Workers report to a master every 3 s more (docs/sources.md).
+    result.data_age_uncertainty = kLocustStatsCacheSeconds;
     return result;
   }
 

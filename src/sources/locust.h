@@ -18,6 +18,10 @@
 
 namespace loadwatch {
 
+/// Seconds Locust's web UI caches its /stats/requests answer (locust/web.py,
+/// DEFAULT_CACHE_TIME): the uncertainty of a scraped figure's time.
+inline constexpr double kLocustStatsCacheSeconds = 2.0;
+
 /// One row of "stats": a request name + method, or the "Aggregated" row. Times in ms, as
 /// Locust reports them.
 struct LocustRow {

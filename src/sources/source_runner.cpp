@@ -106,6 +106,7 @@ void SourceRunner::run() {
     options.max_bytes = cfg.max_bytes;
     options.tls = cfg.tls;
     std::vector<FetchResult> answers;
+    double arrived = 0;  // unix time the last answer was in
     bool stopped = false;
     // Secrets are read at each scrape, not at config load, as Prometheus does: a rotated
     // password or token (Vault agent, a mounted Kubernetes secret) counts at once without a
@@ -122,6 +123,7 @@ void SourceRunner::run() {
           std::chrono::steady_clock::now() - started);
       options.timeout = std::max(std::chrono::milliseconds(1), cfg.timeout - spent);
       FetchResult r = http.get(req.url, options);
+      arrived = unix_now();
       if (r.error == FetchError::Stopped) {
         stopped = true;
         break;
@@ -139,7 +141,7 @@ void SourceRunner::run() {
         result = scraper_->process(cfg, answers);
       } catch (const std::exception& e) {
         // Kinds do not throw on any body; this keeps a bug there from ending the daemon.
-        result = ScrapeResult{FetchError::Parse, cfg.url + ": " + e.what(), {}, {}};
+        result = ScrapeResult{FetchError::Parse, cfg.url + ": " + e.what(), {}, {}, {}};
       }
     }
     std::size_t body_bytes = 0;
@@ -177,6 +179,10 @@ void SourceRunner::run() {
       snap->up = true;
       snap->last_success = unix_now();
       snap->families = std::move(result.families);
+      if (result.data_age_uncertainty) {
+        snap->answer_arrived = arrived;
+        snap->data_age_uncertainty = result.data_age_uncertainty;
+      }
       if (!prev->up && prev->scrapes > 0) spdlog::info("source {}: up again", cfg.name);
     } else {
       for (std::size_t i = 0; i < std::size(kFetchErrorReasons); ++i) {

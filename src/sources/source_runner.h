@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -37,6 +38,10 @@ struct ScrapeResult {
   std::vector<prometheus::MetricFamily> families;
   /// Series the kind read but did not keep (its parse caps), by reason.
   DropCounts dropped;
+  /// Set by kinds whose figures describe the moment their answer left the peer, give or take
+  /// this many seconds (Locust: its 2 s answer cache): the figures' age is then exported
+  /// from the answer's arrival (loadwatch_generator_data_age_seconds).
+  std::optional<double> data_age_uncertainty;
 };
 
 /// One kind of source. Kinds do no I/O: they name their requests and map the answers, so
@@ -58,6 +63,10 @@ struct SourceSnapshot {
   bool up = false;              // the last scrape succeeded
   double duration_seconds = 0;  // of the last scrape
   double last_success = 0;      // unix time of the last success, 0 = never
+  /// Unix time the last successful scrape's last answer arrived, and the kind's uncertainty
+  /// of its figures' time (ScrapeResult::data_age_uncertainty); unset for other kinds.
+  double answer_arrived = 0;
+  std::optional<double> data_age_uncertainty;
   /// Errors so far, indexed like kFetchErrorReasons.
   std::array<double, std::size(kFetchErrorReasons)> errors{};
   /// Series dropped (max_series cap, parse caps, repeats), by reason, summed over scrapes.

@@ -37,6 +37,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     model.ingest_graphite(parsed, 1.0);
   }
   loadwatch::MetricSink sink;
-  model.collect(sink);
+  model.collect(sink, 1.0);
   return 0;
 }

@@ -45,6 +45,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check(out.points == points);
   check(out.malformed == errors);
   loadwatch::MetricSink sink;
-  model.collect(sink);
+  model.collect(sink, 1.0);
   return 0;
 }

@@ -162,9 +162,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // The pushes export what they hold so far, whichever way this input went in.
   sink.set_origin(2);
-  influx->collect(sink);
+  influx->collect(sink, 1.0);
   sink.set_origin(3);
-  graphite->collect(sink);
+  graphite->collect(sink, 1.0);
 
   SeriesOrigins origins;
   auto families = sink.take(origins);

@@ -68,7 +68,7 @@ bool closed_by_server(int fd, std::chrono::milliseconds within) {
 
 std::map<std::string, double> flatten(const JMeterModel& m) {
   MetricSink sink;
-  m.collect(sink);
+  m.collect(sink, 1000);
   return test::sample_values(sink);
 }
 

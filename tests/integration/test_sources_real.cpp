@@ -35,6 +35,7 @@
 #include "metrics/metric_sink.h"
 #include "config/options.h"
 #include "procfs/fs_root.h"
+#include "util/unix_time.h"
 #include "sources/http_fetch.h"
 #include "sources/source_runner.h"
 #include "tests/lib/eventually.h"
@@ -245,8 +246,8 @@ struct SourcesHarness {
     CollectorEnv env{options, config, proc, sys, nullptr};
     collector = make_sources_collector(env);
   }
-  std::vector<prometheus::MetricFamily> collect(double* seconds = nullptr) {
-    SampleContext ctx{proc, sys, 0, {}};
+  std::vector<prometheus::MetricFamily> collect(double* seconds = nullptr, double now = 0) {
+    SampleContext ctx{proc, sys, now, {}};
     MetricSink sink;
     auto t0 = std::chrono::steady_clock::now();
     collector->collect(ctx, sink);
@@ -679,6 +680,17 @@ class U(HttpUser):
       },
       60s));
   CHECK(value(h.collect(), "loadwatch_generator_users", {{"source", "locust"}}) >= 1);
+  {
+    // The figures' age runs from the last answer's arrival: between 0 and one interval plus
+    // the scrape's own time; Locust's answer cache makes them up to 2 s older than that.
+    double before = unix_now();
+    auto fams = h.collect(nullptr, unix_now());
+    double age = value(fams, "loadwatch_generator_data_age_seconds", {{"source", "locust"}});
+    CHECK(age >= 0);
+    CHECK(age <= 0.2 + 2.0 + (unix_now() - before));
+    CHECK(value(fams, "loadwatch_generator_data_age_uncertainty_seconds",
+                {{"source", "locust"}}) == 2);
+  }
   REQUIRE(eventually([&] { return locust_now(web).state == "stopped"; }, 30s));
   // /stats/requests is memoized for 2 s (web.py DEFAULT_CACHE_TIME): let it settle. A fixed
   // wait on purpose: a cached answer looks final, so no condition tells the settled one apart.

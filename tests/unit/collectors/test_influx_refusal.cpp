@@ -45,7 +45,7 @@ TEST_CASE("influx: the 65th database gets 429 naming the reason, and is counted"
   CHECK(handler(write("db3", kLine)).status == 204);
 
   MetricSink sink;
-  model->collect(sink);
+  model->collect(sink, 1000);
   auto v = test::sample_values(sink);
   CHECK(v["loadwatch_push_rejected_lines_total{protocol=influx,reason=max_sources}"] == 1);
   CHECK(v.count("loadwatch_generator_requests_total{source=db64}") == 0);

@@ -11,6 +11,7 @@
 #include "metrics/exposition.h"
 #include "history/history.h"
 #include "metrics/metric_sink.h"
+#include "sources/generator_families.h"
 #include "web/routes/live_routes.h"
 
 using namespace loadwatch;
@@ -84,6 +85,50 @@ TEST_CASE("a summary keeps a series per quantile; keys escape like /metrics; sum
         std::vector<std::vector<float>>{{0.1f, 0.1f}, {0.2f, 0.3f}, {1, 1}});
   CHECK(h.query(q("loadwatch_cpu_seconds_total")).values[0] == std::vector<float>{15, 18});
   CHECK(h.query(q("loadwatch_cpu_seconds_total", true)).values[0][1] == 3.0f);
+}
+
+TEST_CASE("the request duration histogram: _bucket{le}, _count, _sum as counters; ages kept") {
+  auto point = [](std::vector<double> counts, double sum, double age) {
+    MetricSink out;
+    add_generator_histogram(out, {{"source", "l"}}, counts, sum);
+    add_generator_sample(out, GeneratorFamily::kDataAge, {{"source", "l"}}, age);
+    add_generator_sample(out, GeneratorFamily::kDataAgeUncertainty, {{"source", "l"}}, 0.001);
+    return out.take();
+  };
+  const std::size_t n = request_duration_bounds().size() + 1;
+  std::vector<double> counts(n, 0);
+  counts[80] = 3;
+  History h;
+  h.record(point(counts, 0.07, 0.2), 1000);
+  counts[81] = 2;
+  counts.back() = 1;  // one over 105 s: only the +Inf bucket and the count see it
+  h.record(point(counts, 200.1, 0.4), 1001);
+  auto list = h.list();
+  // 255 finite buckets, +Inf, _count, _sum, the age and its uncertainty.
+  REQUIRE(list.size() == 260);
+  CHECK(list[80].key ==
+        "loadwatch_generator_request_duration_seconds_bucket{source=\"l\",le=\"0.0102\"}");
+  CHECK(list[80].family == "loadwatch_generator_request_duration_seconds_bucket");
+  CHECK(list[80].labels.at("le") == "0.0102");
+  CHECK(list[80].counter);
+  CHECK(list[255].labels.at("le") == "+Inf");
+  CHECK(list[256].key == "loadwatch_generator_request_duration_seconds_count{source=\"l\"}");
+  CHECK(list[257].key == "loadwatch_generator_request_duration_seconds_sum{source=\"l\"}");
+  CHECK(list[258].key == "loadwatch_generator_data_age_seconds{source=\"l\"}");
+  CHECK_FALSE(list[258].counter);
+  // The phase between the two points: the differences of the cumulative buckets.
+  auto buckets = q("loadwatch_generator_request_duration_seconds_bucket", true);
+  buckets.max_series = 300;
+  auto rate = h.query(buckets);
+  REQUIRE(rate.values.size() == 256);
+  CHECK(rate.values[80][1] == 0.0f);
+  CHECK(rate.values[81][1] == 2.0f);
+  CHECK(rate.values[255][1] == 3.0f);
+  auto count = h.query(q("loadwatch_generator_request_duration_seconds_count"));
+  REQUIRE(count.values.size() == 1);
+  CHECK(count.values[0][1] == 6.0f);
+  auto age = h.query(q("loadwatch_generator_data_age_seconds"));
+  CHECK(age.values.at(0)[1] == 0.4f);
 }
 
 TEST_CASE("counters: raw values rebuilt exactly, rates per second, gaps stay gaps") {

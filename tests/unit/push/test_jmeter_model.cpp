@@ -15,9 +15,9 @@ using loadwatch::test::read_fixture;
 namespace {
 
 // name{sorted labels} -> value, for exact lookups.
-std::map<std::string, double> flatten(const JMeterModel& m) {
+std::map<std::string, double> flatten(const JMeterModel& m, double now = 1000) {
   MetricSink sink;
-  m.collect(sink);
+  m.collect(sink, now);
   return test::sample_values(sink);
 }
 
@@ -431,7 +431,7 @@ TEST_CASE("jmeter influx: distinct pctN fields past the cap are dropped, in line
   CHECK(outcome.malformed == 0);
   CHECK(outcome.taken == 1);
   MetricSink sink;
-  m.collect(sink);
+  m.collect(sink, 1000);
   for (const auto& f : sink.families()) {
     if (f.name != "loadwatch_generator_endpoint_latency_seconds") continue;
     REQUIRE(f.metric.size() == 1);
@@ -511,4 +511,49 @@ TEST_CASE("jmeter influx: a source evicted or never kept gives its series back")
   // "one" is evicted after 10 s: "two" gets the whole series budget again.
   CHECK(m.ingest_influx("two", line, 1011).refused == nullptr);
   CHECK(flatten(m)["loadwatch_generator_endpoint_requests_total{source=two,name=a,method=}"] == 1);
+}
+
+TEST_CASE("jmeter graphite: the figures' age runs from the last aggregate count's timestamp") {
+  // The capture's timestamps are JMeter's, in whole seconds: its last aggregate count line is
+  // the moment the figures describe, known to a second.
+  const std::string capture = read_fixture("jmeter/graphite_2.13_capture.txt");
+  double last = -1;
+  std::istringstream in(capture);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("loadwatch.it.all.a.count ", 0) == 0) last = std::stod(line.substr(line.rfind(' ')));
+  }
+  REQUIRE(last > 1.7e9);
+  JMeterModel m("graphite");
+  graphite(m, capture, last + 3);
+  auto v = flatten(m, last + 7.5);
+  CHECK(v["loadwatch_generator_data_age_seconds{source=loadwatch.it}"] == Approx(7.5));
+  CHECK(v["loadwatch_generator_data_age_uncertainty_seconds{source=loadwatch.it}"] == 1);
+}
+
+TEST_CASE("jmeter influx: the figures' age runs from the point's timestamp, in its precision") {
+  const std::string ns =
+      "jmeter,application=shop,transaction=all,statut=all count=10,avg=12.5 "
+      "1700000005123000000\n";
+  JMeterModel m("influx");
+  REQUIRE(m.ingest_influx("perf", ns, 1700000006).taken == 1);
+  auto v = flatten(m, 1700000007.0);
+  CHECK(v["loadwatch_generator_data_age_seconds{source=perf}"] == Approx(1.877).margin(1e-6));
+  // JMeter stamps in milliseconds, written as nanoseconds.
+  CHECK(v["loadwatch_generator_data_age_uncertainty_seconds{source=perf}"] == 1e-3);
+
+  // precision=s: the stamp is known to a second.
+  REQUIRE(m.ingest_influx("perf", "jmeter,transaction=all,statut=all count=1 1700000009\n",
+                          1700000010, 1000000000)
+              .taken == 1);
+  v = flatten(m, 1700000010.0);
+  CHECK(v["loadwatch_generator_data_age_seconds{source=perf}"] == Approx(1.0));
+  CHECK(v["loadwatch_generator_data_age_uncertainty_seconds{source=perf}"] == 1);
+
+  // A point without a timestamp gives no generator time: no age rather than a made-up one.
+  REQUIRE(m.ingest_influx("perf", "jmeter,transaction=all,statut=all count=1\n", 1700000011)
+              .taken == 1);
+  v = flatten(m, 1700000012.0);
+  CHECK(v.count("loadwatch_generator_data_age_seconds{source=perf}") == 0);
+  CHECK(v.count("loadwatch_generator_data_age_uncertainty_seconds{source=perf}") == 0);
+  CHECK(v["loadwatch_generator_requests_total{source=perf}"] == 12);
 }

@@ -34,7 +34,7 @@ TEST_CASE("every generator family: its enum slot, a unique loadwatch_generator_ 
     CHECK(std::string(spec.help).size() > 10);
     CHECK((spec.type == prometheus::MetricType::Counter) == ends_with(spec.name, "_total"));
   }
-  CHECK(i == static_cast<std::size_t>(GeneratorFamily::kRunEnd) + 1);
+  CHECK(i == static_cast<std::size_t>(GeneratorFamily::kRequestDuration) + 1);
 }
 
 TEST_CASE("a sample of the wrong kind for its family is a programming error") {
@@ -68,12 +68,16 @@ TEST_CASE("Locust and JMeter emit each generator family with the table's type an
       1700000011);
   REQUIRE(r.malformed == 0);
   MetricSink pushed;
-  jmeter.collect(pushed);
+  jmeter.collect(pushed, 1700000010.0);
+
+  MetricSink histogram;  // the Locust listener's (push/locust_push_model.cpp)
+  add_generator_histogram(histogram, {{"source", "l"}},
+                          std::vector<double>(request_duration_bounds().size() + 1, 1), 1);
 
   std::map<std::string, const GeneratorFamilySpec*> table;
   for (const auto& spec : generator_families()) table[spec.name] = &spec;
   std::set<std::string> seen;
-  for (const MetricSink* s : {&sink, &pushed}) {
+  for (const MetricSink* s : {&sink, &pushed, &histogram}) {
     for (const auto& f : s->families()) {
       if (f.name.rfind("loadwatch_generator_", 0) != 0) continue;
       INFO(f.name);
@@ -85,4 +89,44 @@ TEST_CASE("Locust and JMeter emit each generator family with the table's type an
   }
   // Between them, the two kinds use every family of the table.
   CHECK(seen.size() == table.size());
+}
+
+TEST_CASE("request duration buckets: 0.1 ms to 235 s, twelve per doubling, short le labels") {
+  const auto& b = request_duration_bounds();
+  REQUIRE(b.size() == 255);
+  CHECK(b.front() == 0.0001);
+  CHECK(b[12] == 0.0002);
+  CHECK(b[96] == 0.0256);
+  CHECK(b[120] == 0.102);
+  CHECK(b.back() == 235);
+  for (std::size_t i = 1; i < b.size(); ++i) {
+    INFO(b[i - 1] << " " << b[i]);
+    // 2^(1/12) = 1.0595, give or take the 3-digit rounding.
+    CHECK(b[i] / b[i - 1] > 1.05);
+    CHECK(b[i] / b[i - 1] < 1.07);
+  }
+}
+
+TEST_CASE("request duration histogram: per-bucket counts become cumulative, +Inf the count") {
+  MetricSink sink;
+  std::vector<double> counts(request_duration_bounds().size() + 1, 0);
+  counts[0] = 2;    // <= 0.1 ms
+  counts[96] = 5;   // (0.0235, 0.0256]
+  counts.back() = 1;  // over 105 s
+  add_generator_histogram(sink, {{"source", "l"}}, counts, 3.5);
+  REQUIRE(sink.families().size() == 1);
+  const auto& f = sink.families()[0];
+  CHECK(f.name == "loadwatch_generator_request_duration_seconds");
+  CHECK(f.type == prometheus::MetricType::Histogram);
+  const auto& h = f.metric.at(0).histogram;
+  CHECK(h.sample_count == 8);
+  CHECK(h.sample_sum == 3.5);
+  REQUIRE(h.bucket.size() == 255);
+  CHECK(h.bucket[0].cumulative_count == 2);
+  CHECK(h.bucket[95].cumulative_count == 2);
+  CHECK(h.bucket[96].cumulative_count == 7);
+  CHECK(h.bucket[96].upper_bound == 0.0256);
+  CHECK(h.bucket.back().cumulative_count == 7);
+  CHECK_THROWS_AS(add_generator_histogram(sink, {}, std::vector<double>(255, 0), 0),
+                  std::invalid_argument);
 }

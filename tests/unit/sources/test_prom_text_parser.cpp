@@ -419,14 +419,14 @@ TEST_CASE("limits: quantiles and buckets per series, HELP length", "[prom_text][
   std::string text = "# HELP s " + std::string(10000, 'h') + "é\n# TYPE s summary\n";
   for (int i = 0; i < 100; ++i) text += "s{quantile=\"0." + std::to_string(i) + "1\"} 1\n";
   text += "# TYPE h histogram\n";
-  for (int i = 0; i < 200; ++i) text += "h_bucket{le=\"" + std::to_string(i) + "\"} 1\n";
+  for (int i = 0; i < 400; ++i) text += "h_bucket{le=\"" + std::to_string(i) + "\"} 1\n";
   auto p = parse_prom_text(text);
   REQUIRE(p.ok());
   CHECK(family(p, "s")->help.size() == loadwatch::kMaxHelpBytes);
   CHECK(family(p, "s")->metric[0].summary.quantile.size() == loadwatch::kMaxQuantilesPerSeries);
   CHECK(family(p, "h")->metric[0].histogram.bucket.size() == loadwatch::kMaxBucketsPerSeries);
   CHECK(p.dropped.at("max_quantiles") == 100 - loadwatch::kMaxQuantilesPerSeries);
-  CHECK(p.dropped.at("max_buckets") == 200 - loadwatch::kMaxBucketsPerSeries);
+  CHECK(p.dropped.at("max_buckets") == 400 - loadwatch::kMaxBucketsPerSeries);
   // A HELP cut inside a multi-byte character keeps valid UTF-8.
   std::string cut = "# HELP u " + std::string(loadwatch::kMaxHelpBytes - 1, 'h') + "é\nu 1\n";
   auto q = parse_prom_text(cut);

@@ -238,3 +238,25 @@ TEST_CASE("Locust JSON edge cases", "[locust]") {
   CHECK(parse_locust_stats(fine, s, error));
   CHECK_FALSE(parse_locust_stats("{\"stats\": [] } trailing", s, error));
 }
+
+TEST_CASE("locust scrape: figures dated by the answer, give or take Locust's 2 s cache") {
+  // The scraper says how uncertain the answer's moment is; the runner dates it by its
+  // arrival (collectors/sources.cpp exports the age; test_sources_real checks it live).
+  auto scraper = loadwatch::make_locust_scraper(nullptr);
+  loadwatch::SourceConfig config;
+  config.name = "lc";
+  config.kind = "locust";
+  config.url = "http://127.0.0.1:8089";
+  std::vector<loadwatch::FetchResult> answers(1);
+  answers[0].body = read_fixture("sources/locust_2.28_stats_requests.json");
+  auto result = scraper->process(config, answers);
+  REQUIRE(result.error == loadwatch::FetchError::None);
+  REQUIRE(result.data_age_uncertainty);
+  CHECK(*result.data_age_uncertainty == 2.0);
+  // A body that does not parse carries no figures, so no age either.
+  answers.assign(1, {});
+  answers[0].body = "{";
+  result = scraper->process(config, answers);
+  CHECK(result.error == loadwatch::FetchError::Parse);
+  CHECK_FALSE(result.data_age_uncertainty);
+}

@@ -91,9 +91,9 @@ SourceConfig config(std::size_t max_series = 1000) {
 }
 
 ScrapeResult ok(std::vector<prometheus::MetricFamily> fams) {
-  return ScrapeResult{FetchError::None, "", std::move(fams), {}};
+  return ScrapeResult{FetchError::None, "", std::move(fams), {}, {}};
 }
-ScrapeResult err(FetchError e) { return ScrapeResult{e, "boom", {}, {}}; }
+ScrapeResult err(FetchError e) { return ScrapeResult{e, "boom", {}, {}, {}}; }
 
 size_t reason_index(FetchError e) {
   for (size_t i = 0; i < std::size(kFetchErrorReasons); ++i)

@@ -1,0 +1,68 @@
+#pragma once
+// What the Locust listener plugin pushes (push/locust_push_parser.h), kept per source and
+// exported as loadwatch_generator_* families: exact cumulative counts, a latency histogram in
+// fixed buckets, the user count, and the age of it all from Locust's own timestamp.
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "metrics/metric_sink.h"
+#include "push/locust_push_parser.h"
+#include "runs/run_observer.h"
+
+namespace loadwatch {
+
+class LocustPushModel {
+ public:
+  struct Limits {
+    /// Sources kept; a new one replaces the least recently pushed if that has been quiet for
+    /// evict_after_s, else its pushes are refused (max_sources).
+    std::size_t max_sources = 16;
+    double evict_after_s = 600;
+  };
+  /// How old Locust's timestamp of a push may be, beyond the age it gives: the listener
+  /// reads its clock in the same gevent step that copies the counts.
+  static constexpr double kTimeUncertainty = 0.001;
+
+  LocustPushModel() : LocustPushModel(Limits{}) {}
+  explicit LocustPushModel(Limits limits) : limits_(limits) {}
+
+  struct Outcome {
+    /// Null when the push was taken; else the reason it was not (max_sources, stale).
+    const char* refused = nullptr;
+    /// With refused = max_sources: seconds until the quietest source may be evicted.
+    double retry_after_s = 0;
+  };
+  /// Takes one parsed push arriving at `now` (unix seconds).
+  Outcome ingest(const LocustPush& push, double now);
+
+  /// Counts a push refused before it reached the model (parse, too_large, ...).
+  void count_rejected(const char* reason);
+
+  /// Tells `runs` about the test's user-count steps, at Locust's own timestamps (origin
+  /// "locust:SOURCE"). Only when the operator allowed pushes to annotate runs; null (the
+  /// default) leaves runs alone. Set before the first push.
+  void set_run_observer(RunObserver* runs) { runs_ = runs; }
+
+  /// Adds the generator families of every source and the loadwatch_push_* families.
+  /// `now` (unix seconds, the sample's time) dates the figures' age.
+  void collect(MetricSink& out, double now) const;
+
+ private:
+  struct Source {
+    LocustPush last;       // the newest push taken
+    double last_push = 0;  // its arrival, unix seconds
+    double last_step = 0;  // time of the newest step told to the runs
+  };
+
+  RunObserver* runs_ = nullptr;  // told after mutex_ is released: it may write to disk
+  const Limits limits_;
+  mutable std::mutex mutex_;
+  std::map<std::string, Source, std::less<>> sources_;
+  std::uint64_t pushes_ = 0;
+  std::map<std::string, std::uint64_t, std::less<>> rejected_;  // by reason
+};
+
+}  // namespace loadwatch
