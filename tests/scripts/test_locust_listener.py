@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import lwtest  # noqa: E402
 from lwtest import Loadwatch, free_port, http_get  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -284,4 +285,4 @@ if __name__ == "__main__":
     except ImportError as e:
         print("SKIP: %s is not importable by %s" % (e.name, sys.executable))
         sys.exit(77)
-    unittest.main()
+    lwtest.main()
