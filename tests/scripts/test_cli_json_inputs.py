@@ -80,6 +80,14 @@ class RunClient(unittest.TestCase):
                     self.assertIn("not a loadwatch answer", err, what)
                     self.assertLess(secs, 10, what)
 
+    def test_a_deep_answer_costs_little(self):
+        for body in (DEEP_ARRAY, DEEP_OBJECT):
+            with Answers(body) as url:
+                code, rss = peak_rss_mib(["run", "start", "--name", "x", "--url", url])
+                print("run start on a %d-byte nested answer: peak RSS %.0f MiB" % (len(body), rss))
+                self.assertEqual(code, 2)
+                self.assertLess(rss, 64)
+
     def test_the_expected_shape_still_works(self):
         run = {"id": "r1", "state": "running", "origin": "api", "start": 1.7e9, "end": None,
                "phases": [{"name": "p1"}]}
