@@ -8,10 +8,10 @@
 
 namespace loadwatch {
 
-inline constexpr std::array<std::string_view, 17> kCollectorNames = {
+inline constexpr std::array<std::string_view, 18> kCollectorNames = {
     "targets",  "stat",   "softirqs", "meminfo",   "loadavg",  "filefd", "tcp",      "netstat",
     "sockstat", "sysctl", "netdev",   "conntrack", "graphite", "influx", "textfile", "sources",
-    "http",
+    "http",     "runs",
 };
 
 /// True when `name` is one of kCollectorNames.

@@ -71,7 +71,8 @@ std::string render_report_html(const std::string& report_json, const std::string
   }
   h += "<h2>Scaling</h2>\n<div id=\"scaling\"></div>\n"
        "<h2>Phases</h2>\n<p id=\"saturated\"></p>\n<table id=\"phases\"></table>\n"
-       "<h2>Time series</h2>\n<div id=\"timeline\"></div>\n"
+       "<section id=\"timeline-section\"><h2>Time series</h2>\n<div id=\"timeline\"></div>"
+       "</section>\n"
        "<p style=\"font-size:12px;color:#777\">loadwatch run report; charts by uPlot (MIT).</p>\n";
   h += "<script type=\"application/json\" id=\"report-data\">{\"report\":";
   h += json_script_safe(report_json.empty() ? std::string("{}") : report_json);

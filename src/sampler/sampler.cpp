@@ -5,7 +5,6 @@
 #include "util/heap_trim.h"
 #include "history/history.h"
 #include "runs/run_book.h"
-#include "runs/run_metrics.h"
 #include "metrics/series_guard.h"
 #include "util/unix_time.h"
 #include "version.h"
@@ -46,7 +45,7 @@ bool collector_enabled(const CollectorSpec& spec, const Options& options, const 
 Sampler::Sampler(const Options& options, Config config, HttpServer* http, RunBook* runs)
     : options_(options), config_(std::move(config)), proc_(options.procfs), sys_(options.sysfs),
       http_(http), runs_(runs) {
-  CollectorEnv env{options_, config_, proc_, sys_, http_, runs_};
+  CollectorEnv env{options_, config_, proc_, sys_, http_, runs_, runs_};
   for (const auto& spec : collector_table()) {
     if (!collector_enabled(spec, options_, config_)) continue;
     collectors_.push_back(Entry{&spec, spec.make(env)});
@@ -83,7 +82,7 @@ void Sampler::apply_pending_config() {
     }
   }
   config_ = std::move(*next);
-  CollectorEnv env{options_, config_, proc_, sys_, nullptr, runs_};
+  CollectorEnv env{options_, config_, proc_, sys_, nullptr, runs_, runs_};
   for (auto& e : collectors_) e.collector->reconfigure(env);
   spdlog::info("config reloaded: {} targets, {} sources", config_.targets.size(),
                config_.sources.size());
@@ -123,10 +122,6 @@ void Sampler::sample_once() {
     out.gauge("loadwatch_collector_success",
               "1 if the collector succeeded in the last sample, 0 if it failed.",
               {{"collector", o.name}}, o.ok ? 1 : 0);
-  }
-  if (runs_) {
-    runs_->tick(ctx.now);
-    add_run_metrics(runs_->exposed(), out);
   }
   out.gauge("loadwatch_last_sample_timestamp_seconds",
             "Unix time of the sample being served; its age shows a stuck sampler.", {}, ctx.now);
