@@ -4,7 +4,7 @@
 // either parses within the caps or throws the documented error with a message: never a
 // nlohmann type_error, a crash or a recursion deeper than the depth cap.
 // clang-format off
-// FUZZ_SOURCES: src/util/bounded_json.cpp src/analysis/report_loader.cpp src/analysis/capacity_report.cpp src/analysis/capacity_csv.cpp src/analysis/phase_stats.cpp src/analysis/phase_summary.cpp src/analysis/kneedle.cpp src/analysis/latency_knee.cpp src/analysis/usl_fit.cpp src/analysis/bottleneck.cpp src/analysis/series.cpp src/analysis/format_figures.cpp
+// FUZZ_SOURCES: src/util/bounded_json.cpp src/analysis/report_loader.cpp src/analysis/capacity_report.cpp src/analysis/capacity_csv.cpp src/analysis/phase_stats.cpp src/analysis/phase_summary.cpp src/analysis/kneedle.cpp src/analysis/latency_knee.cpp src/analysis/usl_fit.cpp src/analysis/bottleneck.cpp src/analysis/series.cpp src/analysis/format_figures.cpp src/analysis/change_points.cpp src/analysis/generator_figures.cpp src/analysis/histogram_quantile.cpp
 // FUZZ_LIBS: -I/usr/include/eigen3
 // clang-format on
 #include <cstddef>
