@@ -14,6 +14,9 @@ Prometheus sources served from this process, then throws at it, in turn:
   influx_pct    one Influx line with 128,000 distinct pctN fields, while /-/ready is polled
   influx_names  64 KiB transaction names x 100 x 8 databases
   textfiles     4 textfiles of 16 MiB (~1.1 M series each), then deleted
+  runs_list     40 concurrent readers, each paging through GET /api/v1/runs?phases=1 over
+                the documented maxima (100 stored runs of 1,000 phases, written before start)
+  report_html   20 concurrent readers of report.html of a 1,000-phase run (made through the API)
 
 and reports, per step and overall, VmHWM (peak RSS, restarted at each step through
 /proc/PID/clear_refs) and VmRSS after the daemon settled,
@@ -61,6 +64,12 @@ def get(url, timeout=30):
         return e.code, e.read()
 
 
+def post_json(url, doc, timeout=30):
+    req = urllib.request.Request(url, data=json.dumps(doc).encode(), method="POST")
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return json.loads(r.read())
+
+
 def post(url, body, timeout=120):
     req = urllib.request.Request(url, data=body, method="POST")
     try:
@@ -77,6 +86,32 @@ class Bodies:
     def __init__(self):
         self.one = self.small
         self.two = self.small
+
+
+def stored_run(k, phases):
+    """A run file as loadwatch writes it: run k of 100, finished days ago, `phases` phases."""
+    start = 1700000000 + k * 10000
+    ts = time.strftime("%Y%m%dT%H%M%S", time.gmtime(start))
+    rid = "%s-bench%d" % (ts, k)
+    doc = {"format": 1, "last_seen": start + phases + 1,
+           "run": {"id": rid, "name": "bench%d" % k, "labels": {"k": str(k)}, "origin": "api",
+                   "state": "finished", "start": start, "end": start + phases + 1,
+                   "phases": [{"name": "users=%d" % i, "start": start + i, "users": i}
+                              for i in range(phases)]}}
+    return rid, json.dumps(doc)
+
+
+def concurrently(n, work):
+    """Runs work(i) in n threads at once; returns their results."""
+    out = [None] * n
+    def one(i):
+        out[i] = work(i)
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    return out
 
 
 def textfile_body(target_bytes):
@@ -104,6 +139,8 @@ def main():
                     help="RSS after the burst may exceed the baseline by this much")
     ap.add_argument("--settle-seconds", type=float, default=4)
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--steps", help="only these steps, comma-separated (default: all, then "
+                    "all_at_once)")
     args = ap.parse_args()
 
     work = tempfile.mkdtemp(prefix="lw-memceiling-")
@@ -120,12 +157,20 @@ def main():
                 " timeout: 10s}\n"
                 "  - {name: two, kind: prometheus, url: 'http://127.0.0.1:%d/two', interval: 1s,"
                 " timeout: 10s}\n" % (sport, sport))
+    # The run API's documented maxima, on disk before start: 100 runs of 1,000 phases.
+    state = os.path.join(work, "state")
+    os.makedirs(os.path.join(state, "runs"))
+    for k in range(100):
+        rid, text = stored_run(k, 1000)
+        with open(os.path.join(state, "runs", rid + ".json"), "w") as f:
+            f.write(text)
     port, gport = lwtest.free_port(), lwtest.free_port()
     log = open(os.path.join(work, "loadwatch.log"), "wb")
     proc = subprocess.Popen([args.binary, "--web.listen-address=127.0.0.1:%d" % port,
                              "--config.file=" + config,
                              "--collector.textfile.directory=" + textfiles,
-                             "--graphite.listen-address=127.0.0.1:%d" % gport]
+                             "--graphite.listen-address=127.0.0.1:%d" % gport,
+                             "--storage.path=" + state, "--web.enable-run-api"]
                             + args.daemon_arg,
                             stdout=log, stderr=subprocess.STDOUT)
     url = "http://127.0.0.1:%d" % port
@@ -227,6 +272,52 @@ def main():
             time.sleep(3)
             return {"series_written": series}
 
+        def runs_list():
+            def reader(_):
+                pages, size, worst, token = 0, 0, 0.0, ""
+                for _ in range(100):  # bounded: 100 runs are 10 pages of 10
+                    path = "/api/v1/runs?phases=1" + ("&page_token=" + token if token else "")
+                    t = time.time()
+                    status, body = get(url + path, timeout=120)
+                    worst = max(worst, time.time() - t)
+                    if status != 200:
+                        return (status, pages, size, worst)
+                    pages += 1
+                    size = max(size, len(body))
+                    token = json.loads(body).get("next_page_token", "")
+                    if not token:
+                        break
+                return (200, pages, size, worst)
+            got = concurrently(40, reader)
+            return {"readers": 40, "statuses": sorted({g[0] for g in got}),
+                    "pages_each": max(g[1] for g in got),
+                    "largest_answer_bytes": max(g[2] for g in got),
+                    "slowest_answer_s": round(max(g[3] for g in got), 2)}
+
+        report_run = {}
+
+        def make_report_run():
+            # A 1,000-phase run inside the history's window, through the API.
+            body = post_json(url + "/api/v1/runs", {"name": "report-bench"})
+            report_run["id"] = body["data"]["id"]
+            for i in range(1000):
+                post_json(url + "/api/v1/runs/%s/phases" % report_run["id"], {"users": i})
+            time.sleep(1.5)
+            post_json(url + "/api/v1/runs/%s/stop" % report_run["id"], {})
+
+        def report_html():
+            make_report_run()
+            reset_peak(proc.pid)  # the readers' peak, not the 1,000 phase POSTs'
+            path = url + "/api/v1/runs/%s/report.html" % report_run["id"]
+            def reader(_):
+                t = time.time()
+                status, body = get(path, timeout=300)
+                return (status, len(body), time.time() - t)
+            got = concurrently(20, reader)
+            return {"readers": 20, "statuses": sorted({g[0] for g in got}),
+                    "answer_bytes": max(g[1] for g in got),
+                    "slowest_answer_s": round(max(g[2] for g in got), 2)}
+
         def calm():
             bodies.one = bodies.two = Bodies.small
             for name in os.listdir(textfiles):
@@ -251,13 +342,17 @@ def main():
         # Each input alone (then taken away), then all together, then calm.
         for name, run in (("source_1m", source_1m), ("source_15mib", source_15mib),
                           ("influx_pct", influx_pct), ("influx_names", influx_names),
-                          ("textfiles", textfile_burst)):
+                          ("textfiles", textfile_burst), ("runs_list", runs_list),
+                          ("report_html", report_html)):
+            if args.steps and name not in args.steps.split(","):
+                continue
             step(name, run)
             calm()
             if proc.poll() is not None:
                 raise SystemExit("loadwatch exited during %s" % name)
         alone_peak = overall_peak
-        step("all_at_once", all_at_once)
+        if not args.steps:
+            step("all_at_once", all_at_once)
         step("after_burst", calm)
         after = lwtest.rss_kib(proc.pid, "VmRSS")
         ceiling = baseline + args.budget_mib * 1024

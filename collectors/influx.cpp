@@ -119,7 +119,8 @@ HttpHandler make_influx_write_handler(std::shared_ptr<JMeterModel> model, bool v
 
 std::unique_ptr<Collector> make_influx_collector(const CollectorEnv& env) {
   auto model = std::make_shared<JMeterModel>("influx");
-  model->set_run_observer(env.runs);
+  // Anyone who can reach /write can push: only the operator's flag makes them a run writer.
+  if (env.options.push_run_annotations) model->set_run_observer(env.runs);
   if (env.http) {
     env.http->route("/write", make_influx_write_handler(model, false), kInfluxMaxBody);
     env.http->route("/api/v2/write", make_influx_write_handler(model, true), kInfluxMaxBody);

@@ -92,7 +92,9 @@ int serve(const Options& options, Config config) {
   try {
     std::unique_ptr<RunStore> store;
     if (!options.storage_path.empty()) store = std::make_unique<RunStore>(options.storage_path);
-    runs_ptr = std::make_unique<RunBook>(std::move(store));
+    RunBookLimits limits;
+    limits.min_age_seconds = static_cast<double>(options.runs_min_age.count()) / 1000;
+    runs_ptr = std::make_unique<RunBook>(std::move(store), limits);
   } catch (const std::exception& e) {
     spdlog::critical("--storage.path: {}", e.what());
     return 1;

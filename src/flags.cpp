@@ -20,6 +20,7 @@ ParsedFlags parse_flags(int argc, char** argv) {
   }
   if (!subcommands().empty()) app.footer(footer);
   std::string interval = "1s";
+  std::string runs_min_age = "1h";
   app.add_option("--config.file", o.config_file, "YAML config file");
   app.add_flag("--config.check", o.config_check, "Validate the config and flags, then exit 0/1");
   app.add_option("--web.listen-address", o.listen_address, "Address to serve /metrics on");
@@ -55,6 +56,10 @@ ParsedFlags parse_flags(int argc, char** argv) {
                  "Graphite plaintext listener for JMeter's Backend Listener (off when empty)");
   app.add_flag("--web.enable-run-api", o.enable_run_api,
                "Allow starting, phasing and stopping runs over HTTP (POST /api/v1/runs...)");
+  app.add_flag("--push.run-annotations", o.push_run_annotations,
+               "Let pushed run annotations (JMeter's InfluxDB `events`) open and close runs");
+  app.add_option("--runs.min-age", runs_min_age,
+                 "A finished run younger than this is never deleted to make room (default 1h)");
   app.add_option("--storage.path", o.storage_path,
                  "Directory where runs are kept across restarts (empty: in memory only)");
   app.add_flag("--version", parsed.show_version, "Print version, git revision and build date");
@@ -87,6 +92,13 @@ ParsedFlags parse_flags(int argc, char** argv) {
     if (o.sample_interval.count() < 10) throw std::invalid_argument("must be at least 10ms");
   } catch (const std::invalid_argument& e) {
     parsed.message = std::string("--sample.interval: ") + e.what() + "\n";
+    parsed.exit_code = 1;
+    return parsed;
+  }
+  try {
+    o.runs_min_age = parse_duration(runs_min_age);
+  } catch (const std::invalid_argument& e) {
+    parsed.message = std::string("--runs.min-age: ") + e.what() + "\n";
     parsed.exit_code = 1;
     return parsed;
   }

@@ -188,6 +188,18 @@ Rule parse_rule(Bound bound, std::string_view spec) {
 
 std::vector<Rule> default_rules() { return {parse_rule(Bound::max, "p95=+20%")}; }
 
+std::vector<Rule> rules_or_default(const std::vector<std::string>& max_specs,
+                                   const std::vector<std::string>& min_specs) {
+  std::vector<Rule> rules;
+  try {
+    for (const std::string& s : max_specs) rules.push_back(parse_rule(Bound::max, s));
+    for (const std::string& s : min_specs) rules.push_back(parse_rule(Bound::min, s));
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("bad rule ") + e.what());
+  }
+  return rules.empty() ? default_rules() : rules;
+}
+
 bool Comparison::regressed() const {
   for (const PhaseComparison& p : phases) {
     for (const RuleResult& r : p.results) {

@@ -38,6 +38,12 @@ Rule parse_rule(Bound bound, std::string_view spec);
 /// p95 at most 20 % above the baseline.
 std::vector<Rule> default_rules();
 
+/// The rules of --max/--min (or the `max`/`min` query parameters) in that order, or the default
+/// rules when there are none: the one reading of a gate for compare, report --baseline and the
+/// report page. Throws std::invalid_argument naming the bad rule.
+std::vector<Rule> rules_or_default(const std::vector<std::string>& max_specs,
+                                   const std::vector<std::string>& min_specs);
+
 const char* metric_name(Metric m);
 std::optional<double> metric_value(const PhaseStats& p, Metric m);
 /// The figure's bound [low, high] when the report gives one.

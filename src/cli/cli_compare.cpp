@@ -51,15 +51,13 @@ int run_compare(int argc, char** argv) {
   if (!format) return usage_error("--format: expected table, markdown or json");
   std::vector<Rule> rules;
   try {
-    for (const std::string& s : max_specs) rules.push_back(parse_rule(Bound::max, s));
-    for (const std::string& s : min_specs) rules.push_back(parse_rule(Bound::min, s));
+    rules = rules_or_default(max_specs, min_specs);
   } catch (const std::invalid_argument& e) {
-    return usage_error(std::string("bad rule ") + e.what());
+    return usage_error(e.what());
   }
   for (const Rule& r : rules) {
     if (!r.warning.empty()) std::cerr << "loadwatch compare: warning: " << r.warning << "\n";
   }
-  if (rules.empty()) rules = default_rules();
 
   CapacityReport base, current;
   auto loaders = report::report_loaders(client);

@@ -38,7 +38,8 @@ std::string pick_run(const RunClient& client) {
   std::string open;
   try {
     for (const auto& r : doc["data"]) {
-      if (json_array_or_empty(r, "phases").empty()) continue;
+      // The list gives summaries: phase_count, not the phases.
+      if (!r.is_object() || json_number_or(r, "phase_count", 0) < 1) continue;
       if (json_string_or(r, "state") == "running") {
         if (open.empty()) open = json_string_or(r, "id");
         continue;
@@ -98,6 +99,12 @@ int run_report_cli(int argc, char** argv) {
                  "With --prometheus: the target that is the load generator");
   app.add_option("--format", format_name, "table, markdown, json or html")->capture_default_str();
   app.add_option("--baseline", baseline, "Compare with this report file or run id");
+  std::vector<std::string> max_specs, min_specs;
+  app.add_option("--max", max_specs,
+                 "With --baseline: upper limit, as compare's (repeatable; default p95=+20%)")
+      ->allow_extra_args(false);
+  app.add_option("--min", min_specs, "With --baseline: lower limit, as compare's (repeatable)")
+      ->allow_extra_args(false);
   app.add_option("--output,-o", output, "Write here instead of stdout");
   if (auto code = analysis::parse_cli(app, argc, argv)) return *code;
 
@@ -158,7 +165,7 @@ int run_report_cli(int argc, char** argv) {
     try {
       comparison =
           analysis::compare_reports(analysis::load_report(baseline, report_loaders(client)), report,
-                                    analysis::default_rules());
+                                    analysis::rules_or_default(max_specs, min_specs));
     } catch (const std::exception& e) {
       return usage_error("--baseline: " + std::string(e.what()));
     }
@@ -168,9 +175,8 @@ int run_report_cli(int argc, char** argv) {
   if (html) {
     std::optional<HtmlComparison> cmp;
     if (comparison) {
-      cmp = HtmlComparison{
-          analysis::render_comparison(*comparison, analysis::Format::table, baseline, label),
-          comparison->regressed(), baseline};
+      cmp = HtmlComparison{analysis::comparison_document(*comparison, baseline, label),
+                           comparison->regressed(), baseline};
     }
     out = render_report_html(report_json, timeline, cmp);
   } else {

@@ -1,6 +1,8 @@
 #include "cli/cli_run.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,9 +20,10 @@
 #include <string_view>
 #include <vector>
 
-#include "config/config.h"
 #include "cli/run_client.h"
 #include "util/bounded_json.h"
+#include "config/config.h"
+#include "runs/run.h"
 
 namespace loadwatch {
 
@@ -28,6 +31,12 @@ namespace {
 
 constexpr int kRefused = 1;
 constexpr int kUsage = 2;
+constexpr int kMaxListPages = 100;
+
+/// The API path acting on run `id` ("/api/v1/runs/ID/phases"), or on the open run.
+std::string run_path(const std::string& id, const char* action) {
+  return "/api/v1/runs/" + (id.empty() ? std::string("current") : id) + "/" + action;
+}
 
 const char* env_or(const char* name, const char* fallback) {
   const char* v = std::getenv(name);
@@ -131,18 +140,34 @@ std::string utc(double t) {
 }
 
 int list_runs(const RunClient& client) {
-  nlohmann::json data;
-  if (int rc = check("list", client.get("/api/v1/runs"), &data, Expect::run_list)) return rc;
   std::printf("%-40s %-11s %-19s %9s %6s  %s\n", "ID", "STATE", "START (UTC)", "SECONDS", "PHASES",
               "ORIGIN");
-  for (const auto& run : data) {
-    // expect_run checked every field read here.
-    double start = json_number_or(run, "start", 0);
-    double end = json_number_or(run, "end", NAN);
-    std::string seconds = std::isfinite(end) ? std::to_string(std::lround(end - start)) : "-";
-    std::printf("%-40s %-11s %-19s %9s %6zu  %s\n", json_string_or(run, "id").c_str(),
-                json_string_or(run, "state").c_str(), utc(start).c_str(), seconds.c_str(),
-                json_array_or_empty(run, "phases").size(), json_string_or(run, "origin").c_str());
+  // Page by page, as the API hands them out; a loadwatch keeps at most a few hundred runs.
+  std::string token;
+  for (int page = 0; page < kMaxListPages; ++page) {
+    std::string path = "/api/v1/runs?limit=500";
+    if (!token.empty()) path += "&page_token=" + token;
+    RunAnswer answer = client.get(path);
+    nlohmann::json data;
+    if (int rc = check("list", answer, &data, Expect::run_list)) return rc;
+    for (const auto& run : data) {
+      // expect_run checked every field read here.
+      double start = json_number_or(run, "start", 0);
+      double end = json_number_or(run, "end", NAN);
+      std::string seconds = std::isfinite(end) ? std::to_string(std::lround(end - start)) : "-";
+      double phases = json_number_or(run, "phase_count", 0);
+      std::printf("%-40s %-11s %-19s %9s %6.0f  %s\n", json_string_or(run, "id").c_str(),
+                  json_string_or(run, "state").c_str(), utc(start).c_str(), seconds.c_str(),
+                  phases >= 0 && phases < 1e9 ? phases : 0.0, json_string_or(run, "origin").c_str());
+    }
+    std::string next;
+    try {
+      next = json_string_or(parse_bounded_json(answer.body), "next_page_token");
+    } catch (const JsonInputError&) {
+      return 0;  // check() parsed the same answer: not reached
+    }
+    if (next.empty() || !plausible_run_id(next)) return 0;
+    token = next;
   }
   return 0;
 }
@@ -155,10 +180,95 @@ struct ExecPlan {
   long long users_step = 0;
 };
 
-/// Runs the command and opens the planned phases until it exits; returns its exit code.
-/// SIGINT and SIGTERM sent to this process are passed on to the command; a Ctrl-C from the
-/// terminal is not (the command is in the terminal's process group and gets it already).
-int exec_command(const RunClient& client, const ExecPlan& plan, const std::string& run_id) {
+/// After loadwatch itself dies (SIGKILL, OOM), kills CMD's process group and stops the run by
+/// running `loadwatch run stop --run ID`. A child of its own session, so a terminal's signals
+/// do not end it with loadwatch; it blocks on a pipe that only loadwatch writes to. Before a
+/// normal exit loadwatch writes one byte: the guard then leaves without doing anything.
+struct Guard {
+  pid_t pid = -1;
+  int fd = -1;  // the write end; closing it without the byte means loadwatch is gone
+
+  /// Tells the guard CMD's process group, once CMD is started.
+  void watch(pid_t group) {
+    if (pid < 0) return;
+    [[maybe_unused]] auto n = write(fd, &group, sizeof group);
+  }
+  void release() {
+    if (pid < 0) return;
+    [[maybe_unused]] auto n = write(fd, "D", 1);
+    close(fd);
+    waitpid(pid, nullptr, 0);
+    pid = -1;
+  }
+};
+
+/// Reads up to `size` bytes, through EINTR; returns how many came before EOF.
+std::size_t read_fully(int fd, void* buf, std::size_t size) {
+  std::size_t got = 0;
+  while (got < size) {
+    ssize_t n = read(fd, static_cast<char*>(buf) + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  return got;
+}
+
+/// Started before CMD, so that no moment of CMD's life is unguarded.
+Guard start_guard(const RunClient& client, const std::string& run_id,
+                  const std::vector<std::string>& stop_args) {
+  Guard guard;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return guard;
+  // Made before fork(): the guard only makes async-signal-safe calls, then exec().
+  std::vector<std::string> args = {"loadwatch", "run",  "stop",
+                                   "--run",     run_id, "--url=" + client.url()};
+  args.insert(args.end(), stop_args.begin(), stop_args.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  char self[4096];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return guard;
+  }
+  self[len] = '\0';
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return guard;
+  }
+  if (pid == 0) {
+    close(fds[1]);
+    setsid();
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) signal(s, SIG_IGN);
+    pid_t group = 0;
+    bool known = read_fully(fds[0], &group, sizeof group) == sizeof group && group > 0;
+    char byte = 0;
+    if (known && read_fully(fds[0], &byte, 1) == 1) _exit(0);  // loadwatch stops the run itself
+    if (known) kill(-group, SIGKILL);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    execv(self, argv.data());
+    _exit(127);
+  }
+  close(fds[0]);
+  guard.pid = pid;
+  guard.fd = fds[1];
+  return guard;
+}
+
+/// Runs the command and opens the planned phases until it exits; returns its exit code. The
+/// command runs in a process group of its own: SIGINT and SIGTERM sent to this process (a
+/// terminal's Ctrl-C too) are passed on to that group; it is killed when loadwatch dies.
+int exec_command(const RunClient& client, const ExecPlan& plan, const std::string& run_id,
+                 const std::vector<std::string>& stop_args) {
   sigset_t watched, old;
   sigemptyset(&watched);
   for (int s : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&watched, s);
@@ -183,13 +293,21 @@ int exec_command(const RunClient& client, const ExecPlan& plan, const std::strin
   argv.push_back(nullptr);
   std::string exec_failed = "loadwatch run exec: " + args[0] + ": ";
 
+  Guard guard = start_guard(client, run_id, stop_args);
+  const pid_t parent = getpid();
   pid_t child = fork();
   if (child < 0) {
     std::fprintf(stderr, "loadwatch run exec: fork: %s\n", std::strerror(errno));
+    guard.release();
     sigprocmask(SIG_SETMASK, &old, nullptr);
     return 126;
   }
   if (child == 0) {
+    // Its own process group, so the whole of it can be signalled; and killed with loadwatch,
+    // even by SIGKILL. The parent may have died before prctl: then it is already orphaned.
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(128 + SIGKILL);
     // The caller's mask, but the signals passed on must get through.
     sigset_t child_mask = old;
     for (int s : {SIGINT, SIGTERM, SIGCHLD}) sigdelset(&child_mask, s);
@@ -202,6 +320,8 @@ int exec_command(const RunClient& client, const ExecPlan& plan, const std::strin
     n = write(STDERR_FILENO, "\n", 1);
     _exit(err == ENOENT ? 127 : 126);
   }
+  setpgid(child, child);  // as the child does: whichever runs first
+  guard.watch(child);
 
   using Clock = std::chrono::steady_clock;
   auto started = Clock::now();
@@ -213,7 +333,8 @@ int exec_command(const RunClient& client, const ExecPlan& plan, const std::strin
     if (next_phase && Clock::now() >= *next_phase) {
       long long users =
           (plan.users_start >= 0 ? plan.users_start : plan.users_step) + step * plan.users_step;
-      check("exec (phase)", client.post("/api/v1/runs/current/phases", phase_body("", users)));
+      // Named by id: a phase never lands in a run another client opened meanwhile.
+      check("exec (phase)", client.post(run_path(run_id, "phases"), phase_body("", users)));
       ++step;
       *next_phase += plan.phase_every;
     }
@@ -228,11 +349,14 @@ int exec_command(const RunClient& client, const ExecPlan& plan, const std::strin
                 static_cast<long>((wait.count() % 1000) * 1'000'000)};
     siginfo_t info{};
     int sig = sigtimedwait(&watched, &info, &ts);
-    if ((sig == SIGINT || sig == SIGTERM) && info.si_code != SI_KERNEL) kill(child, sig);
+    // CMD has its own process group: the terminal's Ctrl-C reaches only loadwatch, which
+    // passes it on to the whole group, as it does a SIGTERM.
+    if (sig == SIGINT || sig == SIGTERM) kill(-child, sig);
     pid_t done = waitpid(child, &status, WNOHANG);
     if (done == child) break;
     if (done < 0 && errno == ECHILD) break;
   }
+  guard.release();
   sigprocmask(SIG_SETMASK, &old, nullptr);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
@@ -278,15 +402,28 @@ int run_cli(int argc, char** argv) {
       ->check(label_check)
       ->allow_extra_args(false);  // one value each: the command after -- stays whole
 
-  CLI::App* phase = app.add_subcommand("phase", "Open the next phase of the open run");
+  std::string run_id = env_or("LOADWATCH_RUN_ID", "");
+  auto run_option = [&](CLI::App* sub) {
+    sub->add_option("--run", run_id,
+                    "The run to act on, as `run start` printed it (default $LOADWATCH_RUN_ID); "
+                    "refused unless it is the open run")
+        ->check(CLI::Validator(
+            [](std::string& v) -> std::string {
+              return plausible_run_id(v) ? "" : "not a run id (YYYYMMDDTHHMMSS-name)";
+            },
+            "RUN_ID"));
+  };
+  CLI::App* phase = app.add_subcommand("phase", "Open the next phase of a run");
   common(phase);
+  run_option(phase);
   long long users = -1;
   phase->add_option("--name", name, "Phase name (default users=N)");
   phase->add_option("--users", users, "Users of this load step")
       ->check(CLI::Range(0LL, 1'000'000'000LL));
 
-  CLI::App* stop = app.add_subcommand("stop", "End the open run");
+  CLI::App* stop = app.add_subcommand("stop", "End a run");
   common(stop);
+  run_option(stop);
 
   CLI::App* list = app.add_subcommand("list", "List the runs the loadwatch keeps");
   common(list);
@@ -299,8 +436,9 @@ int run_cli(int argc, char** argv) {
       "With --phase-every, a phase opens at once and then every interval, with users = start + "
       "k * step: CMD must step its own load on the same schedule. Or CMD opens its phases "
       "itself with `loadwatch run phase`: LOADWATCH_URL and LOADWATCH_RUN_ID are set for it. "
-      "SIGINT and SIGTERM are passed on to CMD. Exit: CMD's code (128 + signal if killed), 2 "
-      "if the run could not be started (CMD is then not run).");
+      "CMD runs in a process group of its own: SIGINT and SIGTERM are passed on to it, and if "
+      "loadwatch is killed, a guard kills CMD and stops the run. Exit: CMD's code (128 + "
+      "signal if killed), 2 if the run could not be started (CMD is then not run).");
   common(exec);
   exec->add_option("--name", name, "Run name")->required();
   exec->add_option("--label", labels, "KEY=VALUE, repeatable")
@@ -358,14 +496,18 @@ int run_cli(int argc, char** argv) {
     if (int rc = check("start", client->post("/api/v1/runs", start_body(name, labels)), &run)) {
       return rc;
     }
-    std::printf("%s\n", run.value("id", "").c_str());
+    std::printf("%s\n", json_string_or(run, "id").c_str());
     return 0;
   }
   if (phase->parsed()) {
     std::optional<long long> u;
     if (users >= 0) u = users;
-    if (int rc = check("phase", client->post("/api/v1/runs/current/phases", phase_body(name, u)),
-                       &run)) {
+    if (!plausible_run_id(run_id)) run_id.clear();  // a bad $LOADWATCH_RUN_ID
+    if (run_id.empty()) {
+      std::fprintf(stderr, "loadwatch run phase: no --run: acting on whichever run is open\n");
+    }
+    if (int rc =
+            check("phase", client->post(run_path(run_id, "phases"), phase_body(name, u)), &run)) {
       return rc;
     }
     const auto& phases = json_array_or_empty(run, "phases");
@@ -374,8 +516,12 @@ int run_cli(int argc, char** argv) {
     return 0;
   }
   if (stop->parsed()) {
-    if (int rc = check("stop", client->post("/api/v1/runs/current/stop", "{}"), &run)) return rc;
-    std::printf("%s\n", run.value("id", "").c_str());
+    if (!plausible_run_id(run_id)) run_id.clear();
+    if (run_id.empty()) {
+      std::fprintf(stderr, "loadwatch run stop: no --run: acting on whichever run is open\n");
+    }
+    if (int rc = check("stop", client->post(run_path(run_id, "stop"), "{}"), &run)) return rc;
+    std::printf("%s\n", json_string_or(run, "id").c_str());
     return 0;
   }
   if (list->parsed()) return list_runs(*client);
@@ -384,17 +530,21 @@ int run_cli(int argc, char** argv) {
   if (check("exec (start)", client->post("/api/v1/runs", start_body(name, labels)), &run)) {
     return kUsage;
   }
-  std::string id = run.value("id", "");
+  std::string id = json_string_or(run, "id");
   std::fprintf(stderr, "loadwatch run exec: run %s started\n", id.c_str());
-  int rc = exec_command(*client, plan, id);
-  // Another run started meanwhile (it ended ours): leave that one alone.
-  nlohmann::json current;
-  if (check("exec (stop)", client->get("/api/v1/runs/current"), &current) != 0 ||
-      current.value("id", "") != id) {
+  // What the guard needs to stop the run as this process would.
+  std::vector<std::string> stop_args = {"--timeout=" + timeout};
+  if (!options.user.empty()) stop_args.push_back("--user=" + options.user);
+  if (!options.password_file.empty())
+    stop_args.push_back("--password-file=" + options.password_file);
+  if (!options.ca_file.empty()) stop_args.push_back("--ca-file=" + options.ca_file);
+  int rc = exec_command(*client, plan, id, stop_args);
+  // Stopped by id: when another run started meanwhile (it ended ours), that one is left alone.
+  RunAnswer stopped = client->post(run_path(id, "stop"), "{}");
+  if (stopped.reached && stopped.status == 409) {
     std::fprintf(stderr, "loadwatch run exec: run %s is no longer the open run; not stopping\n",
                  id.c_str());
-  } else if (check("exec (stop)", client->post("/api/v1/runs/current/stop", "{}"), nullptr,
-                   Expect::any) == 0) {
+  } else if (check("exec (stop)", stopped, nullptr, Expect::any) == 0) {
     std::fprintf(stderr, "loadwatch run exec: run %s stopped; command exited %d\n", id.c_str(), rc);
   }
   return rc;

@@ -33,6 +33,11 @@ struct Options {
   std::size_t history_max_series = 512;
   /// POST /api/v1/runs... allowed (reads are always on).
   bool enable_run_api = false;
+  /// Pushed annotations (InfluxDB `events`) may open and close runs; off, a push never
+  /// creates, phases or stops a run.
+  bool push_run_annotations = false;
+  /// A finished run younger than this is never deleted to make room (--runs.min-age).
+  std::chrono::milliseconds runs_min_age{3600 * 1000};
   /// Directory for state that outlives the daemon (runs); empty = memory only.
   std::string storage_path;
   /// Bytes of /metrics (estimated text, before gzip) that pushes, textfiles and pull sources'

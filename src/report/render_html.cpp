@@ -1,5 +1,6 @@
 #include "report/render_html.h"
 
+#include "report/document_html.h"
 #include "util/html_escape.h"
 #include "util/static_files.h"
 
@@ -60,14 +61,14 @@ std::string render_report_html(const std::string& report_json, const std::string
   h += "\nbody{font-family:sans-serif;margin:10px;color:#222}"
        "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;"
        "text-align:right}th{background:#f3f3f3}tr.knee td{background:#fde2e2;font-weight:bold}"
-       "td:first-child{text-align:left}.verdict{font-weight:bold;font-size:16px}"
+       "td:first-child,td.text{text-align:left}.verdict{font-weight:bold;font-size:16px}"
        ".fail{color:#c00}.pass{color:#080}pre{background:#f7f7f7;padding:6px;overflow:auto}"
        "\n</style></head><body>\n<h1 id=\"title\">Run report</h1>\n<ul id=\"summary\"></ul>\n";
   if (comparison) {
     h += "<h2>Compared with " + html_escape(comparison->base_label) + "</h2>\n";
     h += std::string("<p id=\"verdict\" class=\"verdict ") + (comparison->regressed ? "fail" : "pass") +
-         "\">" + (comparison->regressed ? "REGRESSION" : "within limits") + "</p>\n<pre>" +
-         html_escape(comparison->table) + "</pre>\n";
+         "\">" + (comparison->regressed ? "REGRESSION" : "within limits") + "</p>\n" +
+         "<div id=\"comparison\">" + document_html(comparison->document, false) + "</div>\n";
   }
   h += "<h2>Scaling</h2>\n<div id=\"scaling\"></div>\n"
        "<h2>Phases</h2>\n<p id=\"saturated\"></p>\n<table id=\"phases\"></table>\n"

@@ -5,10 +5,12 @@
 #include <optional>
 #include <string>
 
+#include "analysis/document.h"
+
 namespace loadwatch::report {
 
 struct HtmlComparison {
-  std::string table;  // the comparison rendered as a text table
+  analysis::Document document;  // analysis::comparison_document: its tables become HTML tables
   bool regressed = false;
   std::string base_label;
 };

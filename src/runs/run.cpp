@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "runs/run_rules.h"
+
 namespace loadwatch {
 
 namespace {
@@ -94,6 +96,22 @@ bool plausible_run_id(std::string_view id) {
   return id[16] != '.';
 }
 
+namespace {
+
+/// What the API's view and the list's summary share, in their order.
+nlohmann::ordered_json run_header(const Run& run) {
+  return {
+      {"id", run.id},
+      {"name", run.name},
+      {"labels", run.labels},
+      {"origin", run.origin},
+      {"state", run_state_name(run.state)},
+      {"start", ms(run.start)},
+      {"end", run.end ? nlohmann::ordered_json(ms(*run.end)) : nlohmann::ordered_json(nullptr)}};
+}
+
+}  // namespace
+
 nlohmann::ordered_json run_to_json(const Run& run) {
   nlohmann::ordered_json phases = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < run.phases.size(); ++i) {
@@ -105,14 +123,42 @@ nlohmann::ordered_json run_to_json(const Run& run) {
          {"end", end ? nlohmann::ordered_json(ms(*end)) : nlohmann::ordered_json(nullptr)},
          {"users", p.users ? nlohmann::ordered_json(*p.users) : nlohmann::ordered_json(nullptr)}});
   }
-  return {{"id", run.id},
-          {"name", run.name},
-          {"labels", run.labels},
-          {"origin", run.origin},
-          {"state", run_state_name(run.state)},
-          {"start", ms(run.start)},
-          {"end", run.end ? nlohmann::ordered_json(ms(*run.end)) : nlohmann::ordered_json(nullptr)},
-          {"phases", phases}};
+  nlohmann::ordered_json j = run_header(run);
+  j["phases"] = std::move(phases);
+  return j;
+}
+
+void append_run_json(std::string& out, const Run& run) {
+  auto put = [&out](const nlohmann::ordered_json& value) {
+    out += value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  };
+  std::string header;
+  {
+    nlohmann::ordered_json h = run_header(run);
+    h["phases"] = nlohmann::ordered_json::array();
+    header = h.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  }
+  out.append(header, 0, header.size() - 2);  // up to "phases":[
+  for (std::size_t i = 0; i < run.phases.size(); ++i) {
+    const RunPhase& p = run.phases[i];
+    auto end = run.phase_end(i);
+    out += i ? ",{\"name\":" : "{\"name\":";
+    put(p.name);
+    out += ",\"start\":";
+    put(ms(p.start));
+    out += ",\"end\":";
+    put(end ? nlohmann::ordered_json(ms(*end)) : nlohmann::ordered_json(nullptr));
+    out += ",\"users\":";
+    put(p.users ? nlohmann::ordered_json(*p.users) : nlohmann::ordered_json(nullptr));
+    out += '}';
+  }
+  out += "]}";
+}
+
+nlohmann::ordered_json run_summary_json(const Run& run, std::size_t phase_count) {
+  nlohmann::ordered_json j = run_header(run);
+  j["phase_count"] = phase_count;
+  return j;
 }
 
 nlohmann::ordered_json run_to_stored_json(const Run& run) {
@@ -157,6 +203,9 @@ Run run_from_stored_json(const nlohmann::json& stored) {
   }
   auto phases = j.find("phases");
   if (phases == j.end() || !phases->is_array()) bad("run.phases", "want an array");
+  if (phases->size() > kMaxRunPhases) {
+    bad("run.phases", "more than " + std::to_string(kMaxRunPhases) + " phases");
+  }
   for (std::size_t i = 0; i < phases->size(); ++i) {
     const nlohmann::json& p = (*phases)[i];
     std::string where = "run.phases[" + std::to_string(i) + "].";
@@ -172,6 +221,8 @@ Run run_from_stored_json(const nlohmann::json& stored) {
     run.phases.push_back(std::move(phase));
   }
   run.last_seen = stored.contains("last_seen") ? number(stored, "last_seen", "") : run.start;
+  // The same rules as a run from the API: a file is no more trusted than a client.
+  if (std::string why = run_problem(run); !why.empty()) throw std::runtime_error(why);
   return run;
 }
 

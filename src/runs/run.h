@@ -53,6 +53,11 @@ bool plausible_run_id(std::string_view id);
 
 /// The API's view of a run (phases carry their computed end).
 nlohmann::ordered_json run_to_json(const Run& run);
+/// The list's view: the same fields with "phase_count" instead of "phases".
+nlohmann::ordered_json run_summary_json(const Run& run, std::size_t phase_count);
+/// Appends run_to_json(run).dump() to `out` (invalid UTF-8 replaced) without building the JSON
+/// tree: a 1000-phase run costs its text, not ten times that.
+void append_run_json(std::string& out, const Run& run);
 
 /// The stored form: the API view plus what only the daemon needs (last_seen), versioned.
 nlohmann::ordered_json run_to_stored_json(const Run& run);

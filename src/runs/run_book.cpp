@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "util/unix_time.h"
 
@@ -15,6 +16,21 @@ constexpr std::size_t kMaxOrigins = 256;
 
 bool by_start(const Run& a, const Run& b) {
   return a.start != b.start ? a.start < b.start : a.id < b.id;
+}
+
+/// Who answers for a run's place in the history: "api", "wrk" (every summary), else its origin.
+std::string writer_of(const std::string& origin) {
+  if (origin == "api") return origin;
+  if (origin.rfind("wrk:", 0) == 0) return "wrk";
+  return origin;
+}
+
+/// About what the run's file takes (and a little more than its memory): what retention counts.
+std::size_t run_bytes(const Run& run) {
+  std::size_t n = 256 + run.name.size() + run.origin.size();
+  for (const auto& [k, v] : run.labels) n += k.size() + v.size() + 8;
+  for (const RunPhase& p : run.phases) n += 96 + p.name.size();
+  return n;
 }
 
 /// "locust:lc" -> "lc": an inferred run is named after its source.
@@ -46,6 +62,9 @@ RunBook::RunBook(std::unique_ptr<RunStore> store, RunBookLimits limits, Clock cl
     }
     add_finished_locked(std::move(run));
   }
+  std::set<std::string> writers;
+  for (const Run& r : finished_) writers.insert(writer_of(r.origin));
+  for (const auto& w : writers) trim_locked(w, now());
   spdlog::info("runs: {} runs loaded from {}", finished_.size(), store_->directory());
   lock.unlock();
   flush_pending();
@@ -89,21 +108,79 @@ std::string RunBook::unique_id_locked(double start, const std::string& name) con
   return id;
 }
 
-Run& RunBook::open_locked(const std::string& origin, const std::string& name,
-                          std::map<std::string, std::string> labels, double at) {
-  if (current_) close_locked(at);
+bool RunBook::make_room_locked(const std::string& writer, std::size_t bytes, double now,
+                               std::string* why) {
+  std::size_t count = 1, held = bytes;  // the new run
+  std::set<std::string> writers;
+  auto count_in = [&](const Run& r) {
+    std::string w = writer_of(r.origin);
+    if (w != "api") writers.insert(w);
+    if (w != writer) return;
+    ++count;
+    held += run_bytes(r);
+  };
+  if (current_) count_in(*current_);
+  for (const Run& r : finished_) count_in(r);
+  if (writer != "api" && !writers.count(writer) && writers.size() + 1 >= limits_.max_writers) {
+    *why = std::to_string(limits_.max_writers - 1) + " other writers already have runs kept";
+    return false;
+  }
+  // Oldest first: finished_ is sorted by start. The open run is never deleted.
+  for (auto it = finished_.begin();
+       it != finished_.end() &&
+       (count > limits_.max_finished || held > limits_.max_bytes_per_writer);) {
+    bool old_enough = now - it->end.value_or(it->start) >= limits_.min_age_seconds;
+    if (writer_of(it->origin) != writer || !old_enough) {
+      ++it;
+      continue;
+    }
+    --count;
+    held -= std::min(held, run_bytes(*it));
+    if (store_) pending_.push_back(Write{it->id, std::nullopt});
+    spdlog::info("runs: run {} deleted to make room for a newer run of {}", it->id, writer);
+    it = finished_.erase(it);
+  }
+  if (count > limits_.max_finished || held > limits_.max_bytes_per_writer) {
+    *why = "the runs of " + writer + " fill its share (" + std::to_string(limits_.max_finished) +
+           " runs, " + std::to_string(limits_.max_bytes_per_writer >> 20) +
+           " MiB) and none ended more than " +
+           std::to_string(std::lround(limits_.min_age_seconds)) + " s ago (--runs.min-age)";
+    return false;
+  }
+  return true;
+}
+
+void RunBook::trim_locked(const std::string& writer, double now) {
+  std::string why;
+  // Room for "nothing more": what is beyond the share goes, if old enough.
+  std::size_t count = 0, held = 0;
+  for (const Run& r : finished_) {
+    if (writer_of(r.origin) != writer) continue;
+    ++count;
+    held += run_bytes(r);
+  }
+  if (count > limits_.max_finished || held > limits_.max_bytes_per_writer) {
+    make_room_locked(writer, 0, now, &why);
+  }
+}
+
+Run* RunBook::open_locked(const std::string& origin, const std::string& name,
+                          std::map<std::string, std::string> labels, double at, std::string* why) {
   Run run;
-  run.id = unique_id_locked(at, name);
   run.name = name;
   run.labels = std::move(labels);
   run.origin = origin;
   run.state = RunState::Running;
   run.start = at;
   run.last_seen = at;
+  // The open run of the same writer ends here and keeps its place: count it as finished.
+  if (!make_room_locked(writer_of(origin), run_bytes(run), now(), why)) return nullptr;
+  if (current_) close_locked(at);
+  run.id = unique_id_locked(at, name);
   current_ = std::move(run);
   save_locked(*current_);
   spdlog::info("runs: run {} started ({})", current_->id, origin);
-  return *current_;
+  return &*current_;
 }
 
 std::optional<Run> RunBook::close_locked(double at) {
@@ -131,12 +208,9 @@ void RunBook::add_phase_locked(std::string name, std::optional<std::int64_t> use
 }
 
 void RunBook::add_finished_locked(Run run) {
+  // Room was made when the run opened (make_room_locked): nothing to delete here.
   auto pos = std::upper_bound(finished_.begin(), finished_.end(), run, by_start);
   finished_.insert(pos, std::move(run));
-  while (finished_.size() > limits_.max_finished) {
-    if (store_) pending_.push_back(Write{finished_.front().id, std::nullopt});
-    finished_.erase(finished_.begin());
-  }
 }
 
 void RunBook::end_stale_locked(double now) {
@@ -200,17 +274,31 @@ RunBook::Change RunBook::start_run(const StartRunRequest& request) {
   Change change;
   {
     std::lock_guard lock(mutex_);
-    change.run = open_locked("api", request.name, request.labels, now());
+    std::string why;
+    Run* run = open_locked("api", request.name, request.labels, now(), &why);
+    if (!run) throw RunConflict("no room for a new run: " + why);
+    change.run = *run;
   }
   change.warnings = flush_pending();
   return change;
 }
 
-RunBook::Change RunBook::add_phase(const PhaseRequest& request) {
+void RunBook::check_open_locked(const std::optional<std::string>& run_id) const {
+  if (!current_) {
+    if (run_id) throw RunConflict("run \"" + *run_id + "\" is not open: no run is");
+    throw RunConflict("no run is open: start one first (POST /api/v1/runs)");
+  }
+  if (run_id && current_->id != *run_id) {
+    throw RunConflict("run \"" + *run_id + "\" is not open: the open run is " + current_->id);
+  }
+}
+
+RunBook::Change RunBook::add_phase(const PhaseRequest& request,
+                                   const std::optional<std::string>& run_id) {
   Change change;
   {
     std::lock_guard lock(mutex_);
-    if (!current_) throw RunConflict("no run is open: start one first (POST /api/v1/runs)");
+    check_open_locked(run_id);
     if (current_->phases.size() >= limits_.max_phases) {
       throw RunConflict("run " + current_->id + " already has " +
                         std::to_string(limits_.max_phases) + " phases, the most a run keeps");
@@ -222,11 +310,11 @@ RunBook::Change RunBook::add_phase(const PhaseRequest& request) {
   return change;
 }
 
-RunBook::Change RunBook::stop_run() {
+RunBook::Change RunBook::stop_run(const std::optional<std::string>& run_id) {
   Change change;
   {
     std::lock_guard lock(mutex_);
-    if (!current_) throw RunConflict("no run is open");
+    check_open_locked(run_id);
     change.run = *close_locked(now());
   }
   change.warnings = flush_pending();
@@ -254,6 +342,49 @@ std::vector<Run> RunBook::list() const {
   if (current_) out.push_back(*current_);
   out.insert(out.end(), finished_.rbegin(), finished_.rend());
   return out;
+}
+
+RunBook::Page RunBook::page(const std::string& after, std::size_t limit, bool with_phases,
+                            std::size_t max_phases) const {
+  std::lock_guard lock(mutex_);
+  Page page;
+  // list()'s order without building it: the open run, then finished_ from its end.
+  std::vector<const Run*> order;
+  order.reserve(finished_.size() + 1);
+  if (current_) order.push_back(&*current_);
+  for (auto it = finished_.rbegin(); it != finished_.rend(); ++it) order.push_back(&*it);
+  std::size_t i = 0;
+  if (!after.empty()) {
+    while (i < order.size() && order[i]->id != after) ++i;
+    if (i == order.size()) {
+      page.found = false;
+      return page;
+    }
+    ++i;
+  }
+  std::size_t phases = 0;
+  for (; i < order.size() && page.runs.size() < limit; ++i) {
+    const Run& r = *order[i];
+    phases += with_phases ? r.phases.size() : 0;
+    if (phases > max_phases && !page.runs.empty()) break;
+    if (with_phases) {
+      page.runs.push_back(r);
+    } else {
+      Run summary;
+      summary.id = r.id;
+      summary.name = r.name;
+      summary.labels = r.labels;
+      summary.origin = r.origin;
+      summary.state = r.state;
+      summary.start = r.start;
+      summary.end = r.end;
+      summary.last_seen = r.last_seen;
+      page.runs.push_back(std::move(summary));
+    }
+    page.phase_counts.push_back(r.phases.size());
+  }
+  if (i < order.size() && !page.runs.empty()) page.next = page.runs.back().id;
+  return page;
 }
 
 RunBook::Exposed RunBook::exposed() const {
@@ -290,11 +421,12 @@ void RunBook::tick(double now) {
 void RunBook::checkpoint() {
   {
     std::lock_guard lock(mutex_);
-    if (!current_) return;
-    current_->last_seen = now();
-    save_locked(*current_);
+    if (current_) {
+      current_->last_seen = now();
+      save_locked(*current_);
+    }
   }
-  flush_pending();
+  flush_pending();  // and whatever else is queued
 }
 
 // ---- inferred runs -----------------------------------------------------------------------
@@ -324,9 +456,11 @@ void RunBook::generator_seen(const GeneratorSighting& s) {
         break;
       case GeneratorActivity::Ramping:
       case GeneratorActivity::Steady: {
-        if (!current_) {
-          open_locked(s.origin, origin_subject(s.origin), {}, s.at);
-          mine = true;
+        if (!current_ && time_problem(s.at).empty()) {
+          std::string why;
+          mine = open_locked(s.origin, clean_name(origin_subject(s.origin), "run"), {}, s.at,
+                             &why) != nullptr;
+          if (!mine) spdlog::debug("runs: {} not recorded: {}", s.origin, why);
         }
         if (!mine) break;  // an API run, or another generator's run, is open: it wins
         if (s.activity == GeneratorActivity::Ramping) {
@@ -360,10 +494,13 @@ void RunBook::generator_run_started(const std::string& origin, const std::string
     Origin& o = origins_[origin];
     o.last_seen = std::max(o.last_seen, at);
     end_stale_locked(at);
+    std::string why;
     if (current_ && current_->origin != origin) {
       spdlog::debug("runs: {} started a run while {} is open; ignored", origin, current_->id);
-    } else {
-      open_locked(origin, clean_name(name, origin_subject(origin)), {}, at);
+    } else if (std::string bad = time_problem(at); !bad.empty()) {
+      spdlog::debug("runs: {} started a run at a time {}; ignored", origin, bad);
+    } else if (!open_locked(origin, clean_name(name, origin_subject(origin)), {}, at, &why)) {
+      spdlog::debug("runs: {} started a run, not recorded: {}", origin, why);
     }
   }
   write_later();
@@ -381,13 +518,21 @@ void RunBook::finished_run_seen(const std::string& origin, const std::string& na
                                 double end) {
   {
     std::lock_guard lock(mutex_);
-    if (!(std::isfinite(start) && std::isfinite(end)) || end < start) return;
+    if (!time_problem(start).empty() || !time_problem(end).empty() || end < start) return;
     // The same summary read again (every restart re-reads the textfile directory).
     for (const Run& r : finished_) {
       if (r.origin == origin && std::fabs(r.end.value_or(0) - end) < 1) return;
     }
     if (inside_api_run_locked(start, end)) return;  // part of that run, not one of its own
-    if (finished_.size() >= limits_.max_finished && start < finished_.front().start) return;
+    // An old summary read again after its run left the history must not push out newer ones.
+    std::size_t kept = 0;
+    double oldest = end;
+    for (const Run& r : finished_) {
+      if (writer_of(r.origin) != writer_of(origin)) continue;
+      ++kept;
+      oldest = std::min(oldest, r.start);
+    }
+    if (kept >= limits_.max_finished && start < oldest) return;
     Run run;
     run.id = unique_id_locked(start, name);
     run.name = clean_name(name, origin_subject(origin));
@@ -396,6 +541,11 @@ void RunBook::finished_run_seen(const std::string& origin, const std::string& na
     run.start = start;
     run.end = end;
     run.last_seen = end;
+    std::string why;
+    if (!make_room_locked(writer_of(origin), run_bytes(run), now(), &why)) {
+      spdlog::debug("runs: finished run {} from {} not recorded: {}", run.id, origin, why);
+      return;
+    }
     save_locked(run);
     spdlog::info("runs: finished run {} from {}", run.id, origin);
     add_finished_locked(std::move(run));

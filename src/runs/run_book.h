@@ -17,6 +17,7 @@
 #include "runs/run.h"
 #include "runs/run_observer.h"
 #include "runs/run_request.h"
+#include "runs/run_rules.h"
 #include "runs/run_store.h"
 
 namespace loadwatch {
@@ -27,11 +28,21 @@ class RunConflict : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Retention is per writer: "api" (the API and the CLI), "wrk" (textfile summaries), and each
+/// inferred or pushed origin ("locust:lc", "jmeter:perf"). A writer only ever makes room by
+/// deleting its own oldest runs, so no writer can push out another's history.
 struct RunBookLimits {
-  /// Finished (and interrupted) runs kept, in memory and on disk; the oldest go first.
+  /// Runs kept per writer (its open run included), in memory and on disk; its oldest go first.
   std::size_t max_finished = 100;
+  /// Bytes of runs kept per writer (their stored size, about).
+  std::size_t max_bytes_per_writer = 16u << 20;
+  /// Writers with runs kept at once; "api" always has its place beside them.
+  std::size_t max_writers = 8;
+  /// A finished run younger than this (since its end) is never deleted to make room: the new
+  /// run is refused instead (the API answers 409; an inferred run is not recorded).
+  double min_age_seconds = 0;
   /// Phases per run; more are refused (API) or ignored (inferred).
-  std::size_t max_phases = 1000;
+  std::size_t max_phases = kMaxRunPhases;
   /// How often the open run's "last seen" time is written: the end an interrupted run gets.
   double heartbeat_seconds = 10;
 };
@@ -59,15 +70,28 @@ class RunBook : public RunObserver {
   };
   /// Starts a run from the API, ending any run still open.
   Change start_run(const StartRunRequest& request);
-  /// Opens the next phase of the open run; RunConflict when none is open or it is full.
-  Change add_phase(const PhaseRequest& request);
-  /// Ends the open run; RunConflict when none is open.
-  Change stop_run();
+  /// Opens the next phase of the open run; RunConflict when none is open or it is full, or
+  /// when `run_id` is given and the open run is another one (a client acts on its own run).
+  Change add_phase(const PhaseRequest& request, const std::optional<std::string>& run_id = {});
+  /// Ends the open run; RunConflict when none is open, or it is not `run_id` when given.
+  Change stop_run(const std::optional<std::string>& run_id = {});
 
   std::optional<Run> current() const;
   std::optional<Run> find(const std::string& id) const;
   /// The open run first, then the finished ones, newest start first.
   std::vector<Run> list() const;
+  /// One page of list(): up to `limit` runs after the run `after` (from the start when empty),
+  /// copied without their phases unless `with_phases` (phase_count says how many); with
+  /// phases, the page ends before the run that would take it past `max_phases` (it holds at
+  /// least one run), so a page costs a bounded copy whatever the runs hold.
+  struct Page {
+    std::vector<Run> runs;
+    std::vector<std::size_t> phase_counts;  // per run, also when its phases are left out
+    std::string next;   // the id to pass as `after` for the next page; empty on the last
+    bool found = true;  // false: `after` is no run kept (it left the history)
+  };
+  Page page(const std::string& after, std::size_t limit, bool with_phases,
+            std::size_t max_phases = kMaxRunPhases) const;
   /// What /metrics shows, copied each sample: the open run with its current phase, and the
   /// finished run that ended last (not whole runs: a long run's phases stay where they are).
   struct Exposed {
@@ -88,7 +112,8 @@ class RunBook : public RunObserver {
   /// Called every sample: ends inferred runs whose generator went quiet, and writes the open
   /// run's last-seen time every heartbeat.
   void tick(double now);
-  /// Writes the open run's last-seen time now, on this thread (clean shutdown).
+  /// Writes the open run's last-seen time and everything queued now, on this thread (clean
+  /// shutdown).
   void checkpoint();
 
   // RunObserver: inferred runs (docs/runs.md).
@@ -111,8 +136,14 @@ class RunBook : public RunObserver {
     std::optional<double> ramp_started;  // when the generator began changing its users
   };
 
-  Run& open_locked(const std::string& origin, const std::string& name,
-                   std::map<std::string, std::string> labels, double at);
+  /// Opens a run (ending the open one); null, with `why`, when its writer has no room left.
+  Run* open_locked(const std::string& origin, const std::string& name,
+                   std::map<std::string, std::string> labels, double at, std::string* why);
+  /// Deletes the writer's oldest runs old enough to go until one more run of `bytes` fits;
+  /// false (and why) when it cannot.
+  bool make_room_locked(const std::string& writer, std::size_t bytes, double now, std::string* why);
+  /// Deletes `writer`'s oldest runs (old enough) beyond its share; used after loading.
+  void trim_locked(const std::string& writer, double now);
   /// Ends the open run (if any); returns it as finished.
   std::optional<Run> close_locked(double at);
   void add_phase_locked(std::string name, std::optional<std::int64_t> users, double at);
@@ -121,6 +152,8 @@ class RunBook : public RunObserver {
   bool inside_api_run_locked(double start, double end) const;
   std::string unique_id_locked(double start, const std::string& name) const;
   void save_locked(const Run& run);
+  /// RunConflict unless a run is open and, when `run_id` is given, it is that run.
+  void check_open_locked(const std::optional<std::string>& run_id) const;
   /// Writes what is queued, on this thread.
   std::vector<std::string> flush_pending();
   /// Hands what is queued to the writer thread.

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "metrics/exposition.h"
+#include "runs/run_rules.h"
 
 namespace loadwatch {
 
@@ -12,6 +13,8 @@ namespace {
 // Bodies are flat: a label map is the deepest thing. Refusing deeper nesting while parsing
 // keeps a hostile body from building a deep tree at all.
 constexpr int kMaxDepth = 4;
+// The most values a body can need: its fields and a full label map.
+constexpr std::size_t kMaxRequestValues = 2 * kMaxLabels + 16;
 
 nlohmann::json parse_object(std::string_view body) {
   if (body.size() > kMaxRunBodyBytes) {
@@ -19,16 +22,9 @@ nlohmann::json parse_object(std::string_view body) {
   }
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(body, [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-      if (depth > kMaxDepth) throw RunRequestError("body", "nested too deeply");
-      return true;
-    });
-  } catch (const nlohmann::json::exception& e) {
-    // parse_error, and out_of_range for a number past a double (1e999).
-    std::string why = e.what();
-    auto colon = why.find("]: ");  // drop nlohmann's "[json.exception.parse_error.101]" tag
-    throw RunRequestError(
-        "body", "not JSON: " + (colon == std::string::npos ? why : why.substr(colon + 3)));
+    j = parse_bounded_json(body, kMaxDepth, kMaxRequestValues);
+  } catch (const std::runtime_error& e) {
+    throw RunRequestError("body", e.what());
   }
   if (!j.is_object()) throw RunRequestError("body", "want a JSON object");
   return j;
@@ -62,13 +58,6 @@ bool label_name_ok(const std::string& k) {
   return true;
 }
 
-bool has_control(std::string_view s) {
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 std::string name_problem(std::string_view name) {
@@ -76,17 +65,27 @@ std::string name_problem(std::string_view name) {
   if (name.size() > kMaxRunNameBytes) {
     return "longer than " + std::to_string(kMaxRunNameBytes) + " bytes";
   }
-  if (!valid_utf8(name)) return "not valid UTF-8";
-  if (has_control(name)) return "contains control characters";
-  return "";
+  return text_problem(name);
+}
+
+std::string label_problem(const std::string& key, const std::string& value) {
+  if (!label_name_ok(key)) {
+    return "label names match [a-zA-Z_][a-zA-Z0-9_]* (at most " +
+           std::to_string(kMaxRunLabelNameBytes) + " bytes, no leading __)";
+  }
+  if (value.size() > kMaxRunLabelValueBytes) {
+    return "longer than " + std::to_string(kMaxRunLabelValueBytes) + " bytes";
+  }
+  return text_problem(value);
 }
 
 std::string clean_name(std::string_view raw, std::string_view fallback) {
   std::string out;
   for (std::size_t i = 0; i < raw.size();) {
     std::size_t n = utf8_char_length(raw, i);
-    bool bad = n == 0 || (n == 1 && has_control(raw.substr(i, 1)));
-    std::size_t take = bad ? 1 : n;
+    // A byte that starts no character, or a whole character no name may hold: one '?'.
+    bool bad = n == 0 || !text_problem(raw.substr(i, n)).empty();
+    std::size_t take = n == 0 ? 1 : n;
     if (out.size() + (bad ? 1 : n) > kMaxRunNameBytes) break;
     if (bad) {
       out += '?';
@@ -112,18 +111,9 @@ StartRunRequest parse_start_request(std::string_view body) {
   }
   for (const auto& [key, value] : labels->items()) {
     std::string field = "labels." + key;
-    if (!label_name_ok(key)) {
-      throw RunRequestError(field, "label names match [a-zA-Z_][a-zA-Z0-9_]* (at most " +
-                                       std::to_string(kMaxRunLabelNameBytes) +
-                                       " bytes, no leading __)");
-    }
     if (!value.is_string()) throw RunRequestError(field, "want a string");
     std::string v = value.get<std::string>();
-    if (v.size() > kMaxRunLabelValueBytes) {
-      throw RunRequestError(field, "longer than " + std::to_string(kMaxRunLabelValueBytes) + " bytes");
-    }
-    if (!valid_utf8(v)) throw RunRequestError(field, "not valid UTF-8");
-    if (has_control(v)) throw RunRequestError(field, "contains control characters");
+    if (std::string why = label_problem(key, v); !why.empty()) throw RunRequestError(field, why);
     req.labels[key] = std::move(v);
   }
   return req;

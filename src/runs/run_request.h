@@ -48,11 +48,14 @@ PhaseRequest parse_phase_request(std::string_view body);
 /// Empty, or an empty JSON object (stop takes no fields). Throws RunRequestError.
 void parse_empty_request(std::string_view body);
 
-/// Why `name` cannot name a run or phase (empty, too long, not UTF-8, control characters), or
-/// "" when it can.
+/// Why `name` cannot name a run or phase (empty, too long, not UTF-8, control, format or bidi
+/// characters: run_rules.h), or "" when it can.
 std::string name_problem(std::string_view name);
-/// A usable name made of what an inferred source sent: invalid UTF-8 and control characters
-/// become '?', cut to kMaxRunNameBytes on a character boundary; `fallback` when nothing is left.
+/// Why `key`=`value` cannot be a run label; "" when it can.
+std::string label_problem(const std::string& key, const std::string& value);
+/// A usable name made of what an inferred source sent: invalid UTF-8 and the characters
+/// name_problem refuses become '?', cut to kMaxRunNameBytes on a character boundary; `fallback`
+/// when nothing is left.
 std::string clean_name(std::string_view raw, std::string_view fallback);
 
 }  // namespace loadwatch

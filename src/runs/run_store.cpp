@@ -10,14 +10,22 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "util/bounded_file.h"
+#include "runs/run_request.h"
+#include "runs/run_rules.h"
 #include "util/atomic_file.h"
+#include "util/bounded_file.h"
+#include "util/heap_trim.h"
 
 namespace loadwatch {
 
 namespace {
 
 constexpr mode_t kRunFileMode = 0640;
+// A stored run is {format, run: {labels: {}, phases: [{...}]}, last_seen}: depth 3. Its values:
+// a dozen fields, a full label map and at most 5 per phase. Anything beyond is refused while
+// parsing, so a hostile file costs its own size and no more.
+constexpr int kStoredDepth = 4;
+constexpr std::size_t kStoredValues = 32 + 2 * kMaxLabels + 6 * (kMaxRunPhases + 1);
 
 std::string errno_text(int err) { return std::strerror(err); }
 
@@ -36,6 +44,18 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 
 }  // namespace
+
+Run parse_run_file(std::string_view text) {
+  nlohmann::json stored;
+  try {
+    stored = parse_bounded_json(text, kStoredDepth, kStoredValues);
+  } catch (const std::exception& e) {
+    // A file past the value cap is most often one with too many phases: say what the cap is.
+    throw std::runtime_error(std::string("not valid JSON (truncated or corrupt): ") + e.what() +
+                             " (a run holds at most " + std::to_string(kMaxRunPhases) + " phases)");
+  }
+  return run_from_stored_json(stored);
+}
 
 RunStore::RunStore(const std::string& dir) : dir_(dir + "/runs") {
   if (dir.empty()) throw std::runtime_error("storage path is empty");
@@ -71,23 +91,18 @@ RunStore::Loaded RunStore::load() {
       why = "cannot read: " + file.describe(err, kMaxFileBytes);
     } else {
       try {
-        Run run = run_from_stored_json(nlohmann::json::parse(text));
+        Run run = parse_run_file(text);
         if (run.id + ".json" != name) {
           why = "holds run \"" + run.id + "\", not the one its name says";
         } else {
           loaded.runs.push_back(std::move(run));
           continue;
         }
-      } catch (const nlohmann::json::parse_error& e) {
-        std::string what = e.what();
-        auto colon = what.find("]: ");
-        why = text.empty() ? "empty (truncated)"
-                           : "not valid JSON (truncated or corrupt): " +
-                                 (colon == std::string::npos ? what : what.substr(colon + 3));
       } catch (const std::exception& e) {
-        why = e.what();
+        why = text.empty() ? "empty (truncated)" : e.what();
       }
     }
+    note_heap_freed(text.size());
     std::string aside = path + ".corrupt";
     if (::rename(path.c_str(), aside.c_str()) == 0) {
       loaded.problems.push_back(path + ": " + why + "; set aside as " + aside);

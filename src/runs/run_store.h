@@ -2,11 +2,16 @@
 // Runs kept on disk, one JSON file per run in DIR/runs/, so they outlive the daemon.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runs/run.h"
 
 namespace loadwatch {
+
+/// A run file's text as the loader reads it: a bounded parse (depth, values, no key twice),
+/// then the rules every run obeys (run_rules.h). Throws std::runtime_error saying why not.
+Run parse_run_file(std::string_view text);
 
 /// Files are written atomically (a temporary file, fsync, rename, fsync of the directory), so
 /// a crash leaves the old or the new file, never half of one. Not thread-safe: RunBook

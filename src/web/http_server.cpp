@@ -158,6 +158,18 @@ std::string HttpRequest::query_param(const std::string& name) const {
   return value;
 }
 
+std::vector<std::string> HttpRequest::query_params(const std::string& name) const {
+  std::vector<std::string> out;
+  std::string value(query.size() + 1, '\0');
+  for (std::size_t i = 0; i < 32; ++i) {
+    const int n = mg_get_var2(query.data(), query.size(), name.c_str(), value.data(),
+                              value.size(), i);
+    if (n < 0) break;
+    out.emplace_back(value.data(), static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
 std::string HttpRequest::header(const std::string& lower_name) const {
   auto it = headers.find(lower_name);
   return it == headers.end() ? "" : it->second;

@@ -19,6 +19,8 @@ struct HttpRequest {
   std::string client;        // the peer's address, e.g. "127.0.0.1"
   /// Value of one query parameter, URL-decoded; empty when absent.
   std::string query_param(const std::string& name) const;
+  /// Every value of a repeated query parameter (`max=a&max=b`), URL-decoded, at most 32.
+  std::vector<std::string> query_params(const std::string& name) const;
   std::string header(const std::string& lower_name) const;
 };
 

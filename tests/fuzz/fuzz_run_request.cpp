@@ -1,16 +1,20 @@
-// libFuzzer harness: the run API's bodies (src/runs/run_request.cpp) and stored run files
-// (src/runs/run.cpp). Any input either fails with the documented exception or yields a run
-// whose name, labels and id obey the documented rules and survive the stored form.
-// FUZZ_SOURCES: src/runs/run_request.cpp src/runs/run.cpp src/metrics/exposition.cpp
-// FUZZ_LIBS:
+// libFuzzer harness: the run API's bodies (src/runs/run_request.cpp) and stored run files as
+// the start-up loader reads them (src/runs/run_store.cpp, run.cpp, run_rules.cpp). Any input
+// either fails with the documented exception or yields a run that obeys the one validator
+// (run_problem) and survives the stored form.
+// FUZZ_SOURCES: src/runs/run_request.cpp src/runs/run.cpp src/runs/run_rules.cpp
+// src/runs/run_store.cpp src/util/bounded_file.cpp src/util/atomic_file.cpp src/util/heap_trim.cpp
+// src/metrics/exposition.cpp FUZZ_LIBS:
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "runs/run.h"
 #include "metrics/exposition.h"
+#include "runs/run.h"
 #include "runs/run_request.h"
+#include "runs/run_rules.h"
+#include "runs/run_store.h"
 
 using namespace loadwatch;
 
@@ -44,9 +48,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     StartRunRequest req = parse_start_request(text);
     require(name_problem(req.name).empty());
+    require(text_problem(req.name).empty());
     require(req.labels.size() <= kMaxLabels);
     for (const auto& [k, v] : req.labels) {
-      require(!k.empty() && k.size() <= kMaxRunLabelNameBytes && valid_utf8(v));
+      require(!k.empty() && k.size() <= kMaxRunLabelNameBytes && text_problem(v).empty());
       require(v.size() <= kMaxRunLabelValueBytes);
     }
     check_run_round_trip(req.name, req.labels, start);
@@ -68,12 +73,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string cleaned = clean_name(text, "fallback");
   require(name_problem(cleaned).empty());
   require(plausible_run_id(make_run_id(start, text)));
-  // A stored run file: refused with a message, or a run.
+  // A run file as the loader reads it: refused with a message, or a run the validator passes
+  // that reads back the same.
   try {
-    Run run = run_from_stored_json(nlohmann::json::parse(text));
-    require(plausible_run_id(run.id));
+    Run run = parse_run_file(text);
+    require(run_problem(run).empty());
+    require(run.phases.size() <= kMaxRunPhases);
     require(run.open() || run.end.has_value());
-  } catch (const std::exception&) {
+    Run back = parse_run_file(run_to_stored_json(run).dump());
+    require(back.id == run.id && back.name == run.name && back.phases.size() == run.phases.size());
+  } catch (const std::runtime_error& e) {
+    require(e.what()[0] != '\0');
   }
   return 0;
 }

@@ -4,10 +4,12 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <string>
 
 #include "collectors/influx.h"
+#include "runs/run_book.h"
 #include "tests/lib/sample_values.h"
 #include "util/gzip.h"
 #include "web/http_server.h"
@@ -277,4 +279,105 @@ TEST_CASE("influx http: corrupt or truncated gzip gets 400 and changes nothing")
   CHECK_THAT(r.body, Catch::Contains("invalid gzip body"));
   auto v = collect(*s.collector, s.root);
   CHECK(v.count("loadwatch_generator_requests_total{source=bad}") == 0);
+}
+
+namespace {
+
+/// The daemon's wiring: the influx listener told about runs, runs kept on disk.
+struct RunServer {
+  Options options;
+  Config config;
+  FsRoot root{"/nonexistent"};
+  std::string dir;
+  std::unique_ptr<RunBook> book;
+  HttpServer http{Server::settings()};
+  std::unique_ptr<Collector> collector;
+  explicit RunServer(bool annotations) {
+    char tmpl[] = "/tmp/lw_influx_runs_XXXXXX";
+    dir = mkdtemp(tmpl);
+    options.push_run_annotations = annotations;
+    book = std::make_unique<RunBook>(std::make_unique<RunStore>(dir));
+    CollectorEnv env{options, config, root, root, &http, book.get()};
+    collector = make_influx_collector(env);
+    http.start();
+  }
+  ~RunServer() {
+    http.stop();
+    book.reset();
+    std::filesystem::remove_all(dir);
+  }
+  std::string url(const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(http.port()) + path;
+  }
+  std::vector<std::string> files() const {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(dir + "/runs")) {
+      out.push_back(e.path().filename().string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+};
+
+std::string annotation(const std::string& text, long long seconds) {
+  return "events,application=shop,title=ApacheJMeter text=\"" + text + "\" " +
+         std::to_string(seconds) + "000000000\n";
+}
+
+/// `n` runs annotated over /write, one second each, as an unauthenticated pusher may send.
+void push_flood(const RunServer& s, int n) {
+  long long t = 1796144712;
+  for (int i = 0; i < n; ++i) {
+    auto body = annotation("flood" + std::to_string(i) + " started", t + 2 * i) +
+                annotation("flood" + std::to_string(i) + " ended", t + 2 * i + 1);
+    REQUIRE(request(s.url("/write?db=perf"), "POST", body).status == 204);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("influx http: without --push.run-annotations, 101 pushed runs change no run") {
+  RunServer s(false);
+  // Three real runs, as the API makes them.
+  for (int i = 0; i < 3; ++i) {
+    s.book->start_run(StartRunRequest{"real" + std::to_string(i), {}});
+    s.book->stop_run();
+  }
+  const auto before = s.files();
+  REQUIRE(before.size() == 3);
+  push_flood(s, 101);
+  s.book->checkpoint();
+  CHECK_FALSE(s.book->current());
+  CHECK(s.book->list().size() == 3);
+  CHECK(s.files() == before);
+}
+
+TEST_CASE("influx http: with --push.run-annotations, pushed annotations open and close a run") {
+  RunServer s(true);
+  long long t = 1796144712;
+  REQUIRE(request(s.url("/write?db=perf"), "POST", annotation("Checkout started", t)).status ==
+          204);
+  REQUIRE(s.book->current());
+  CHECK(s.book->current()->origin == "jmeter:perf");
+  REQUIRE(request(s.url("/write?db=perf"), "POST", annotation("Checkout ended", t + 9)).status ==
+          204);
+  CHECK_FALSE(s.book->current());
+  s.book->checkpoint();  // the writer thread's files are on disk
+  CHECK(s.files().size() == 1);
+}
+
+TEST_CASE("influx http: with --push.run-annotations, 101 pushed runs never delete the API's") {
+  RunServer s(true);
+  for (int i = 0; i < 3; ++i) {
+    s.book->start_run(StartRunRequest{"real" + std::to_string(i), {}});
+    s.book->stop_run();
+  }
+  const auto api = s.files();
+  push_flood(s, 101);
+  s.book->checkpoint();
+  auto files = s.files();
+  for (const auto& f : api) CHECK(std::find(files.begin(), files.end(), f) != files.end());
+  std::size_t api_kept = 0;
+  for (const Run& r : s.book->list()) api_kept += r.origin == "api";
+  CHECK(api_kept == 3);
 }

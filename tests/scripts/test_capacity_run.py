@@ -98,7 +98,7 @@ class CapacityRunHelpers:
         p.wait(timeout=step * len(users) + 45)
         deadline = time.time() + 20
         while time.time() < deadline:
-            runs = json.loads(lw.get("/api/v1/runs")[2])["data"]
+            runs = json.loads(lw.get("/api/v1/runs?phases=1")[2])["data"]
             done = [r for r in runs if r["origin"] == "locust:lc" and r["state"] == "finished"
                     and len(r["phases"]) >= len(users) and r["id"] not in seen]
             if done:

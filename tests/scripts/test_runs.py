@@ -68,7 +68,7 @@ class Runs(unittest.TestCase):
         deadline = time.time() + timeout
         last = None
         while time.time() < deadline:
-            status, doc = api(lw, "GET", "/api/v1/runs")
+            status, doc = api(lw, "GET", "/api/v1/runs?phases=1")
             self.assertEqual(status, 200)
             last = doc["data"]
             for run in last:

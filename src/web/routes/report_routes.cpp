@@ -1,11 +1,14 @@
 #include "web/routes/report_routes.h"
 
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "analysis/compare.h"
 #include "analysis/render.h"
 #include "analysis/report_loader.h"
 #include "report/render_html.h"
+#include "util/heap_trim.h"
 
 namespace loadwatch::report {
 
@@ -26,12 +29,52 @@ HttpResponse error(int status, const char* type, const std::string& message) {
               body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
 }
 
+/// The last HTML report built, shared by its readers: a burst of readers of one report costs
+/// one build and a copy of the page each, not a build each. One build runs at a time.
+struct HtmlCache {
+  std::mutex building;  // held while a report is built: the others wait, then share it
+  std::mutex mutex;     // guards key and html
+  std::string key;
+  std::shared_ptr<const std::string> html;
+
+  std::shared_ptr<const std::string> find(const std::string& k) {
+    std::lock_guard lock(mutex);
+    return k == key ? html : nullptr;
+  }
+  void put(std::string k, std::shared_ptr<const std::string> h) {
+    std::lock_guard lock(mutex);
+    key = std::move(k);
+    html = std::move(h);
+  }
+};
+
+HttpResponse html_response(const std::string& html) {
+  HttpResponse r = text(200, "text/html; charset=utf-8", html);
+  // The file inlines everything it needs; it may fetch nothing, here or from disk.
+  r.headers.push_back({"Content-Security-Policy",
+                       "default-src 'none'; script-src 'unsafe-inline'; "
+                       "style-src 'unsafe-inline'; img-src data:"});
+  note_heap_freed(html.size());  // each reader's copy: returned to the kernel after a burst
+  return r;
+}
+
 }  // namespace
 
 RunSubresource report_subresource(const ReportService& service, const RunBook& book) {
-  return [&service, &book](const Run& run, std::string_view suffix,
-                           const HttpRequest& req) -> std::optional<HttpResponse> {
+  auto cache = std::make_shared<HtmlCache>();
+  return [&service, &book, cache](const Run& run, std::string_view suffix,
+                                  const HttpRequest& req) -> std::optional<HttpResponse> {
     if (suffix != "report" && suffix != "report.html") return std::nullopt;
+    // A finished run's report does not change: the same page for every reader.
+    std::string cache_key;
+    std::unique_lock<std::mutex> building;
+    if (suffix == "report.html" && !run.open()) {
+      cache_key =
+          run.id + "\n" + req.query_param("baseline") + "\n" + std::to_string(run.end.value_or(0));
+      if (auto hit = cache->find(cache_key)) return html_response(*hit);
+      building = std::unique_lock(cache->building);
+      if (auto hit = cache->find(cache_key)) return html_response(*hit);  // built meanwhile
+    }
     std::string why;
     std::optional<BuiltReport> built;
     try {
@@ -46,26 +89,29 @@ RunSubresource report_subresource(const ReportService& service, const RunBook& b
       if (!base_id.empty()) {
         auto base_run = plausible_run_id(base_id) ? book.find(base_id) : std::nullopt;
         if (!base_run) return error(404, "not_found", "baseline: no run \"" + base_id.substr(0, 64) + "\"");
+        std::vector<analysis::Rule> rules;
+        try {
+          // The CLI's gate: max=p95=+20%&min=rps=-10% as --max/--min (the default without).
+          rules = analysis::rules_or_default(req.query_params("max"), req.query_params("min"));
+        } catch (const std::invalid_argument& e) {
+          return error(400, "bad_data", e.what());
+        }
         auto base = service.report(*base_run, &why);
         if (!base) return error(404, "not_found", "baseline: " + why);
         try {
           auto c = analysis::compare_reports(analysis::report_from_json(base->report_json),
-                                             analysis::report_from_json(built->report_json),
-                                             analysis::default_rules());
-          cmp = HtmlComparison{
-              analysis::render_comparison(c, analysis::Format::table, base_id, run.id),
-              c.regressed(), base_id};
+                                             analysis::report_from_json(built->report_json), rules);
+          cmp = HtmlComparison{analysis::comparison_document(c, base_id, run.id), c.regressed(),
+                               base_id};
         } catch (const std::exception& e) {
           return error(500, "internal", e.what());
         }
       }
-      HttpResponse r = text(200, "text/html; charset=utf-8",
-                            render_report_html(built->report_json, built->timeline_json, cmp));
-      // The file inlines everything it needs; it may fetch nothing, here or from disk.
-      r.headers.push_back({"Content-Security-Policy",
-                           "default-src 'none'; script-src 'unsafe-inline'; "
-                           "style-src 'unsafe-inline'; img-src data:"});
-      return r;
+      auto html = std::make_shared<const std::string>(
+          render_report_html(built->report_json, built->timeline_json, cmp));
+      note_heap_freed(built->report_json.size() + built->timeline_json.size());
+      if (!cache_key.empty()) cache->put(cache_key, html);
+      return html_response(*html);
     }
     std::string format = req.query_param("format");
     if (format.empty() || format == "json") {

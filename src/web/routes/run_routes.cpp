@@ -1,7 +1,10 @@
 #include "web/routes/run_routes.h"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
+
+#include "util/heap_trim.h"
 
 namespace loadwatch {
 
@@ -10,12 +13,16 @@ namespace {
 constexpr std::string_view kRuns = "/api/v1/runs";
 constexpr std::string_view kWriteFlag = "--web.enable-run-api";
 
+/// Names come from clients and generators: replace, never fail, on anything odd.
+std::string dump(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 HttpResponse json_response(int status, const nlohmann::ordered_json& body) {
   HttpResponse r;
   r.status = status;
   r.content_type = "application/json";
-  // Names come from clients and generators: replace, never fail, on anything odd.
-  r.body = body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  r.body = dump(body) + "\n";
   return r;
 }
 
@@ -68,12 +75,67 @@ HttpResponse write(bool enabled, const HttpRequest& req, int status, F&& apply) 
   }
 }
 
-HttpResponse list_or_start(RunBook& book, bool enabled, const HttpRequest& req) {
-  if (is_get(req)) {
-    nlohmann::ordered_json data = nlohmann::ordered_json::array();
-    for (const Run& run : book.list()) data.push_back(run_to_json(run));
-    return success(200, std::move(data));
+/// A query number in 1..max; `fallback` when absent; nullopt when it is not one.
+std::optional<std::size_t> limit_param(const std::string& text, std::size_t fallback,
+                                       std::size_t max) {
+  if (text.empty()) return fallback;
+  if (text.size() > 6) return std::nullopt;
+  std::size_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<std::size_t>(c - '0');
   }
+  if (v < 1 || v > max) return std::nullopt;
+  return v;
+}
+
+/// GET /api/v1/runs: one page, newest first, summaries unless ?phases=1. Each answer is built
+/// from at most `limit` runs copied under the lock, so readers cost a page each, not the
+/// whole history.
+HttpResponse list_page(const RunBook& book, const HttpRequest& req) {
+  std::string phases = req.query_param("phases");
+  if (!phases.empty() && phases != "0" && phases != "1") {
+    return error(400, "bad_data", "phases: want 0 or 1", "phases");
+  }
+  bool with_phases = phases == "1";
+  std::size_t max = with_phases ? kMaxRunsPageWithPhases : kMaxRunsPage;
+  auto limit = limit_param(req.query_param("limit"), max, max);
+  if (!limit) {
+    return error(400, "bad_data", "limit: want 1 to " + std::to_string(max), "limit");
+  }
+  std::string token = req.query_param("page_token");
+  if (!token.empty() && !plausible_run_id(token)) {
+    return error(400, "bad_data", "page_token: not one this API gave", "page_token");
+  }
+  RunBook::Page page = book.page(token, *limit, with_phases, kMaxPhasesPerPage);
+  if (!page.found) {
+    return error(400, "bad_data", "page_token: that run left the history; list again",
+                 "page_token");
+  }
+  // Written straight from the runs: no JSON tree of the page, nor of a run with its phases.
+  HttpResponse r;
+  r.status = 200;
+  r.content_type = "application/json";
+  r.body = R"({"status":"success","data":[)";
+  for (std::size_t i = 0; i < page.runs.size(); ++i) {
+    if (i) r.body += ',';
+    if (with_phases) {
+      append_run_json(r.body, page.runs[i]);
+    } else {
+      r.body += dump(run_summary_json(page.runs[i], page.phase_counts[i]));
+    }
+    page.runs[i] = Run{};  // its copy is written: give the memory back now
+  }
+  r.body += ']';
+  if (!page.next.empty()) r.body += R"(,"next_page_token":)" + dump(page.next);
+  r.body += "}\n";
+  // A burst of readers frees this much: the sampler then returns it to the kernel.
+  note_heap_freed(2 * r.body.size());
+  return r;
+}
+
+HttpResponse list_or_start(RunBook& book, bool enabled, const HttpRequest& req) {
+  if (is_get(req)) return list_page(book, req);
   if (req.method != "POST") return method_not_allowed("GET, POST");
   return write(enabled, req, 201, [&] { return book.start_run(parse_start_request(req.body)); });
 }
@@ -94,6 +156,18 @@ HttpResponse one_run(RunBook& book, bool enabled, const RunSubresource& sub,
   if (auto slash = rest.find('/'); slash != std::string_view::npos) {
     suffix = rest.substr(slash + 1);
     rest = rest.substr(0, slash);
+    // A run named by id: a client acts on its own run, never on one another client opened.
+    if ((suffix == "phases" || suffix == "stop") && plausible_run_id(rest)) {
+      std::optional<std::string> id{std::string(rest)};
+      if (suffix == "phases") {
+        return write(enabled, req, 201,
+                     [&] { return book.add_phase(parse_phase_request(req.body), id); });
+      }
+      return write(enabled, req, 200, [&] {
+        parse_empty_request(req.body);
+        return book.stop_run(id);
+      });
+    }
     if (!sub || suffix.empty()) return error(404, "not_found", "no such endpoint");
   }
   if (!is_get(req)) return method_not_allowed("GET");

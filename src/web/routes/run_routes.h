@@ -1,7 +1,8 @@
 #pragma once
-// The run API: /api/v1/runs (list, start), /api/v1/runs/{id}, /api/v1/runs/current,
-// /api/v1/runs/current/phases, /api/v1/runs/current/stop. Answers in the Prometheus API's
-// envelope: {"status":"success","data":...} or {"status":"error","errorType":..,"error":..}.
+// The run API: /api/v1/runs (list, paged; start), /api/v1/runs/{id}, /api/v1/runs/current,
+// /api/v1/runs/{id}/phases, /api/v1/runs/{id}/stop (and current/phases, current/stop). Answers in
+// the Prometheus API's envelope: {"status":"success","data":...} or
+// {"status":"error","errorType":..,"error":..}.
 
 #include <functional>
 #include <optional>
@@ -11,6 +12,12 @@
 #include "web/http_server.h"
 
 namespace loadwatch {
+
+/// Runs per page of GET /api/v1/runs: summaries, and with ?phases=1.
+inline constexpr std::size_t kMaxRunsPage = 500;
+inline constexpr std::size_t kMaxRunsPageWithPhases = 10;
+/// Phases per page with ?phases=1 (a page holds at least one run, whatever it has).
+inline constexpr std::size_t kMaxPhasesPerPage = 2000;
 
 /// Answers GET /api/v1/runs/{id}/SUFFIX for a run that exists (e.g. its report).
 using RunSubresource =

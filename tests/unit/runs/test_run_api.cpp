@@ -3,11 +3,16 @@
 // codes and phases.
 #include <curl/curl.h>
 #include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -15,8 +20,8 @@
 
 #include "cli/cli_run.h"
 #include "cli/run_client.h"
-#include "web/routes/run_routes.h"
 #include "web/http_server.h"
+#include "web/routes/run_routes.h"
 
 using namespace loadwatch;
 
@@ -256,4 +261,155 @@ TEST_CASE("SIGTERM to run exec reaches the command; the run still stops") {
   CHECK(rc == 128 + SIGTERM);
   CHECK_FALSE(s.book.current());
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+TEST_CASE("phases and stops name their run: another client's run gets none of them") {
+  Server s(true);
+  Reply mine = call(s, "POST", "/api/v1/runs", R"({"name":"mine"})");
+  std::string id = mine.json["data"]["id"];
+  CHECK(call(s, "POST", "/api/v1/runs/" + id + "/phases", R"({"users":5})").status == 201);
+  Reply other = call(s, "POST", "/api/v1/runs", R"({"name":"other"})");
+  std::string other_id = other.json["data"]["id"];
+  Reply late = call(s, "POST", "/api/v1/runs/" + id + "/phases", R"({"users":6})");
+  CHECK(late.status == 409);
+  CHECK_THAT(late.json["error"].get<std::string>(), Catch::Contains("is not open"));
+  CHECK(call(s, "POST", "/api/v1/runs/" + id + "/stop").status == 409);
+  CHECK(s.book.current()->id == other_id);
+  CHECK(s.book.current()->phases.empty());
+  CHECK(call(s, "POST", "/api/v1/runs/" + other_id + "/stop").status == 200);
+  CHECK(call(s, "POST", "/api/v1/runs/20200101T000000-gone/stop").status == 409);
+  // The CLI: --run names it; a run that is not open is refused with 1.
+  std::string url = "--url=" + s.url();
+  CHECK(cli({"phase", url, "--run", id, "--users", "1"}) == 1);
+  CHECK(cli({"stop", url, "--run", "not-an-id"}) == 2);
+  CHECK(cli({"start", url, "--name", "third"}) == 0);
+  std::string third = s.book.current()->id;
+  CHECK(cli({"phase", url, "--run", third, "--users", "3"}) == 0);
+  CHECK(cli({"stop", url, "--run", third}) == 0);
+  CHECK(s.book.find(third)->phases.size() == 1);
+}
+
+TEST_CASE("run exec --phase-every never phases a run another client opened") {
+  Server s(true);
+  std::atomic<bool> opened{false};
+  std::thread other([&] {
+    // Once exec's run has its first phase, a second client opens its own run.
+    for (int i = 0; i < 200 && !opened; ++i) {
+      auto cur = s.book.current();
+      if (cur && cur->name == "exec" && !cur->phases.empty()) {
+        s.book.start_run(StartRunRequest{"other", {}});
+        opened = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  CHECK(cli({"exec", "--url=" + s.url(), "--name", "exec", "--phase-every", "200ms", "--users-step",
+             "10", "--", "sleep", "1.2"}) == 0);
+  other.join();
+  REQUIRE(opened);
+  auto cur = s.book.current();
+  REQUIRE(cur);  // exec left the other client's run open
+  CHECK(cur->name == "other");
+  CHECK(cur->phases.empty());
+}
+
+namespace {
+
+bool process_gone(pid_t pid) {
+  if (kill(pid, 0) != 0) return true;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), {});
+  auto paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z';
+}
+
+template <typename F>
+bool poll_until(F&& ready, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return ready();
+}
+
+}  // namespace
+
+TEST_CASE("SIGKILL of run exec: CMD does not run on, and the run is stopped") {
+  Server s(true);
+  char tmpl[] = "/tmp/lw_exec_kill_XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string pidfile = dir + "/cmd.pid";
+  std::vector<std::string> args = {LOADWATCH_BINARY,
+                                   "run",
+                                   "exec",
+                                   "--url=" + s.url(),
+                                   "--name",
+                                   "killed",
+                                   "--",
+                                   "sh",
+                                   "-c",
+                                   "echo $$ > " + pidfile + "; exec sleep 60"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t lw = 0;
+  REQUIRE(posix_spawn(&lw, argv[0], nullptr, nullptr, argv.data(), environ) == 0);
+  pid_t cmd = 0;
+  REQUIRE(poll_until(
+      [&] {
+        std::ifstream f(pidfile);
+        return static_cast<bool>(f >> cmd) && cmd > 0;
+      },
+      std::chrono::seconds(10)));
+  REQUIRE(s.book.current());
+  std::string id = s.book.current()->id;
+  REQUIRE_FALSE(process_gone(cmd));
+  REQUIRE(kill(lw, SIGKILL) == 0);
+  int status = 0;
+  REQUIRE(waitpid(lw, &status, 0) == lw);
+  // Bounds with room for a loaded machine: the guard execs a second loadwatch to stop the run.
+  CHECK(poll_until([&] { return process_gone(cmd); }, std::chrono::seconds(10)));
+  CHECK(poll_until([&] { return !s.book.current(); }, std::chrono::seconds(30)));
+  auto run = s.book.find(id);
+  REQUIRE(run);
+  CHECK(run->state == RunState::Finished);
+  if (!process_gone(cmd)) kill(cmd, SIGKILL);  // never leave it behind
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("GET /api/v1/runs pages: limit, page_token, summaries unless phases=1") {
+  Server s(true);
+  for (int i = 0; i < 5; ++i) {
+    s.book.start_run(StartRunRequest{"r" + std::to_string(i), {}});
+    s.book.add_phase(PhaseRequest{"users=1", 1});
+  }
+  std::vector<std::string> seen;
+  std::string token;
+  for (int page = 0; page < 10; ++page) {
+    Reply r =
+        call(s, "GET", "/api/v1/runs?limit=2" + (token.empty() ? "" : "&page_token=" + token));
+    REQUIRE(r.status == 200);
+    CHECK(r.json["data"].size() <= 2);
+    for (const auto& run : r.json["data"]) {
+      seen.push_back(run["id"]);
+      CHECK_FALSE(run.contains("phases"));
+      CHECK(run["phase_count"] == 1);
+    }
+    if (!r.json.contains("next_page_token")) break;
+    token = r.json["next_page_token"];
+  }
+  std::vector<std::string> all;
+  for (const Run& r : s.book.list()) all.push_back(r.id);
+  CHECK(seen == all);
+  Reply full = call(s, "GET", "/api/v1/runs?phases=1&limit=1");
+  REQUIRE(full.json["data"].size() == 1);
+  CHECK(full.json["data"][0]["phases"].size() == 1);
+  CHECK(full.json["data"][0]["id"] == all[0]);
+  CHECK(call(s, "GET", "/api/v1/runs?limit=0").status == 400);
+  CHECK(call(s, "GET", "/api/v1/runs?limit=501").status == 400);
+  CHECK(call(s, "GET", "/api/v1/runs?phases=1&limit=11").json["field"] == "limit");
+  CHECK(call(s, "GET", "/api/v1/runs?phases=yes").json["field"] == "phases");
+  CHECK(call(s, "GET", "/api/v1/runs?page_token=../x").json["field"] == "page_token");
+  CHECK(call(s, "GET", "/api/v1/runs?page_token=20200101T000000-gone").status == 400);
 }

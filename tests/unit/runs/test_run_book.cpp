@@ -9,7 +9,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "runs/run_book.h"
@@ -457,11 +459,185 @@ TEST_CASE("concurrent writers and readers leave consistent runs on disk") {
     }
     auto list = book.list();
     CHECK_FALSE(book.current());
-    CHECK(list.size() <= 20);
+    std::map<std::string, std::size_t> per_writer;  // retention is per writer
+    for (const auto& r : list) ++per_writer[r.origin == "api" ? "api" : r.origin];
+    for (const auto& [writer, n] : per_writer) CHECK(n <= 20);
     CHECK(files_in(dir.path + "/runs").size() == list.size());
   }
   RunStore store(dir.path);
   auto loaded = store.load();
   CHECK(loaded.problems.empty());
   for (const auto& r : loaded.runs) CHECK_FALSE(r.open());  // the newest state of each won
+}
+
+namespace {
+
+/// A size from /proc/self/status ("VmHWM:": the peak RSS since reset_peak_rss()), in bytes.
+std::size_t status_bytes(const std::string& key) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(key, 0) == 0) return std::stoull(line.substr(key.size())) * 1024;
+  }
+  return 0;
+}
+bool reset_peak_rss() { return static_cast<bool>(std::ofstream("/proc/self/clear_refs") << "5"); }
+
+}  // namespace
+
+TEST_CASE("the loader holds a run file to the API's rules and a bounded parse") {
+  TempDir dir;
+  { RunStore create(dir.path); }
+  std::string runs = dir.path + "/runs/";
+  auto stored = [](const std::string& id, const std::string& name, const std::string& end,
+                   const std::string& phases) {
+    return R"({"format":1,"run":{"id":")" + id + R"(","name":)" + name +
+           R"(,"labels":{},"origin":"api","state":"finished","start":1796144712,"end":)" + end +
+           R"(,"phases":[)" + phases + R"(]},"last_seen":1796144712})";
+  };
+  std::string many;
+  for (int i = 0; i < 20000; ++i) {
+    many += std::string(i ? "," : "") + R"({"name":"p","start":1796144712,"users":1})";
+  }
+  const std::string good = "20261201T170512-good";
+  { std::ofstream(runs + good + ".json") << stored(good, "\"good\"", "1796144800", ""); }
+  {
+    std::ofstream(runs + "20261201T170513-many.json")
+        << stored("20261201T170513-many", "\"many\"", "1796144800", many);
+  }
+  {
+    std::ofstream(runs + "20261201T170514-far.json")
+        << stored("20261201T170514-far", "\"far\"", "1e308", "");
+  }
+  {
+    std::ofstream(runs + "20261201T170515-nul.json")
+        << stored("20261201T170515-nul", R"("a\u0000b")", "1796144800", "");
+  }
+  {
+    std::ofstream(runs + "20261201T170516-nl.json")
+        << stored("20261201T170516-nl", R"("a\nb")", "1796144800", "");
+  }
+  {
+    std::ofstream(runs + "20261201T170517-bidi.json")
+        << stored("20261201T170517-bidi", R"("a\u202Eb")", "1796144800", "");
+  }
+  {
+    std::ofstream(runs + "20261201T170518-dup.json")
+        << stored("20261201T170518-dup", R"("a","name":"b")", "1796144800", "");
+  }
+  { std::ofstream(runs + "20261201T170519-brackets.json") << std::string(4 << 20, '['); }
+
+  RunStore store(dir.path);
+  REQUIRE(reset_peak_rss());
+  std::size_t before = status_bytes("VmRSS:");
+  auto loaded = store.load();
+  std::size_t peak = status_bytes("VmHWM:");
+  REQUIRE(loaded.runs.size() == 1);
+  CHECK(loaded.runs[0].id == good);
+  std::string all;
+  for (const auto& p : loaded.problems) all += p + "\n";
+  INFO(all);
+  REQUIRE(loaded.problems.size() == 7);
+  CHECK_THAT(all, Catch::Contains("-many.json: not valid JSON (truncated or corrupt): more than"));
+  CHECK_THAT(all, Catch::Contains("at most 1000 phases"));
+  CHECK_THAT(all, Catch::Contains("-far.json: field \"run.end\": outside"));
+  CHECK_THAT(all, Catch::Contains("-nul.json: field \"run.name\": contains a control"));
+  CHECK_THAT(all, Catch::Contains("-nl.json: field \"run.name\": contains a control"));
+  CHECK_THAT(all, Catch::Contains("-bidi.json: field \"run.name\": contains a control or format"));
+  CHECK_THAT(all,
+             Catch::Contains("-dup.json: not valid JSON (truncated or corrupt): key \"name\""));
+  CHECK_THAT(all, Catch::Contains("-brackets.json: not valid JSON (truncated or corrupt): nested"));
+  CHECK(fs::exists(runs + "20261201T170513-many.json.corrupt"));
+  CHECK(fs::exists(runs + "20261201T170519-brackets.json.corrupt"));
+  CHECK(files_in(runs).size() == 8);  // the good file and seven set aside
+  // The files are 4 MiB at most: reading one may cost that and a little, never hundreds of MB.
+  INFO("peak " << peak << " before " << before);
+  CHECK(peak < before + (24u << 20));
+}
+
+TEST_CASE("retention: a writer only makes room from its own runs") {
+  TempDir dir;
+  double t = 1796144712;
+  RunBookLimits limits;
+  limits.max_finished = 5;
+  RunBook book(std::make_unique<RunStore>(dir.path), limits, [&] { return t; });
+  std::vector<std::string> api;
+  for (int i = 0; i < 3; ++i) {
+    api.push_back(book.start_run(start("real" + std::to_string(i))).run.id);
+    t += 10;
+    book.stop_run();
+  }
+  // 101 annotated runs from one pusher: it keeps its last five, the API keeps all of its own.
+  for (int i = 0; i < 101; ++i) {
+    book.generator_run_started("jmeter:flood", "flood" + std::to_string(i), t);
+    book.generator_run_ended("jmeter:flood", t + 1);
+    t += 2;
+  }
+  book.checkpoint();  // writes what the inferred runs queued
+  std::size_t api_kept = 0, flood_kept = 0;
+  for (const Run& r : book.list()) (r.origin == "api" ? api_kept : flood_kept)++;
+  CHECK(api_kept == 3);
+  CHECK(flood_kept == 5);
+  auto files = files_in(dir.path + "/runs");
+  CHECK(files.size() == 8);
+  for (const auto& id : api)
+    CHECK(std::find(files.begin(), files.end(), id + ".json") != files.end());
+}
+
+TEST_CASE("retention: a run younger than the minimum age is never deleted") {
+  TempDir dir;
+  double t = 1796144712;
+  RunBookLimits limits;
+  limits.max_finished = 2;
+  limits.min_age_seconds = 600;
+  RunBook book(std::make_unique<RunStore>(dir.path), limits, [&] { return t; });
+  auto first = book.start_run(start("a")).run.id;
+  t += 10;
+  book.stop_run();
+  book.start_run(start("b"));
+  t += 10;
+  book.stop_run();
+  CHECK_THROWS_WITH(book.start_run(start("c")), Catch::Contains("--runs.min-age"));
+  CHECK(book.list().size() == 2);
+  t += 600;  // now the first run is old enough to go
+  book.start_run(start("c"));
+  CHECK_FALSE(book.find(first));
+  CHECK_FALSE(fs::exists(dir.path + "/runs/" + first + ".json"));
+  // Inferred runs obey the same age: a generator's run is not recorded, nothing is deleted.
+  RunBook inferred(nullptr, limits, [&] { return t; });
+  for (int i = 0; i < 3; ++i) {
+    inferred.generator_run_started("jmeter:j", "x", t + i);
+    inferred.generator_run_ended("jmeter:j", t + i + 0.5);
+  }
+  CHECK(inferred.list().size() == 2);
+  CHECK(inferred.list()[1].start == t);
+}
+
+TEST_CASE("retention: bytes per writer and the number of writers are bounded") {
+  double t = 1796144712;
+  RunBookLimits limits;
+  limits.max_writers = 3;  // the API and two others
+  limits.max_bytes_per_writer = 64 << 10;
+  RunBook book(nullptr, limits, [&] { return t; });
+  for (const char* origin : {"jmeter:a", "jmeter:b", "jmeter:c"}) {
+    book.generator_run_started(origin, "x", t);
+    book.generator_run_ended(origin, t + 1);
+    t += 2;
+  }
+  std::set<std::string> origins;
+  for (const Run& r : book.list()) origins.insert(r.origin);
+  CHECK(origins == std::set<std::string>{"jmeter:a", "jmeter:b"});
+  // The API still has its place.
+  book.start_run(start("api"));
+  // 320 phases are ~33 KB: the third such run pushes out the first.
+  std::vector<std::string> ids;
+  for (int r = 0; r < 3; ++r) {
+    ids.push_back(book.start_run(start("big")).run.id);
+    for (int i = 0; i < 320; ++i) book.add_phase(users(i));
+    t += 1;
+  }
+  book.stop_run();
+  CHECK_FALSE(book.find(ids[0]));
+  CHECK(book.find(ids[1]));
+  CHECK(book.find(ids[2]));
 }

@@ -110,3 +110,17 @@ TEST_CASE("a stored run with a wrong field is refused, naming it") {
   CHECK_THAT(refused(j), Catch::Contains("\"run.labels.build\""));
   CHECK_THAT(refused(nlohmann::json::array()), Catch::Contains("not a JSON object"));
 }
+
+TEST_CASE("the list's streamed run is the API's view, byte for byte") {
+  Run run = sample_run();
+  run.phases[1].name = "caf\xc3\xa9 \"q\" \\ \xff";  // escaping and invalid UTF-8 as dump() does
+  std::string streamed = "x";
+  append_run_json(streamed, run);
+  CHECK(streamed == "x" + run_to_json(run).dump(-1, ' ', false,
+                                                nlohmann::ordered_json::error_handler_t::replace));
+  run.phases.clear();
+  run.end.reset();
+  streamed.clear();
+  append_run_json(streamed, run);
+  CHECK(streamed == run_to_json(run).dump());
+}

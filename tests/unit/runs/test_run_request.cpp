@@ -143,3 +143,25 @@ TEST_CASE("names from generators are cleaned, not refused") {
   CHECK(valid_utf8(cut));
   CHECK(name_problem(cut).empty());
 }
+
+TEST_CASE("C1 controls, bidi and format characters and duplicate keys are refused") {
+  CHECK(start_field("{\"name\": \"a\xc2\x85z\"}") == "name");      // U+0085 NEL
+  CHECK(start_field("{\"name\": \"a\xc2\x9bz\"}") == "name");      // U+009B CSI
+  CHECK(start_field("{\"name\": \"a\xe2\x80\xaez\"}") == "name");  // U+202E RLO
+  CHECK(start_field("{\"name\": \"a\xe2\x81\xa6z\"}") == "name");  // U+2066 LRI
+  CHECK(start_field("{\"name\": \"a\xe2\x80\x8bz\"}") == "name");  // U+200B ZWSP
+  CHECK(start_field("{\"name\": \"a\xe2\x80\xa8z\"}") == "name");  // U+2028 LS
+  CHECK(start_field("{\"name\": \"a\xef\xbb\xbfz\"}") == "name");  // U+FEFF BOM
+  CHECK(start_field(R"({"name": "a\u0085z"})") == "name");         // escaped in JSON too
+  CHECK(start_field(R"({"name": "a\u202Ez"})") == "name");
+  CHECK(start_field(R"({"name": "x", "labels": {"k": "a\u202Eb"}})") == "labels.k");
+  CHECK(phase_field(R"({"name": "a\u009Bb"})") == "name");
+  // What stays allowed: accents, CJK, emoji, a no-break space (U+00A0).
+  CHECK(start_field("{\"name\": \"caf\xc3\xa9 \xe6\xb5\x8b \xf0\x9f\x9a\x80\xc2\xa0x\"}") ==
+        "(accepted)");
+  CHECK(start_field(R"({"name": "a", "name": "b"})") == "body");
+  CHECK(start_field(R"({"name": "x", "labels": {"k": "1", "k": "2"}})") == "body");
+  CHECK(phase_field(R"({"users": 1, "users": 2})") == "body");
+  // Cleaning an inferred name turns the same characters into '?'.
+  CHECK(clean_name("a\xe2\x80\xaez\xc2\x85", "fallback") == "a?z?");
+}

@@ -238,7 +238,8 @@
   // the runs API answers 404 once and the page stops asking.
   function updateRun() {
     if (!runsApi) return Promise.resolve();
-    return fetch(location.origin + "/api/v1/runs", {credentials: "same-origin", cache: "no-store"}).then(function (r) {
+    // The newest run with its phases: the open one is listed first.
+    return fetch(location.origin + "/api/v1/runs?limit=1&phases=1", {credentials: "same-origin", cache: "no-store"}).then(function (r) {
       if (r.status === 404) { runsApi = false; return null; }
       if (!r.ok) throw new Error("/api/v1/runs: HTTP " + r.status);
       return r.json();

@@ -1,0 +1,52 @@
+#include "report/document_html.h"
+
+#include "util/html_escape.h"
+
+namespace loadwatch::report {
+
+namespace {
+
+void lines_html(std::string& h, const std::vector<std::string>& lines) {
+  bool in_list = false;
+  for (const std::string& line : lines) {
+    bool item = line.rfind("- ", 0) == 0;
+    if (item && !in_list) h += "<ul>\n";
+    if (!item && in_list) h += "</ul>\n";
+    in_list = item;
+    h += item ? "<li>" + html_escape(line.substr(2)) + "</li>\n" : "<p>" + html_escape(line) + "</p>\n";
+  }
+  if (in_list) h += "</ul>\n";
+}
+
+void table_html(std::string& h, const analysis::Table& t) {
+  h += "<table class=\"doc\">\n<tr>";
+  for (const std::string& cell : t.header) h += "<th>" + html_escape(cell) + "</th>";
+  h += "</tr>\n";
+  for (const auto& row : t.rows) {
+    h += "<tr>";
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      bool left = i < t.numeric.size() && !t.numeric[i];
+      h += left ? "<td class=\"text\">" : "<td>";
+      h += html_escape(row[i]) + "</td>";
+    }
+    h += "</tr>\n";
+  }
+  h += "</table>\n";
+}
+
+}  // namespace
+
+std::string document_html(const analysis::Document& doc, bool with_title) {
+  std::string h;
+  if (with_title && !doc.title.empty()) h += "<h2>" + html_escape(doc.title) + "</h2>\n";
+  if (with_title) lines_html(h, doc.lines);
+  for (const analysis::Section& s : doc.sections) {
+    if (!s.title.empty()) h += "<h3>" + html_escape(s.title) + "</h3>\n";
+    lines_html(h, s.lines);
+    for (const analysis::Table& t : s.tables) table_html(h, t);
+    lines_html(h, s.notes);
+  }
+  return h;
+}
+
+}  // namespace loadwatch::report
