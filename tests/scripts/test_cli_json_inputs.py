@@ -123,8 +123,9 @@ class Report(unittest.TestCase):
                 self.assertLess(secs, 10)
 
     def test_loadwatch_answers_of_the_wrong_shape(self):
-        for body in (DEEP_OBJECT, b"[]", b'{"data": [{"phases": 5}]}',
-                     b'{"data": [{"phases": [1], "id": 5}]}'):
+        # The run list gives summaries (phase_count, not the phases).
+        for body in (DEEP_OBJECT, b"[]", b'{"data": [{"phase_count": "x"}]}',
+                     b'{"data": [{"phase_count": 1, "id": 5}]}'):
             with Answers(body) as url:
                 code, err, _ = run_cli(["report", "--url", url])
                 self.assertEqual(code, 2, "%r: %s" % (body[:40], err))
