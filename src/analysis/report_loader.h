@@ -1,6 +1,7 @@
 #pragma once
-// Where `compare` finds the reports it is given: saved files today; a loader for run ids on a
-// daemon (--url) or a Prometheus server plugs in beside it with the same interface.
+// Where `compare` and `report` find the reports they are given. This layer reads saved files
+// (FileReportLoader); run ids on a daemon (--url) are read by cli/url_report_loader.h, through
+// the same interface, because reaching a daemon needs libcurl, which this layer does not use.
 
 #include <memory>
 #include <stdexcept>

@@ -6,7 +6,7 @@ namespace loadwatch {
 
 namespace {
 
-// Splits the blank-separated fields after comm. Field 3 (state) is index 0 here.
+// The whole of `s` as a T; false when anything is left over or the value does not fit.
 template <class T>
 bool to_number(std::string_view s, T& out) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -29,6 +29,7 @@ std::optional<PidStat> parse_pid_stat(std::string_view text) {
   if (!to_number(pid_text, st.pid)) return std::nullopt;
   st.comm.assign(text.substr(open + 1, close - open - 1));
 
+  // The blank-separated fields after comm, numbered as in proc(5) (state is field 3).
   std::string_view rest = text.substr(close + 1);
   int field = 3;  // proc(5) numbering of the next field
   while (!rest.empty() && field <= 52) {

@@ -52,7 +52,7 @@
 #include "web/transfer_deadlines.h"
 #include "web/web_config.h"
 
-// src/tls_compat: referencing them keeps the libraries civetweb's TLS needs linked in.
+// src/web/tls_compat: referencing them keeps the libraries civetweb's TLS needs linked in.
 extern "C" int loadwatch_ssl_compat(void);
 extern "C" int loadwatch_crypto_compat(void);
 

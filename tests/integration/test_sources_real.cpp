@@ -37,10 +37,13 @@
 #include "procfs/fs_root.h"
 #include "sources/http_fetch.h"
 #include "sources/source_runner.h"
+#include "tests/lib/eventually.h"
+#include "tests/lib/read_line.h"
 #include "tests/lib/sample_values.h"
 #include "tests/lib/sanitizers.h"
 
 using namespace loadwatch;
+using loadwatch::test::eventually;
 using loadwatch::test::value;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
@@ -99,18 +102,9 @@ class Process {
 
   /// One line of the child's stdout, waiting at most `timeout`.
   std::string line(std::chrono::milliseconds timeout = 30s) {
-    std::string out;
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      pollfd p{stdout_, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;
-      char c;
-      if (::read(stdout_, &c, 1) != 1) break;
-      if (c == '\n') return out;
-      out += c;
-    }
-    FAIL("child " << pid_ << " wrote no line in time");
-    return out;
+    auto out = test::read_line(stdout_, timeout);
+    if (!out) FAIL("child " << pid_ << " wrote no line in time");
+    return *out;
   }
 
   /// True once the child has exited (reaped).
@@ -163,16 +157,6 @@ fs::path temp_dir(const std::string& name) {
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
-}
-
-/// Polls `pred` every 50 ms for at most `timeout`.
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return pred();
 }
 
 /// A plain HTTP GET/POST for driving peers (not the code under test).
@@ -696,7 +680,8 @@ class U(HttpUser):
       60s));
   CHECK(value(h.collect(), "loadwatch_generator_users", {{"source", "locust"}}) >= 1);
   REQUIRE(eventually([&] { return locust_now(web).state == "stopped"; }, 30s));
-  // /stats/requests is memoized for 2 s (web.py DEFAULT_CACHE_TIME): let it settle.
+  // /stats/requests is memoized for 2 s (web.py DEFAULT_CACHE_TIME): let it settle. A fixed
+  // wait on purpose: a cached answer looks final, so no condition tells the settled one apart.
   std::this_thread::sleep_for(2500ms);
   LocustRun run1 = locust_now(web);
   REQUIRE(run1.requests["Aggregated"] > 0);
@@ -729,6 +714,7 @@ class U(HttpUser):
         return now.state == "stopped" && total > 0 && total < run1.requests["Aggregated"];
       },
       30s));
+  // The cache again: nothing to poll for, only its 2 s to let pass before run 2's final figures.
   std::this_thread::sleep_for(2500ms);
   LocustRun run2 = locust_now(web);
   REQUIRE(run2.requests["Aggregated"] > 0);

@@ -31,8 +31,12 @@
 #include "metrics/metric_sink.h"
 #include "config/options.h"
 #include "procfs/fs_root.h"
+#include "tests/lib/eventually.h"
+#include "tests/lib/read_line.h"
+#include "tests/lib/skip.h"
 
 using namespace loadwatch;
+using loadwatch::test::eventually;
 namespace fs = std::filesystem;
 
 namespace {
@@ -72,18 +76,9 @@ class Child {
 
   /// Reads one line the child wrote (bounded: 10 s).
   std::string line() {
-    std::string out;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < deadline) {
-      pollfd p{rd_, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;
-      char c;
-      if (::read(rd_, &c, 1) != 1) break;
-      if (c == '\n') return out;
-      out += c;
-    }
-    FAIL("child " << pid_ << " did not report in time");
-    return out;
+    auto out = test::read_line(rd_, std::chrono::seconds(10));
+    if (!out) FAIL("child " << pid_ << " did not report in time");
+    return *out;
   }
 
   void kill() {
@@ -115,16 +110,6 @@ void burn_cpu(double seconds) {
   while (used() - start < seconds) {
     for (int i = 0; i < 100000; ++i) x = x + i;
   }
-}
-
-/// Waits (bounded, `seconds`) until `pred` holds.
-template <class Pred>
-bool eventually(Pred pred, int seconds = 5) {
-  for (int i = 0; i < seconds * 20; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return pred();
 }
 
 // ---- the collector ------------------------------------------------------------------------
@@ -303,7 +288,7 @@ TEST_CASE("a parent with 3 workers: 4 processes; CPU never goes down when one ex
         h.collect();
         return h.cpu("app") >= 0.6;
       },
-      60));
+      std::chrono::seconds(60)));
   CHECK(h.get("loadwatch_target_processes", "app") == 4);
   CHECK(h.get("loadwatch_process_threads", "app") == 4);
   const double before = h.cpu("app");
@@ -528,7 +513,7 @@ TEST_CASE("cmdline and exe select real processes; an exec() is noticed", "[real]
         return h.get("loadwatch_target_up", "bycmd") == 1 &&
                h.states[0].pids == std::vector<pid_t>{c.pid()};
       },
-      3));
+      std::chrono::seconds(3)));
   REQUIRE(eventually(
       [&] {
         std::ifstream comm("/proc/" + std::to_string(c.pid()) + "/comm");
@@ -536,7 +521,7 @@ TEST_CASE("cmdline and exe select real processes; an exec() is noticed", "[real]
         comm >> name;
         return name == "sleep";
       },
-      20));
+      std::chrono::seconds(20)));
   h.collect();
   CHECK(h.get("loadwatch_target_up", "bycmd") == 0);
   CHECK(::kill(c.pid(), 0) == 0);  // still the same, living process
@@ -544,7 +529,7 @@ TEST_CASE("cmdline and exe select real processes; an exec() is noticed", "[real]
   CHECK(std::find(sleepers.begin(), sleepers.end(), c.pid()) != sleepers.end());
 }
 
-TEST_CASE("unit: a real cgroup (v2 unified or v1 name=systemd)", "[real]") {
+TEST_CASE("unit: a real cgroup (v2 unified or v1 name=systemd)", "[real][may-skip]") {
   // Made by this test, removed at the end; skipped where cgroups cannot be created.
   const std::string unit = "lwtest-" + std::to_string(::getpid()) + ".service";
   fs::path base;
@@ -557,8 +542,7 @@ TEST_CASE("unit: a real cgroup (v2 unified or v1 name=systemd)", "[real]") {
     }
   }
   if (base.empty()) {
-    WARN("cannot create a cgroup here; unit: checked on fixtures only");
-    return;
+    LWTEST_SKIP("cannot create a cgroup here; unit: checked on fixtures only");
   }
   const fs::path dir = base / unit;
   REQUIRE(::mkdir(dir.c_str(), 0755) == 0);
@@ -576,11 +560,9 @@ TEST_CASE("unit: a real cgroup (v2 unified or v1 name=systemd)", "[real]") {
   CHECK_FALSE(fs::exists(dir));
 }
 
-TEST_CASE("another user's process: partial reads counted, the target still up", "[real]") {
-  if (::geteuid() != 0) {
-    WARN("not root: cannot switch to another user to provoke EACCES");
-    return;
-  }
+TEST_CASE("another user's process: partial reads counted, the target still up",
+          "[real][may-skip]") {
+  if (::geteuid() != 0) LWTEST_SKIP("not root: cannot switch to another user to provoke EACCES");
   const pid_t root_pid = ::getpid();
   // A child drops to nobody and runs the collector on this (root) process, whose
   // /proc/PID/io it may not read. It reports partial_reads and up.

@@ -9,17 +9,23 @@ import base64
 import ctypes
 import errno
 import http.server
+import json
 import os
 import random
 import re
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
+import unittest
 import urllib.error
 import urllib.request
+
+# ctest counts a test that exits with this code as skipped (SKIP_RETURN_CODE, tests/CMakeLists.txt).
+SKIP_EXIT = 77
 
 BINARY = os.environ.get("LOADWATCH_BINARY", "build/loadwatch")
 SOURCE_DIR = os.environ.get("LOADWATCH_SOURCE_DIR", os.getcwd())
@@ -57,6 +63,34 @@ def rss_kib(pid, field="VmRSS"):
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def eventually(condition, timeout=10, interval=0.05, what="condition"):
+    """Polls condition() until it returns a true value, and returns that value. An OSError,
+    KeyError, ValueError or AssertionError it raises counts as not yet. After `timeout`
+    seconds, fails (AssertionError) naming `what` and the last value or exception. Tests wait
+    with this, never with a fixed sleep that hopes the condition holds by then."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            last = condition()
+            if last:
+                return last
+        except (OSError, KeyError, ValueError, AssertionError) as e:
+            last = e
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %g s waiting for %s (last: %r)" % (
+                timeout, what, last))
+        time.sleep(interval)
+
+
+def sighup(lw, logged, timeout=10):
+    """Sends SIGHUP to lw.proc and waits until lw.output() holds `logged` once more than
+    before: the reload has been handled, whatever its outcome."""
+    before = lw.output().count(logged)
+    lw.proc.send_signal(signal.SIGHUP)
+    eventually(lambda: lw.output().count(logged) > before, timeout,
+               what="%r logged after SIGHUP" % logged)
 
 
 def serve(answer, content_type=None):
@@ -194,19 +228,67 @@ class Loadwatch:
         return found[0]
 
     def wait_for(self, predicate, timeout=10, interval=0.1, what="condition"):
-        deadline = time.time() + timeout
-        last = None
-        while time.time() < deadline:
+        """Polls /metrics until predicate(samples) is true; returns those samples."""
+        def holds():
+            samples = self.metrics()
+            return samples if predicate(samples) else None
+        try:
+            return eventually(holds, timeout, interval, what)
+        except AssertionError as e:
+            raise AssertionError("%s\n%s" % (e, self.output()[-3000:])) from None
+
+    def wait_samples(self, count=1, timeout=15):
+        """Waits until the sampler has taken `count` more samples than it had at the call
+        (loadwatch_last_sample_timestamp_seconds changed that many times); returns the
+        samples of the last. For a test whose point is that something holds over samples."""
+        seen = [self.value("loadwatch_last_sample_timestamp_seconds")]
+
+        def advanced(samples):
+            now = self.value("loadwatch_last_sample_timestamp_seconds", samples)
+            if now != seen[-1]:
+                seen.append(now)
+            return len(seen) > count
+        return self.wait_for(advanced, timeout, 0.02, "%d more samples" % count)
+
+
+class Child:
+    """A peer process; stop() ends it by PID (SIGTERM, then SIGKILL) and reaps it."""
+
+    def __init__(self, args, log_path, stdin_pipe=False, stdout_pipe=False):
+        self.log = open(log_path, "wb")
+        self.proc = subprocess.Popen(
+            args, stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
+            stdout=subprocess.PIPE if stdout_pipe else self.log, stderr=self.log)
+
+    def stop(self, timeout=10):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
             try:
-                samples = self.metrics()
-                last = predicate(samples)
-                if last:
-                    return samples
-            except KeyError:
-                pass
-            time.sleep(interval)
-        raise AssertionError("timed out waiting for %s (last: %r)\n%s" % (what, last,
-                                                                          self.output()[-3000:]))
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            if f:
+                f.close()
+        self.log.close()
+
+
+def find_mb():
+    """Mountebank's `mb`: $LOADWATCH_MB, or where scripts/install-deps test puts it."""
+    for path in (os.environ.get("LOADWATCH_MB", ""),
+                 os.path.join(SOURCE_DIR, "build/peers/mountebank/node_modules/.bin/mb")):
+        if path and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def post_json(url, doc):
+    """POSTs `doc` as JSON; returns the HTTP status."""
+    req = urllib.request.Request(url, data=json.dumps(doc).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.status
 
 
 def promtool_check(text):
@@ -229,3 +311,18 @@ def bcrypt(password, cost):
 def basic(user, password):
     """An Authorization header value for HTTP basic auth."""
     return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+
+
+def main(**kwargs):
+    """unittest.main() for the script tests: exits 0 when every test ran and passed, 1 on a
+    failure, and SKIP_EXIT when any test was skipped, so ctest counts the file as skipped
+    instead of passed (the reasons are printed)."""
+    result = unittest.main(exit=False, **kwargs).result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    if result.skipped:  # a test, or a whole class (setUpClass), that could not run here
+        for test, reason in result.skipped:
+            print("SKIPPED: %s: %s" % (test.id(), reason))
+        print("%d skipped: exit %d (ctest: skipped)" % (len(result.skipped), SKIP_EXIT))
+        sys.exit(SKIP_EXIT)
+    sys.exit(0 if result.testsRun else 1)

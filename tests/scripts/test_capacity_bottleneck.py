@@ -18,6 +18,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lwtest import Loadwatch, free_port, http_get  # noqa: E402
+import lwtest  # noqa: E402
 from test_capacity_run import CapacityRunHelpers  # noqa: E402
 
 STEP = 10            # seconds per step: 5 s stable window after the warm-up rule's half
@@ -156,4 +157,4 @@ class Bottleneck(CapacityRunHelpers, unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    lwtest.main()

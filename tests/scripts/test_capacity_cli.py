@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import BINARY  # noqa: E402
+import lwtest  # noqa: E402
 
 K = 50          # requests the server holds in service at once
 SERVICE = 0.020  # seconds each request takes
@@ -218,4 +219,4 @@ class CapacityCli(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    lwtest.main()

@@ -14,6 +14,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import BINARY, Loadwatch, free_port, http_get  # noqa: E402
+import lwtest  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEP_SECONDS = float(os.environ.get("LOADWATCH_STEP_SECONDS", "15"))
@@ -202,4 +203,4 @@ class CapacityRun(CapacityRunHelpers, unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    lwtest.main()

@@ -13,6 +13,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import BINARY, Loadwatch, free_port, parse_metrics, promtool_check  # noqa: E402
+import lwtest  # noqa: E402
 
 
 def run(args, timeout=10):
@@ -250,4 +251,4 @@ class Readiness(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    lwtest.main(verbosity=2)

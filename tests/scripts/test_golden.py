@@ -12,6 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import SOURCE_DIR, Loadwatch, promtool_check  # noqa: E402
+import lwtest  # noqa: E402
 
 FIXTURES = os.path.join(SOURCE_DIR, "tests", "fixtures")
 GOLDEN = os.path.join(FIXTURES, "golden", "metrics.txt")
@@ -61,4 +62,4 @@ class Golden(unittest.TestCase):
 
 if __name__ == "__main__":
     sys.argv = [a for a in sys.argv if a != "-u"]
-    unittest.main(verbosity=2)
+    lwtest.main(verbosity=2)

@@ -20,6 +20,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import Loadwatch, free_port, parse_metrics, promtool_check, serve  # noqa: E402
+import lwtest  # noqa: E402
 
 BAD_SOURCE = (
     b"# HELP loadwatch_load1 A family loadwatch exports itself.\n"
@@ -146,7 +147,7 @@ class HardeningMetrics(unittest.TestCase):
             self.assertIn("# HELP app_requests_total Requests, path C:\\\\app and a\\nsecond "
                           "line.\n", text)
             # Each reason is logged once, not at every sample.
-            time.sleep(1.5)
+            lw.wait_samples(2)
             log = lw.output()
             self.assertEqual(log.count("family loadwatch_load1"), 2, log[-3000:])  # textfile, source
             self.assertTrue(promtool_check(lw.metrics_text())[0])
@@ -170,4 +171,4 @@ class HardeningMetrics(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    lwtest.main()

@@ -14,6 +14,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import Loadwatch, http_get  # noqa: E402
+import lwtest  # noqa: E402
 
 
 def complete(data, head_only):
@@ -191,4 +192,4 @@ class NoFiles(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    lwtest.main(verbosity=2)

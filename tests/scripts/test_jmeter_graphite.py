@@ -5,17 +5,16 @@ JMeter runs non-GUI through tests/fixtures/jmeter/LoadwatchJMeter.java, which ca
 entry point after working around Debian's XStream 1.4.20 refusing JMeter 2.13's classes (see
 the comment in that file). One short run (~5-10 s including the JVM start)."""
 import csv
-import http.server
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from lwtest import SOURCE_DIR, Loadwatch, free_port  # noqa: E402
+from lwtest import SOURCE_DIR, Loadwatch, free_port, serve  # noqa: E402
+import lwtest  # noqa: E402
 
 FIXTURES = os.path.join(SOURCE_DIR, "tests", "fixtures", "jmeter")
 JMETER_HOME = "/usr/share/jmeter"
@@ -32,26 +31,11 @@ def series(samples, metric, **labels):
     return found[0] if found else None
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, like a real SUT
-
-    def do_GET(self):
-        status, body = (200, b"ok\n") if self.path == "/" else (404, b"not found\n")
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 class JMeterGraphite(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp()
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # The system under test: keep-alive, like a real one; "/" answers, anything else is 404.
+        self.server = serve(lambda path: b"ok\n" if path == "/" else None)
 
     def tearDown(self):
         self.server.shutdown()
@@ -124,4 +108,4 @@ class JMeterGraphite(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    lwtest.main()

@@ -13,6 +13,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import Loadwatch, free_port, promtool_check  # noqa: E402
+import lwtest  # noqa: E402
 
 PEER = "peer<b>&\"x\"'"
 
@@ -106,4 +107,4 @@ class LandingSources(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    lwtest.main()

@@ -9,6 +9,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import BINARY, Loadwatch, free_port, promtool_check  # noqa: E402
+import lwtest  # noqa: E402
 
 
 def post(url, body, headers=None, method="POST"):
@@ -85,4 +86,4 @@ class PushEndpoints(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    lwtest.main()

@@ -12,6 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import BINARY, SOURCE_DIR  # noqa: E402
+import lwtest  # noqa: E402
 
 try:
     from selenium import webdriver
@@ -278,4 +279,4 @@ class ReportHtml(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    lwtest.main()

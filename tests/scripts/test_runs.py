@@ -20,6 +20,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import (BINARY, SOURCE_DIR, Loadwatch, bcrypt, free_port, parse_metrics,  # noqa: E402
                     promtool_check, serve)
+import lwtest  # noqa: E402
 
 WRK_LUA = os.path.join(SOURCE_DIR, "scripts", "wrk", "loadwatch.lua")
 
@@ -300,10 +301,10 @@ class Runs(unittest.TestCase):
             self.assertAlmostEqual(run["end"] - run["start"], 1.0, delta=0.3)
             self.assertGreaterEqual(run["end"], int(before))
             # Read every sample, listed once.
-            time.sleep(0.6)
+            lw.wait_samples(3)
             runs = api(lw, "GET", "/api/v1/runs")[1]["data"]
             self.assertEqual(len([r for r in runs if r["origin"] == "wrk:smoke"]), 1)
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    lwtest.main(verbosity=2)

@@ -14,6 +14,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import BINARY, SOURCE_DIR, free_port, http_get  # noqa: E402
+import lwtest  # noqa: E402
 
 
 class Notify(unittest.TestCase):
@@ -103,4 +104,4 @@ class Notify(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    lwtest.main(verbosity=2)

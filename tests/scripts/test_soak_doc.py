@@ -13,6 +13,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import BINARY, SOURCE_DIR  # noqa: E402
+import lwtest  # noqa: E402
 
 DOC = os.path.join(SOURCE_DIR, "docs", "soak.md")
 RULES = os.path.join(SOURCE_DIR, "dashboards", "rules", "short-soak")
@@ -116,4 +117,4 @@ class SoakDoc(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    lwtest.main()

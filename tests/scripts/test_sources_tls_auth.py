@@ -18,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, HERE)
 from lwtest import Loadwatch  # noqa: E402
+import lwtest  # noqa: E402
 from test_web_config import Pki, Server, bcrypt, write  # noqa: E402
 
 PASSWORD = "s3cret-Do-Not-Log-7319"
@@ -136,4 +137,4 @@ class SourcesTlsAuth(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    lwtest.main(verbosity=2)

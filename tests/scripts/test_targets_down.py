@@ -11,6 +11,7 @@ import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import Loadwatch, promtool_check  # noqa: E402
+import lwtest  # noqa: E402
 
 GAUGES = [
     "loadwatch_process_resident_memory_bytes",
@@ -103,4 +104,4 @@ class TargetDown(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    lwtest.main()

@@ -13,6 +13,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import Loadwatch, promtool_check  # noqa: E402
+import lwtest  # noqa: E402
 
 CLIENTS = 4
 
@@ -92,4 +93,4 @@ class ListenTop(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    lwtest.main()

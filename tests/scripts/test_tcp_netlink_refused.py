@@ -11,11 +11,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import SOURCE_DIR, Loadwatch  # noqa: E402
+import lwtest  # noqa: E402
 
 BUILD_DIR = os.environ.get("LOADWATCH_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
 DENY_NETLINK = os.path.join(BUILD_DIR, "tests", "deny_netlink")
@@ -73,8 +73,7 @@ class NetlinkRefused(unittest.TestCase):
                                            port=str(self.port), side="local",
                                            state="established") == CONNECTIONS,
                         timeout=10, what="%d established on port %d" % (CONNECTIONS, self.port))
-            time.sleep(0.6)  # a few more samples: the warning must not repeat
-            samples = lw.metrics()
+            samples = lw.wait_samples(3)  # a few more samples: the warning must not repeat
             self.assertIsNone(lw.proc.poll(), lw.output())
             with open("/proc/%d/status" % lw.proc.pid) as f:
                 seccomp = [l.split()[1] for l in f if l.startswith("Seccomp:")][0]
@@ -115,4 +114,4 @@ class NetlinkRefused(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    lwtest.main(verbosity=2)

@@ -17,6 +17,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import BINARY, SOURCE_DIR, basic, bcrypt, free_port  # noqa: E402
+import lwtest  # noqa: E402
 
 
 def openssl(cwd, *args):
@@ -114,17 +115,6 @@ def write(path, text):
     with open(tmp, "w") as f:
         f.write(text)
     os.rename(tmp, path)
-
-
-def wait_until(predicate, timeout=10, what="condition"):
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError("timed out waiting for %s (last: %r)" % (what, last))
 
 
 class WebConfigTest(unittest.TestCase):
@@ -282,26 +272,27 @@ basic_auth_users:
             self.assertEqual(curl(lw.http(), "-u", "alice:s3cret")[1], 200)
             # New password: in force within a couple of seconds, the old one refused.
             write(path, "basic_auth_users:\n  alice: '%s'\n" % bcrypt("n3w", 4))
-            wait_until(lambda: curl(lw.http(), "-u", "alice:n3w")[1] == 200, what="new password")
+            lwtest.eventually(lambda: curl(lw.http(), "-u", "alice:n3w")[1] == 200,
+                              what="new password")
             self.assertEqual(curl(lw.http(), "-u", "alice:s3cret")[1], 401)
             # TLS switched on: same port, now HTTPS only.
             write(path, "tls_server_config: {cert_file: server.crt, key_file: server.key}\n"
                         "basic_auth_users:\n  alice: '%s'\n" % self.hash)
             ca1 = ["--cacert", self.pki.path("ca1.crt"), "-u", "alice:s3cret"]
-            wait_until(lambda: curl(lw.https(), *ca1)[1] == 200, what="TLS on")
+            lwtest.eventually(lambda: curl(lw.https(), *ca1)[1] == 200, what="TLS on")
             self.assertEqual(curl(lw.http())[1], 0)
             # Certificate rotated in place (same paths, new CA): picked up without a signal.
             shutil.copy(self.pki.path("server2.crt"), os.path.join(d, "server.crt.new"))
             shutil.copy(self.pki.path("server2.key"), os.path.join(d, "server.key"))
             os.rename(os.path.join(d, "server.crt.new"), os.path.join(d, "server.crt"))
             ca2 = ["--cacert", self.pki.path("ca2.crt"), "-u", "alice:s3cret"]
-            wait_until(lambda: curl(lw.https(), *ca2)[1] == 200, what="rotated certificate")
+            lwtest.eventually(lambda: curl(lw.https(), *ca2)[1] == 200, what="rotated certificate")
             self.assertNotEqual(curl(lw.https(), *ca1)[0], 0)
             # A broken file is refused; the running config stays, also through SIGHUP.
             write(path, "tls_server_config: {cert_file: server.crt}\n")
-            wait_until(lambda: "web config reload rejected" in lw.output(), what="rejection log")
-            lw.proc.send_signal(signal.SIGHUP)
-            time.sleep(1)
+            lwtest.eventually(lambda: "web config reload rejected" in lw.output(),
+                              what="rejection log")
+            lwtest.sighup(lw, "web config reload rejected")
             self.assertEqual(curl(lw.https(), *ca2)[1], 200)
             self.assertIn("missing key_file", lw.output())
             self.assertEqual(lw.proc.pid, pid)
@@ -377,7 +368,7 @@ basic_auth_users:
                     if len(health) == 3 and all(h != "unknown" for h, _ in health.values()):
                         return health
                     return None
-                health = wait_until(targets, timeout=40, what="prometheus to scrape")
+                health = lwtest.eventually(targets, timeout=40, what="prometheus to scrape")
                 print("prometheus targets:", health)
                 self.assertEqual(health["good"][0], "up", health)
                 self.assertEqual(health["badpass"][0], "down")
@@ -393,4 +384,4 @@ basic_auth_users:
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    lwtest.main(verbosity=2)

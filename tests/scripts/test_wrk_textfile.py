@@ -13,6 +13,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import SOURCE_DIR, Loadwatch, promtool_check  # noqa: E402
+import lwtest  # noqa: E402
 
 SCRIPT = os.path.join(SOURCE_DIR, "scripts", "wrk", "loadwatch.lua")
 
@@ -166,4 +167,4 @@ class WrkTextfile(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    lwtest.main()

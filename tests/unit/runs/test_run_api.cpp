@@ -14,12 +14,15 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cli/cli_run.h"
 #include "cli/run_client.h"
+#include "procfs/proc_pid_stat.h"
+#include "tests/lib/eventually.h"
 #include "web/http_server.h"
 #include "web/routes/run_routes.h"
 
@@ -252,8 +255,19 @@ TEST_CASE("SIGTERM to run exec reaches the command; the run still stops") {
   pthread_sigmask(SIG_BLOCK, &term, &old);
   Server s(true);
   pid_t self = getpid();
-  std::thread killer([self] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  // Whether a child of this process runs `sleep`: exec's command, past its exec().
+  auto command_runs = [self] {
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      std::ifstream f(e.path() / "stat");
+      std::stringstream text;
+      text << f.rdbuf();
+      auto st = parse_pid_stat(text.str());
+      if (st && st->ppid == self && st->comm == "sleep") return true;
+    }
+    return false;
+  };
+  std::thread killer([self, command_runs] {
+    test::eventually(command_runs, std::chrono::seconds(10));
     kill(self, SIGTERM);  // blocked by exec while its command runs, so taken by sigtimedwait
   });
   int rc = cli({"exec", "--url=" + s.url(), "--name", "term", "--", "sleep", "30"});
