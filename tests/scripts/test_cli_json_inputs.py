@@ -11,6 +11,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import lwtest  # noqa: E402
 from lwtest import BINARY, serve  # noqa: E402
 
 DEEP_ARRAY = b"[" * 100000 + b"]" * 100000
@@ -176,4 +177,4 @@ class Files(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    lwtest.main()

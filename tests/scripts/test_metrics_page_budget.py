@@ -11,6 +11,7 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import lwtest  # noqa: E402
 from lwtest import Loadwatch, free_port, promtool_check, rss_kib  # noqa: E402
 
 NAME = 2000  # a transaction name just under the 2048-byte cap
@@ -78,4 +79,4 @@ class PageBudget(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    lwtest.main()
