@@ -62,7 +62,8 @@ void from_json(const json& j, HostPhaseStats& h) {
   }
   h.cpu_cores_by_mode.clear();
   if (const json* modes = jf::object(j, "cpu_cores_by_mode")) {
-    for (const auto& [mode, value] : modes->items()) {
+    for (const auto& item : modes->items()) {
+      const std::string& mode = item.key();  // a named variable: clang 14 cannot capture bindings
       jf::within("cpu_cores_by_mode.", [&] {
         if (auto cores = jf::non_negative(*modes, mode.c_str())) h.cpu_cores_by_mode[mode] = *cores;
       });

@@ -86,13 +86,14 @@ struct Config {
   TcpConfig tcp;
   /// Collector switches from the file's `collectors:` map (name -> enabled).
   std::map<std::string, bool> collectors;
-  /// `allow_empty: true`: a file with no targets and no sources is meant (host metrics only),
-  /// not half-written. Without it such a file is refused.
+  /// `allow_empty: true`: a file that asks for nothing (no targets, sources, tcp ports or
+  /// collector switches) is meant (host metrics only), not half-written. Without it such a
+  /// file is refused.
   bool allow_empty = false;
 };
 
 /// Parses a YAML config document. `file` is used in error messages. Throws ConfigError, also
-/// for duplicate keys and for a document without targets and sources (unless allow_empty).
+/// for duplicate keys and for a document that asks for nothing (unless allow_empty).
 Config parse_config(const std::string& yaml_text, const std::string& file);
 /// A source from its three required values, checked as the config file's are (the
 /// --source=NAME=KIND,URL quick form); the other settings keep their defaults. Throws

@@ -32,48 +32,6 @@ HttpResponse error(int status, const std::string& message) {
   return r;
 }
 
-/// A client's value as quoted in an error: at most 64 bytes of it.
-std::string client_value(const std::string& value) {
-  constexpr std::size_t kMax = 64;
-  return "\"" + (value.size() > kMax ? value.substr(0, kMax) + "..." : value) + "\"";
-}
-
-/// Splits "a,b{x=\"1\",y=\"2\"},c" at the commas outside braces and quotes.
-std::vector<std::string> split_series(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  int depth = 0;
-  bool quoted = false, escaped = false;
-  for (char c : s) {
-    if (quoted) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') quoted = false;
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == '{') {
-      ++depth;
-    } else if (c == '}') {
-      --depth;
-    } else if (c == ',' && depth == 0) {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-      continue;
-    }
-    cur += c;
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
-bool parse_time(const std::string& s, double* out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (end != s.c_str() + s.size() || !std::isfinite(v)) return false;
-  *out = v;
-  return true;
-}
 
 // Longest number put_value writes: a whole number below 1e15 ("-999999999999999", 16) or the
 // shortest form of a float ("-1.17549435e-38", 15).
@@ -141,26 +99,8 @@ HttpResponse series_list(const History& history, const Sampler& sampler) {
 
 HttpResponse history_response(const History& history, const HttpRequest& req) {
   HistoryQuery q;
-  auto names = split_series(req.query_param("series"));
-  if (names.empty()) return error(400, "series: give one or more series or family names");
-  if (names.size() > kHistoryMaxSeriesPerRequest) {
-    return error(400, "series: at most " + std::to_string(kHistoryMaxSeriesPerRequest) +
-                          " names per request");
-  }
-  for (auto& n : names) q.select.push_back(HistorySelector{std::move(n), {}});
-  std::string since = req.query_param("since"), until = req.query_param("until");
-  if (!since.empty() && !parse_time(since, &q.since)) {
-    return error(400, "since: not a Unix time in seconds: " + client_value(since));
-  }
-  if (!until.empty() && !parse_time(until, &q.until)) {
-    return error(400, "until: not a Unix time in seconds: " + client_value(until));
-  }
-  std::string rate = req.query_param("rate");
-  if (!rate.empty() && rate != "0" && rate != "1" && rate != "true" && rate != "false") {
-    return error(400, "rate: 1 or 0");
-  }
-  q.rate = rate == "1" || rate == "true";
-  q.max_series = kHistoryMaxSeriesPerRequest;
+  auto param = [&req](const std::string& name) { return req.query_param(name); };
+  if (auto why = read_history_query(param, q)) return error(400, *why);
   HistoryColumns cols = history.query(q);
   if (cols.truncated) {
     return error(400, "series: the names match more than " +

@@ -6,13 +6,14 @@
 
 #include "sampler/sampler.h"
 #include "web/http_server.h"
+#include "web/routes/history_query.h"
 
 namespace loadwatch {
 
 class History;
 
-/// Caps on one /api/v1/history answer (docs/history.md).
-constexpr std::size_t kHistoryMaxSeriesPerRequest = 100;
+/// Values in one /api/v1/history answer (docs/history.md); the names per request are capped
+/// in history_query.h.
 constexpr std::size_t kHistoryMaxValuesPerResponse = 1'000'000;
 
 /// Content-Security-Policy of the live page and its files: nothing from another origin, no
