@@ -277,13 +277,13 @@ std::string system_under_test(const PhaseStats& at) {
   return only ? only->name : "the system under test";
 }
 
-/// Throughput flat from the knee to the highest load while latency grew, with CPU to spare:
-/// requests wait for a fixed number of slots. Little's law (in flight = throughput x time in
-/// the system) applied to the service time, the latency before any queue formed, counts them.
-void check_queueing(const PhaseStats& at, const PhaseStats* lowest, const PhaseStats& top,
+/// Latency at the highest load well above the lowest load's, with CPU to spare: requests wait
+/// for a fixed number of slots (in a FIFO of K slots a request waits only while all K are
+/// busy). Little's law (in flight = throughput x time in the system) applied to the service
+/// time, the latency before any queue formed, counts the slots in use: about K.
+void check_queueing(const PhaseStats* lowest, const PhaseStats& top, const PhaseStats& at,
                     std::vector<Finding>& out) {
-  if (!at.rps || !top.rps || *top.rps <= 0 || !lowest || lowest == &top) return;
-  if (*top.rps > kQueuePlateauRise * *at.rps) return;  // still climbing: no plateau
+  if (!top.rps || *top.rps <= 0 || !lowest || lowest == &top) return;
   auto now = typical_latency(top);
   auto base = typical_latency(*lowest);
   if (!now || !base || *base <= 0) return;
@@ -296,7 +296,8 @@ void check_queueing(const PhaseStats& at, const PhaseStats* lowest, const PhaseS
     return p.users ? format(" at %g users", static_cast<double>(*p.users)) : std::string();
   };
   std::string evidence =
-      format("≈ %.1f requests in service at once (%.1f req/s at the plateau x %.1f ms, the ",
+      format("≈ %.1f requests in service at once (%.1f req/s at the highest load x %.1f ms, "
+             "the ",
              in_service, *top.rps, *base * 1e3) +
       q + " latency at the lowest load" + users(*lowest) + ")" +
       format("; ≈ %.1f in flight", in_flight) + users(top) +
@@ -337,13 +338,8 @@ std::string ruled_out(const PhaseStats& at, const PhaseStats* lowest, const Phas
   auto now = typical_latency(top);
   auto base = lowest ? typical_latency(*lowest) : std::nullopt;
   if (now && base && *base > 0 && lowest != &top) {
-    double growth = *now / *base;
-    latency = growth < kQueueLatencyGrowth
-                  ? format("; latency %.1f x its lowest-load value, under the %.1f x of a queue",
-                           growth, kQueueLatencyGrowth)
-                  : format("; latency %.1f x its lowest-load value, but throughput still rose "
-                           "past the knee: no plateau",
-                           growth);
+    latency = format("; latency %.1f x its lowest-load value, under the %.1f x of a queue",
+                     *now / *base, kQueueLatencyGrowth);
   }
   std::string out;
   for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
@@ -421,7 +417,7 @@ Bottleneck find_bottleneck(const PhaseStats& at, const PhaseStats* previous,
   check_ports(at, b.findings);
   check_fds(at, b.findings);
   check_softirq(at, b.findings);
-  if (b.findings.empty()) check_queueing(at, lowest, highest ? *highest : at, b.findings);
+  if (b.findings.empty()) check_queueing(lowest, highest ? *highest : at, at, b.findings);
   if (b.findings.empty()) {
     b.summary = "no limit loadwatch can see: " + ruled_out(at, lowest, highest ? *highest : at) +
                 "; the limit is outside what it watches";

@@ -31,10 +31,8 @@ inline constexpr double kSwapPagesPerSecond = 256;
 // I/O: a task stalled on I/O >= 20 % of the time, or iowait >= 20 % of the host's cores.
 inline constexpr double kIoPressureRatio = 0.20;
 inline constexpr double kIowaitShare = 0.20;
-// A queue: latency >= 1.5 x its lowest-load value while the highest load's req/s is at most
-// 1.25 x the knee's (a plateau).
+// A queue: latency at the highest load >= 1.5 x its lowest-load value.
 inline constexpr double kQueueLatencyGrowth = 1.5;
-inline constexpr double kQueuePlateauRise = 1.25;
 
 /// The checks, in the order they are made. `queueing` is made only when no other check fired.
 enum class Check {
@@ -76,7 +74,7 @@ struct Bottleneck {
 
 /// `at` is the knee phase; `previous` the phase one step below it and `lowest` the lowest-load
 /// phase (both may be null), for the checks that look at a rise; `highest` the highest-load
-/// phase (null: `at`), where the queueing check looks for the plateau.
+/// phase (null: `at`), where the queueing check looks for a queue.
 Bottleneck find_bottleneck(const PhaseStats& at, const PhaseStats* previous,
                            const PhaseStats* lowest, const PhaseStats* highest = nullptr);
 

@@ -214,8 +214,7 @@ ojson bottleneck_json(const BottleneckFinding& b) {
                      {"swap_pages_per_second", kSwapPagesPerSecond},
                      {"io_pressure_ratio", kIoPressureRatio},
                      {"iowait_share", kIowaitShare},
-                     {"queue_latency_growth", kQueueLatencyGrowth},
-                     {"queue_plateau_rise", kQueuePlateauRise}};
+                     {"queue_latency_growth", kQueueLatencyGrowth}};
   return j;
 }
 
