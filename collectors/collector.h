@@ -29,6 +29,7 @@ struct SampleContext {
 /// Everything a collector may read when it is built or reconfigured.
 class HttpServer;
 class RunObserver;
+class RunBook;
 
 struct CollectorEnv {
   const Options& options;
@@ -41,6 +42,8 @@ struct CollectorEnv {
   /// Told about load-generator runs that sources, push listeners and textfiles reveal (may be
   /// null). Outlives the collectors.
   RunObserver* runs = nullptr;
+  /// The runs themselves, for the collector that exports them (may be null).
+  RunBook* run_book = nullptr;
 };
 
 /// A collector adds its metrics to the sample. Called only from the sampler thread, one call

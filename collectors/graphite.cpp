@@ -85,7 +85,7 @@ using Clock = std::chrono::steady_clock;
 struct Connection {
   int fd;
   std::string address;      // the peer's address bytes (port left out)
-  Clock::time_point active; // accepted, or last complete line
+  Clock::time_point active; // accepted, or last line taken (junk does not count)
   std::string pending;      // bytes of an incomplete line
   bool discarding = false;  // inside an over-long line: drop bytes up to the next '\n'
 };
@@ -158,14 +158,39 @@ void GraphiteListener::run() {
   std::vector<Connection> conns;
   std::vector<pollfd> fds;
   std::vector<char> buf(64 * 1024);
+  // True when the line was taken: only such lines keep a connection's place.
   auto handle_line = [&](std::string_view line) {
-    if (graphite_line_blank(line)) return;
+    if (graphite_line_blank(line)) return false;
     GraphiteLine parsed;
     if (parse_graphite_line(line, parsed)) {
       model_->count_rejected("parse");
-      return;
+      return false;
     }
     model_->ingest_graphite(parsed, unix_now());
+    return true;
+  };
+  // The connection of `conns` that has gone longest without a line taken, among those `of`
+  // selects; end() when there is none.
+  auto idlest = [&](auto of) {
+    auto best = conns.end();
+    for (auto it = conns.begin(); it != conns.end(); ++it) {
+      if (of(*it) && (best == conns.end() || it->active < best->active)) best = it;
+    }
+    return best;
+  };
+  Clock::time_point now;
+  // Closes the connection `of` selects that has gone longest without a line taken, if that
+  // is at least evictable_after; else counts the newcomer in `refused` and returns false.
+  auto make_room = [&](auto of, std::atomic<std::uint64_t>& refused) {
+    auto old = idlest(of);
+    if (old == conns.end() || now - old->active < settings_.evictable_after) {
+      ++refused;
+      return false;
+    }
+    ++closed_evicted_;
+    close(old->fd);
+    conns.erase(old);
+    return true;
   };
   for (;;) {
     fds.clear();
@@ -191,10 +216,10 @@ void GraphiteListener::run() {
     // Walk the connections polled this round (new ones are appended after).
     size_t polled = conns.size();
     std::vector<size_t> closed;
-    auto now = Clock::now();
+    now = Clock::now();
     for (size_t i = 0; i < polled; ++i) {
       Connection& c = conns[i];
-      // Trickling part of a line is not activity: only complete lines move `active`.
+      // Trickling part of a line, or junk, is not activity: only lines taken move `active`.
       if (now - c.active >= settings_.idle_timeout) {
         ++closed_idle_;
         closed.push_back(i);
@@ -225,13 +250,11 @@ void GraphiteListener::run() {
           } else if (nl == std::string_view::npos) {
             c.pending.append(piece);
           } else if (c.pending.empty()) {
-            handle_line(piece);
-            c.active = now;
+            if (handle_line(piece)) c.active = now;
           } else {
             c.pending.append(piece);
-            handle_line(c.pending);
+            if (handle_line(c.pending)) c.active = now;
             c.pending.clear();
-            c.active = now;
           }
           if (nl == std::string_view::npos) break;
           data.remove_prefix(nl + 1);
@@ -255,24 +278,17 @@ void GraphiteListener::run() {
         now = Clock::now();
         size_t same = std::count_if(conns.begin(), conns.end(),
                                     [&](const auto& c) { return c.address == address; });
-        if (same >= settings_.max_per_address) {
-          ++closed_per_address_;
+        // Within the address's share, then within the listener's: the newcomer replaces the
+        // connection gone longest without a line taken, so a sender that reconnects is not
+        // locked out by its own (or a neighbour's) dead or junk connections.
+        bool room = (same < settings_.max_per_address ||
+                     make_room([&](const Connection& c) { return c.address == address; },
+                               closed_per_address_)) &&
+                    (conns.size() < settings_.max_connections ||
+                     make_room([](const Connection&) { return true; }, closed_full_));
+        if (!room) {
           close(fd);
           continue;
-        }
-        if (conns.size() >= settings_.max_connections) {
-          auto idlest = std::min_element(conns.begin(), conns.end(), [](const auto& a,
-                                                                        const auto& b) {
-            return a.active < b.active;
-          });
-          if (idlest == conns.end() || now - idlest->active < settings_.evictable_after) {
-            ++closed_full_;
-            close(fd);
-            continue;
-          }
-          ++closed_evicted_;
-          close(idlest->fd);
-          conns.erase(idlest);
         }
         conns.push_back({fd, std::move(address), now, {}, false});
       }

@@ -21,11 +21,14 @@ namespace loadwatch {
 ///
 /// Connections that send nothing must not lock senders out (JMeter writes a batch every
 /// second on one pooled connection):
-/// - a connection without a complete line for idle_timeout is closed;
-/// - one client address holds at most max_per_address connections (a new one beyond is closed);
+/// - activity is a line taken: a partial, blank, malformed or over-long line is not;
+/// - a connection without a line taken for idle_timeout is closed;
+/// - one client address holds at most max_per_address connections; a new one beyond replaces
+///   that address's connection gone longest without a line taken, if that is at least
+///   evictable_after, and is closed otherwise;
 /// - when all max_connections are taken, a new connection replaces the one that has gone
-///   longest without a complete line, if that is at least evictable_after; otherwise the new
-///   one is closed. An active sender is thus never displaced by idle ones.
+///   longest without a line taken, if that is at least evictable_after; otherwise the new
+///   one is closed. An active sender is thus never displaced by idle or junk ones.
 class GraphiteListener {
  public:
   struct Settings {
@@ -40,7 +43,7 @@ class GraphiteListener {
   /// Connections closed by the rules above, by reason.
   struct Closed {
     std::uint64_t idle_timeout = 0;
-    std::uint64_t evicted = 0;             // replaced by a new connection
+    std::uint64_t evicted = 0;             // replaced by a new connection (share or full)
     std::uint64_t per_address_limit = 0;   // new connection refused: its address has too many
     std::uint64_t full = 0;                // new connection refused: none could be replaced
   };

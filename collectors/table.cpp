@@ -10,6 +10,7 @@
 #include "collectors/netdev.h"
 #include "collectors/netstat.h"
 #include "collectors/pressure.h"
+#include "collectors/runs.h"
 #include "collectors/sockstat.h"
 #include "collectors/softirqs.h"
 #include "collectors/sources.h"
@@ -57,6 +58,8 @@ const std::vector<CollectorSpec>& collector_table() {
        make_sources_collector},
       {"http", "The web server's limits: connections, request body memory, requests turned away",
        true, make_http_collector},
+      {"runs", "The run in progress, its phase and the last finished run (after the sources: "
+       "their sightings of this sample end or phase a run)", true, make_runs_collector},
   };
   return table;
 }

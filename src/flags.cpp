@@ -37,6 +37,10 @@ ParsedFlags parse_flags(int argc, char** argv) {
   app.add_option("--history.max-series", o.history_max_series,
                  "Most series the history keeps (4 bytes per point each)")
       ->check(CLI::Range(1, 100000));
+  app.add_option("--metrics.push-max-bytes", o.metrics_push_max_bytes,
+                 "Bytes of /metrics shared fairly by pushes (Influx, Graphite), textfiles and "
+                 "pull sources' families; a family past its source's share is dropped")
+      ->check(CLI::Range(std::size_t{1} << 16, std::size_t{1} << 32));
   app.add_option("--target", o.targets, "NAME=SELECTOR, repeatable (e.g. mb=port:2525)");
   app.add_option("--source", o.sources, "NAME=KIND,URL, repeatable (e.g. lc=locust,http://...)");
   app.add_option("--path.procfs", o.procfs, "procfs mount point");

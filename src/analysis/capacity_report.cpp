@@ -1,10 +1,12 @@
 #include "analysis/capacity_report.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/format_figures.h"
 #include "analysis/json_fields.h"
 #include "analysis/latency_knee.h"
 
@@ -47,12 +49,49 @@ Curve curve(const std::vector<PhaseStats>& phases, const std::vector<std::size_t
   return c;
 }
 
+/// Flat from the first step: no later phase's throughput (its lower bound) rises more than
+/// kFlatThroughputRise above the first one's (its upper bound). Then the knee is the data's
+/// shape, not a Kneedle point: Kneedle marks a knee on any noise once the curve is normalised.
+bool flat_from_first(const std::vector<PhaseStats>& phases, const std::vector<std::size_t>& pts) {
+  const PhaseStats& first = phases[pts.front()];
+  double ceiling = first.rps_high.value_or(*first.rps) * (1 + kFlatThroughputRise);
+  for (std::size_t i : pts) {
+    if (phases[i].rps_low.value_or(*phases[i].rps) > ceiling) return false;
+  }
+  return true;
+}
+
+std::string rps_range(const std::vector<PhaseStats>& phases, const std::vector<std::size_t>& pts) {
+  double lo = *phases[pts.front()].rps, hi = lo;
+  for (std::size_t i : pts) lo = std::min(lo, *phases[i].rps), hi = std::max(hi, *phases[i].rps);
+  return fmt_rps(lo) + "-" + fmt_rps(hi) + " req/s";
+}
+
 void find_knee(CapacityReport& r, const std::vector<std::size_t>& pts,
                const AnalysisOptions& options) {
   r.knee = {};
   r.knee.options = options.kneedle;
   if (pts.size() < 3) {
     r.knee.reason = "too few phases: the knee needs three user counts with a throughput";
+    return;
+  }
+  if (flat_from_first(r.phases, pts)) {
+    const PhaseStats& top = r.phases[pts.back()];
+    Bottleneck at_top = find_bottleneck(top, nullptr, nullptr);
+    bool generator = std::any_of(at_top.findings.begin(), at_top.findings.end(),
+                                 [](const Finding& f) { return f.check == Check::generator_cpu; });
+    std::string range = rps_range(r.phases, pts);
+    char rise[32];
+    std::snprintf(rise, sizeof rise, "%.0f %%", kFlatThroughputRise * 100);
+    if (generator) {
+      r.knee.shape = "generator_capped";
+      r.knee.reason = "flat: the generator capped it (" + range + " from " +
+                      std::to_string(*r.phases[pts.front()].users) + " users; its CPU saturated)";
+    } else {
+      r.knee.shape = "flat";
+      r.knee.reason = "saturated from the first step: throughput stays within " +
+                      std::string(rise) + " of the first step's (" + range + ")";
+    }
     return;
   }
   Curve c = curve(r.phases, pts, &PhaseStats::rps);
@@ -154,6 +193,7 @@ ojson knee_json(const ThroughputKnee& k) {
   put_ref(j, k.phase);
   jf::put(j, "rps", k.rps);
   jf::put(j, "reason", k.reason);
+  jf::put(j, "shape", k.shape);
   return j;
 }
 
@@ -224,6 +264,7 @@ void read_knee(const json& j, CapacityReport& r) {
   r.knee.phase = get_ref(j, r.phases);
   r.knee.rps = jf::non_negative(j, "rps");
   r.knee.reason = jf::string(j, "reason").value_or("");
+  r.knee.shape = jf::string(j, "shape").value_or("");
 }
 
 void read_latency_knee(const json& j, CapacityReport& r) {
@@ -277,6 +318,13 @@ void read_bottleneck(const json& j, CapacityReport& r) {
 
 void analyse(CapacityReport& report, const AnalysisOptions& options) {
   std::vector<std::size_t> pts = scaling_points(report.phases);
+  report.left_out_of_scaling.clear();
+  for (const PhaseStats& p : report.phases) {
+    if (!p.users || *p.users <= 0 || p.rps) continue;
+    report.left_out_of_scaling.push_back(
+        fmt_phase(p.name, p.users) + ": no req/s" +
+        (p.rps_unavailable.empty() ? std::string() : " (" + p.rps_unavailable + ")"));
+  }
   find_knee(report, pts, options);
   find_latency_knee(report, pts);
   fit(report, pts);
@@ -297,6 +345,7 @@ void to_json(ojson& j, const CapacityReport& r) {
   }
   jf::put(j, "input", r.input);
   j["phases"] = r.phases;
+  if (!r.left_out_of_scaling.empty()) j["left_out_of_scaling"] = r.left_out_of_scaling;
   j["knee"] = knee_json(r.knee);
   j["latency_knee"] = latency_knee_json(r.latency_knee);
   j["usl"] = usl_json(r.usl);
@@ -337,6 +386,12 @@ void from_json(const json& j, CapacityReport& r) {
   for (std::size_t i = 0; i < phases->size(); ++i) {
     jf::within("phases[" + std::to_string(i) + "].",
                [&] { r.phases.push_back((*phases)[i].get<PhaseStats>()); });
+  }
+  if (const json* left = jf::array(j, "left_out_of_scaling")) {
+    for (const json& l : *left) {
+      if (!l.is_string()) throw std::invalid_argument("left_out_of_scaling: expected strings");
+      r.left_out_of_scaling.push_back(l.get<std::string>());
+    }
   }
   if (const json* k = jf::object(j, "knee")) jf::within("knee.", [&] { read_knee(*k, r); });
   if (const json* k = jf::object(j, "latency_knee")) {

@@ -21,6 +21,10 @@ namespace loadwatch::analysis {
 
 inline constexpr int kReportVersion = 1;
 
+/// Throughput that never rises more than this above the first step's (its upper bound, when it
+/// has one) is flat: saturated from the first step, not a knee.
+inline constexpr double kFlatThroughputRise = 0.10;
+
 /// The run the phases belong to (absent for a CSV).
 struct RunInfo {
   std::string id;
@@ -46,10 +50,13 @@ struct ThroughputKnee {
   std::optional<PhaseRef> phase;  // absent: no knee
   std::optional<double> rps;
   std::string reason;  // why there is none
+  /// "flat": saturated from the first step; "generator_capped": flat because the generator was
+  /// saturated; empty otherwise.
+  std::string shape;
 
   bool operator==(const ThroughputKnee& o) const {
     return options.sensitivity == o.options.sensitivity && options.online == o.options.online &&
-           phase == o.phase && rps == o.rps && reason == o.reason;
+           phase == o.phase && rps == o.rps && reason == o.reason && shape == o.shape;
   }
 };
 
@@ -74,6 +81,8 @@ struct CapacityReport {
   std::optional<RunInfo> run;
   std::string input;  // where the phases came from, e.g. "csv:steps.csv"
   std::vector<PhaseStats> phases;
+  /// Phases with users but no throughput, left out of the knee and the USL fit, with why.
+  std::vector<std::string> left_out_of_scaling;
 
   ThroughputKnee knee;
   LatencyKneeFinding latency_knee;

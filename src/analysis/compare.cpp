@@ -47,6 +47,22 @@ std::optional<double> metric_value(const PhaseStats& p, Metric m) {
   return std::nullopt;
 }
 
+std::optional<std::pair<double, double>> metric_bound(const PhaseStats& p, Metric m) {
+  auto pair = [](std::optional<double> lo, std::optional<double> hi)
+      -> std::optional<std::pair<double, double>> {
+    if (!lo || !hi) return std::nullopt;
+    return std::make_pair(*lo, *hi);
+  };
+  switch (m) {
+    case Metric::rps: return pair(p.rps_low, p.rps_high);
+    case Metric::p50: return pair(p.p50_low_seconds, p.p50_high_seconds);
+    case Metric::p95: return pair(p.p95_low_seconds, p.p95_high_seconds);
+    case Metric::p99: return pair(p.p99_low_seconds, p.p99_high_seconds);
+    case Metric::error_ratio: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 std::string format_metric(Metric m, double v) {
   if (is_latency(m)) return fmt_ms(v);
   if (m == Metric::error_ratio) return fmt_pct(v);
@@ -58,6 +74,8 @@ const char* verdict_name(Verdict v) {
     case Verdict::ok: return "ok";
     case Verdict::regression: return "REGRESSION";
     case Verdict::no_data: return "NO DATA";
+    case Verdict::within_noise: return "ok (within noise)";
+    case Verdict::inconclusive: return "INCONCLUSIVE";
   }
   return "?";
 }
@@ -69,8 +87,9 @@ std::string Rule::describe() const {
     case Change::relative: change_text = sign + trim_number(amount) + "%"; break;
     case Change::points: change_text = sign + trim_number(amount) + "pp"; break;
     case Change::absolute:
-      change_text = is_latency(metric) ? sign + trim_number(amount * 1e3) + "ms"
-                                       : sign + trim_number(amount);
+      change_text = is_latency(metric)          ? sign + trim_number(amount * 1e3) + "ms"
+                    : metric == Metric::rps ? sign + trim_number(amount) + "/s"
+                                            : sign + trim_number(amount);
       break;
   }
   return std::string(metric_name(metric)) + (bound == Bound::max ? " <= " : " >= ") + "base " +
@@ -130,8 +149,23 @@ Rule parse_rule(Bound bound, std::string_view spec) {
     scale = 1e-3, time_unit = true;
   } else if (strip("us")) {
     scale = 1e-6, time_unit = true;
+  } else if (strip("/s")) {
+    if (r.metric != Metric::rps) {
+      throw std::invalid_argument("\"" + r.text + "\": /s (requests per second) is for rps");
+    }
   } else if (strip("s")) {
     time_unit = true;
+  } else if (r.metric == Metric::rps) {
+    r.warning = "\"" + r.text + "\" is an absolute change in req/s; write " +
+                std::string(name) + "=" + std::string(signed_value ? (negative ? "-" : "+") : "") +
+                std::string(value) + "% for a percentage, or " + std::string(name) + "=" +
+                std::string(signed_value ? (negative ? "-" : "+") : "") + std::string(value) +
+                "/s to say it is absolute";
+  } else if (r.metric == Metric::error_ratio) {
+    r.warning = "\"" + r.text + "\" is an absolute change of the error ratio (1 = 100 %); " +
+                "write pp (percentage points) or % to be explicit";
+  } else {
+    r.warning = "\"" + r.text + "\" has no unit: read as seconds; write ms, s or %";
   }
   if (time_unit && !is_latency(r.metric)) {
     throw std::invalid_argument("\"" + r.text + "\": a time unit is for p50, p95 or p99");
@@ -174,9 +208,19 @@ bool Comparison::bad_input() const {
   return false;
 }
 
-int Comparison::exit_code() const {
+bool Comparison::inconclusive() const {
+  for (const PhaseComparison& p : phases) {
+    for (const RuleResult& r : p.results) {
+      if (r.verdict == Verdict::inconclusive) return true;
+    }
+  }
+  return false;
+}
+
+int Comparison::exit_code(bool fail_inconclusive) const {
   if (bad_input()) return 2;
-  return regressed() ? 1 : 0;
+  if (regressed()) return 1;
+  return fail_inconclusive && inconclusive() ? 3 : 0;
 }
 
 namespace {
@@ -187,6 +231,17 @@ RuleResult judge(const Rule& rule, const PhaseStats& base, const PhaseStats& cur
   r.base = metric_value(base, rule.metric);
   r.current = metric_value(cur, rule.metric);
   const char* name = metric_name(rule.metric);
+  // A figure the report left out as too coarse was measured, just not finely enough to judge.
+  const std::string& coarse = rule.metric != Metric::rps ? std::string()
+                              : !r.base                 ? base.rps_unavailable
+                                                        : cur.rps_unavailable;
+  if ((!r.base || !r.current) && !coarse.empty()) {
+    r.verdict = Verdict::inconclusive;
+    r.message = std::string("no ") + name + " in " +
+                (!r.base && !r.current ? "either run" : !r.base ? "the baseline" : "the current run") +
+                " (" + coarse + "), so the figures cannot tell";
+    return r;
+  }
   if (!r.base || !r.current) {
     r.verdict = Verdict::no_data;
     r.message = std::string("no ") + name + " in " +
@@ -198,12 +253,41 @@ RuleResult judge(const Rule& rule, const PhaseStats& base, const PhaseStats& cur
   double slack = 1e-9 * std::max(1.0, std::fabs(*r.limit));
   bool bad = rule.bound == Bound::max ? *r.current > *r.limit + slack
                                       : *r.current < *r.limit - slack;
-  r.verdict = bad ? Verdict::regression : Verdict::ok;
+  // Each figure's bound (the figure itself when the report gives none); the limit follows the
+  // baseline's, so the verdict holds for any pair of true values inside the two bounds.
+  auto base_bound = metric_bound(base, rule.metric).value_or(std::make_pair(*r.base, *r.base));
+  auto cur_bound = metric_bound(cur, rule.metric).value_or(std::make_pair(*r.current, *r.current));
+  double limit_low = rule.limit(base_bound.first), limit_high = rule.limit(base_bound.second);
+  bool surely_bad = rule.bound == Bound::max ? cur_bound.first > limit_high + slack
+                                             : cur_bound.second < limit_low - slack;
+  bool surely_ok = rule.bound == Bound::max ? cur_bound.second <= limit_low + slack
+                                            : cur_bound.first >= limit_high - slack;
+  double uncertainty =
+      (cur_bound.second - cur_bound.first) / 2 + (limit_high - limit_low) / 2;
+  double margin = std::fabs(*r.limit - *r.base);
+  if (uncertainty > 0) r.uncertainty = uncertainty;
   std::string change = *r.base != 0 ? " (" + fmt_change(*r.base, *r.current) + ")" : "";
-  r.message = std::string(name) + " " + format_metric(rule.metric, *r.current) + change +
-              (bad ? (rule.bound == Bound::max ? " above" : " below") : " within") +
-              " the limit " + format_metric(rule.metric, *r.limit) + " (baseline " +
-              format_metric(rule.metric, *r.base) + ")";
+  std::string figures = std::string(name) + " " + format_metric(rule.metric, *r.current) + change;
+  std::string against = " the limit " + format_metric(rule.metric, *r.limit) + " (baseline " +
+                        format_metric(rule.metric, *r.base) + ")";
+  std::string noise = "±" + format_metric(rule.metric, uncertainty);
+  if (surely_bad) {
+    r.verdict = Verdict::regression;
+    r.message = figures + (rule.bound == Bound::max ? " above" : " below") + against +
+                (uncertainty > 0 ? ", beyond the combined uncertainty " + noise : "");
+  } else if (surely_ok || (!bad && uncertainty <= margin)) {
+    r.verdict = Verdict::ok;
+    r.message = figures + " within" + against;
+  } else if (uncertainty > margin) {
+    r.verdict = Verdict::inconclusive;
+    r.message = figures + ", " + (bad ? "past" : "within") + against +
+                ": the combined uncertainty " + noise + " is larger than the rule's margin " +
+                format_metric(rule.metric, margin) + ", so the figures cannot tell";
+  } else {
+    r.verdict = Verdict::within_noise;
+    r.message = figures + (rule.bound == Bound::max ? " above" : " below") + against +
+                " by less than the combined uncertainty " + noise;
+  }
   return r;
 }
 

@@ -22,6 +22,7 @@ struct Rule {
   Change change = Change::relative;
   double amount = 20;  // signed: percent, percentage points, or base units (seconds, req/s)
   std::string text;    // as written, e.g. "p95=+20%"
+  std::string warning;  // a likely mistake in how it was written (e.g. "rps=-10" without a unit)
 
   /// "p95 <= base +20%"
   std::string describe() const;
@@ -30,7 +31,8 @@ struct Rule {
 };
 
 /// "p95=+20%" for --max or --min. A value without a sign points the usual way (up for --max,
-/// down for --min). Throws std::invalid_argument with the reason.
+/// down for --min). "rps=-10/s" is absolute; "rps=-10" is read the same but warns, as it is
+/// easily meant as -10 %. Throws std::invalid_argument with the reason.
 Rule parse_rule(Bound bound, std::string_view spec);
 
 /// p95 at most 20 % above the baseline.
@@ -38,14 +40,20 @@ std::vector<Rule> default_rules();
 
 const char* metric_name(Metric m);
 std::optional<double> metric_value(const PhaseStats& p, Metric m);
+/// The figure's bound [low, high] when the report gives one.
+std::optional<std::pair<double, double>> metric_bound(const PhaseStats& p, Metric m);
 std::string format_metric(Metric m, double v);
 
-enum class Verdict { ok, regression, no_data };
+/// within_noise: the figures cross the limit, but by less than their combined uncertainty.
+/// inconclusive: the combined uncertainty is larger than the rule's margin, so the figures
+/// cannot tell whether the limit holds. Neither is a regression.
+enum class Verdict { ok, regression, no_data, within_noise, inconclusive };
 const char* verdict_name(Verdict v);
 
 struct RuleResult {
   Rule rule;
   std::optional<double> base, current, limit;
+  std::optional<double> uncertainty;  // combined half-width of the two figures, against the limit
   Verdict verdict = Verdict::no_data;
   std::string message;  // the figures, in words
 };
@@ -68,9 +76,12 @@ struct Comparison {
 
   bool regressed() const;
   bool bad_input() const;
-  /// 0 within the limits, 1 on a regression, 2 when the comparison could not be made in full
-  /// (a baseline phase or a figure is missing): the gate never passes on what it did not check.
-  int exit_code() const;
+  bool inconclusive() const;
+  /// 0 within the limits (within noise and inconclusive included), 1 on a regression, 2 when
+  /// the comparison could not be made in full (a baseline phase or a figure is missing): the
+  /// gate never passes on what it did not check. With `fail_inconclusive`, 3 when a rule was
+  /// inconclusive and nothing worse happened.
+  int exit_code(bool fail_inconclusive = false) const;
 };
 
 /// Phases are matched by user count, else by name; each current phase is used once. Phases at

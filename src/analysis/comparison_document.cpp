@@ -15,13 +15,13 @@ Document comparison_document(const Comparison& c, const std::string& base_label,
   s.title = "Phases";
   Table t;
   t.header = {"Phase", "Users", "Matched by", "Rule", "Baseline", "Current", "Change", "Limit",
-              "Verdict"};
-  t.numeric = {false, true, false, false, true, true, true, true, false};
+              "±", "Verdict"};
+  t.numeric = {false, true, false, false, true, true, true, true, true, false};
   for (const PhaseComparison& p : c.phases) {
     std::string users = p.users ? std::to_string(*p.users) : kNoFigure;
     if (!p.current_phase) {
       t.rows.push_back({p.base_phase, users, kNoFigure, "phase present", kNoFigure, kNoFigure,
-                        kNoFigure, kNoFigure, "MISSING"});
+                        kNoFigure, kNoFigure, kNoFigure, "MISSING"});
       continue;
     }
     std::string matched = p.matched_by;
@@ -32,10 +32,14 @@ Document comparison_document(const Comparison& c, const std::string& base_label,
       std::string change = r.base && r.current ? fmt_change(*r.base, *r.current) : kNoFigure;
       t.rows.push_back({p.base_phase, users, matched, r.rule.describe(), fmt_opt(r.base, fmt),
                         fmt_opt(r.current, fmt), change, fmt_opt(r.limit, fmt),
-                        verdict_name(r.verdict)});
+                        fmt_opt(r.uncertainty, fmt), verdict_name(r.verdict)});
+      if (r.verdict == Verdict::inconclusive || r.verdict == Verdict::within_noise) {
+        s.notes.push_back("- " + fmt_phase(p.base_phase, p.users) + ": " + r.message + ".");
+      }
     }
   }
   t.drop_duplicate_column(0, 1);
+  t.drop_empty_columns(4);
   s.tables.push_back(std::move(t));
   for (const std::string& name : c.unmatched_current) {
     s.notes.push_back("- Phase " + name + " of the current run has no baseline phase (not judged).");
@@ -50,10 +54,13 @@ Document comparison_document(const Comparison& c, const std::string& base_label,
   Section v;
   v.title = "Verdict";
   int code = c.exit_code();
-  v.lines.push_back(code == 0   ? "PASS: every phase is within the limits."
-                    : code == 1 ? "FAIL: regression (exit 1)."
-                                : "FAIL: the comparison is incomplete, see MISSING / NO DATA "
-                                  "(exit 2).");
+  v.lines.push_back(code == 1   ? "FAIL: regression (exit 1)."
+                    : code == 2 ? "FAIL: the comparison is incomplete, see MISSING / NO DATA "
+                                  "(exit 2)."
+                    : c.inconclusive()
+                        ? "PASS with INCONCLUSIVE rules: the figures are too uncertain to judge "
+                          "them (exit 0; 3 with --fail-inconclusive)."
+                        : "PASS: every phase is within the limits (within noise counts as within).");
   doc.sections.push_back(std::move(v));
   return doc;
 }

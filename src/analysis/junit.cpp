@@ -31,7 +31,7 @@ std::string xml_escape(const std::string& s) {
 }  // namespace
 
 std::string junit_xml(const Comparison& comparison, const std::string& suite_name) {
-  int tests = 0, failures = 0, errors = 0;
+  int tests = 0, failures = 0, errors = 0, skipped = 0;
   std::ostringstream cases;
   for (const PhaseComparison& p : comparison.phases) {
     std::string classname = xml_escape(fmt_phase(p.base_phase, p.users));
@@ -46,8 +46,11 @@ std::string junit_xml(const Comparison& comparison, const std::string& suite_nam
       ++tests;
       cases << "    <testcase classname=\"" << classname << "\" name=\""
             << xml_escape(r.rule.describe()) << "\"";
-      if (r.verdict == Verdict::ok) {
+      if (r.verdict == Verdict::ok || r.verdict == Verdict::within_noise) {
         cases << ">\n      <system-out>" << xml_escape(r.message) << "</system-out>\n";
+      } else if (r.verdict == Verdict::inconclusive) {
+        ++skipped;
+        cases << ">\n      <skipped message=\"inconclusive: " << xml_escape(r.message) << "\"/>\n";
       } else if (r.verdict == Verdict::regression) {
         ++failures;
         cases << ">\n      <failure type=\"regression\" message=\"" << xml_escape(r.message)
@@ -70,7 +73,7 @@ std::string junit_xml(const Comparison& comparison, const std::string& suite_nam
       << "<testsuites name=\"" << name << "\" tests=\"" << tests << "\" failures=\"" << failures
       << "\" errors=\"" << errors << "\">\n"
       << "  <testsuite name=\"" << name << "\" tests=\"" << tests << "\" failures=\"" << failures
-      << "\" errors=\"" << errors << "\" skipped=\"0\">\n"
+      << "\" errors=\"" << errors << "\" skipped=\"" << skipped << "\">\n"
       << cases.str() << "  </testsuite>\n</testsuites>\n";
   return out.str();
 }

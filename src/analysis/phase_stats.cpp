@@ -122,9 +122,23 @@ void to_json(ojson& j, const PhaseStats& p) {
   jf::put(j, "stable_seconds", p.stable_seconds);
   jf::put(j, "warmup_rule", p.warmup_rule);
   jf::put(j, "rps", p.rps);
+  jf::put(j, "rps_low", p.rps_low);
+  jf::put(j, "rps_high", p.rps_high);
+  jf::put(j, "rps_window_start", p.rps_window_start);
+  jf::put(j, "rps_window_end", p.rps_window_end);
+  jf::put(j, "rps_method", p.rps_method);
+  jf::put(j, "rps_unavailable", p.rps_unavailable);
   jf::put(j, "p50_seconds", p.p50_seconds);
   jf::put(j, "p95_seconds", p.p95_seconds);
   jf::put(j, "p99_seconds", p.p99_seconds);
+  jf::put(j, "p50_low_seconds", p.p50_low_seconds);
+  jf::put(j, "p50_high_seconds", p.p50_high_seconds);
+  jf::put(j, "p95_low_seconds", p.p95_low_seconds);
+  jf::put(j, "p95_high_seconds", p.p95_high_seconds);
+  jf::put(j, "p99_low_seconds", p.p99_low_seconds);
+  jf::put(j, "p99_high_seconds", p.p99_high_seconds);
+  jf::put(j, "latency_method", p.latency_method);
+  jf::put(j, "latency_window", p.latency_window);
   jf::put(j, "error_ratio", p.error_ratio);
   if (!p.targets.empty()) j["targets"] = p.targets;
   ojson host = p.host;
@@ -150,9 +164,26 @@ void from_json(const json& j, PhaseStats& p) {
   p.stable_seconds = jf::non_negative(j, "stable_seconds");
   p.warmup_rule = jf::string(j, "warmup_rule").value_or("");
   p.rps = jf::non_negative(j, "rps");
+  p.rps_low = jf::non_negative(j, "rps_low");
+  p.rps_high = jf::non_negative(j, "rps_high");
+  if (p.rps && ((p.rps_low && *p.rps_low > *p.rps) || (p.rps_high && *p.rps_high < *p.rps))) {
+    throw std::invalid_argument("rps_low, rps_high: must bound rps");
+  }
+  p.rps_window_start = jf::number(j, "rps_window_start");
+  p.rps_window_end = jf::number(j, "rps_window_end");
+  p.rps_method = jf::string(j, "rps_method").value_or("");
+  p.rps_unavailable = jf::string(j, "rps_unavailable").value_or("");
   p.p50_seconds = jf::non_negative(j, "p50_seconds");
   p.p95_seconds = jf::non_negative(j, "p95_seconds");
   p.p99_seconds = jf::non_negative(j, "p99_seconds");
+  p.p50_low_seconds = jf::non_negative(j, "p50_low_seconds");
+  p.p50_high_seconds = jf::non_negative(j, "p50_high_seconds");
+  p.p95_low_seconds = jf::non_negative(j, "p95_low_seconds");
+  p.p95_high_seconds = jf::non_negative(j, "p95_high_seconds");
+  p.p99_low_seconds = jf::non_negative(j, "p99_low_seconds");
+  p.p99_high_seconds = jf::non_negative(j, "p99_high_seconds");
+  p.latency_method = jf::string(j, "latency_method").value_or("");
+  p.latency_window = jf::string(j, "latency_window").value_or("");
   p.error_ratio = jf::ratio(j, "error_ratio");
   p.targets.clear();
   if (const json* targets = jf::array(j, "targets")) {

@@ -80,9 +80,20 @@ struct PhaseStats {
   std::string warmup_rule;  // how stable_start was chosen, in words
 
   std::optional<double> rps;  // mean over the stable window
-  std::optional<double> p50_seconds;  // generator latency quantiles as the generator reports them
+  std::optional<double> rps_low, rps_high;  // the bound of rps, when known
+  /// The window the rate spans: the moments of its first and last counter change (unix s).
+  std::optional<double> rps_window_start, rps_window_end;
+  std::string rps_method;       // how rps was measured, in words
+  std::string rps_unavailable;  // why rps is absent, e.g. "1 counter update in 7 s: ..."
+  std::optional<double> p50_seconds;  // generator latency quantiles, as latency_method says
   std::optional<double> p95_seconds;
   std::optional<double> p99_seconds;
+  /// The bound of each quantile (the histogram bucket it lies in), when known.
+  std::optional<double> p50_low_seconds, p50_high_seconds;
+  std::optional<double> p95_low_seconds, p95_high_seconds;
+  std::optional<double> p99_low_seconds, p99_high_seconds;
+  std::string latency_method;  // "histogram", "generator" or empty (no quantiles)
+  std::string latency_window;  // which figure and over what window, in words
   std::optional<double> error_ratio;  // failures / requests in the stable window
 
   std::vector<TargetPhaseStats> targets;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "analysis/generator_figures.h"
+
 namespace loadwatch::analysis {
 
 double WarmupRule::warmup_seconds(double phase_seconds) const {
@@ -117,12 +119,12 @@ PhaseStats summarize_phase(const PhaseWindow& window, const RunSeries& series,
   p.warmup_rule = warmup.describe();
 
   const GeneratorSeries& g = series.generator;
-  p.rps = g.requests.empty() ? mean_in(g.rps, stable, end) : rate_in(g.requests, stable, end);
-  p.p50_seconds = median_in(g.p50_seconds, stable, end);
-  p.p95_seconds = median_in(g.p95_seconds, stable, end);
-  p.p99_seconds = median_in(g.p99_seconds, stable, end);
-  p.error_ratio =
-      ratio_of(increase_in(g.failures, stable, end), increase_in(g.requests, stable, end));
+  summarize_generator(p, g, stable, end);
+  // Without a rate the ratio of the two counters' rises still holds: they move together.
+  if (!p.error_ratio) {
+    p.error_ratio =
+        ratio_of(increase_in(g.failures, stable, end), increase_in(g.requests, stable, end));
+  }
 
   p.targets.reserve(series.targets.size());
   for (const TargetSeries& t : series.targets) {

@@ -47,11 +47,29 @@ struct HostSeries {
   Series swap_in_pages, swap_out_pages;  // counters
 };
 
+/// One generator source's own counters, with the ages that say which moment they describe.
+struct GeneratorSourceSeries {
+  std::string name;
+  Series requests;  // counter
+  Series failures;  // counter
+  Series data_age_seconds;              // absent on older data: then the sample spacing bounds
+  Series data_age_uncertainty_seconds;  // how much older the figures may be than the age says
+  std::map<double, Series> duration_buckets;  // le -> cumulative count (the listener's histogram)
+  /// Users as the same answers reported them: a count shown beside another user count than
+  /// the phase's is not the phase's (a phase's end is seen up to one update late).
+  Series users;
+};
+
 struct GeneratorSeries {
   Series requests;  // counter
   Series failures;  // counter
   Series rps;       // gauge as the generator reports it; used when there is no request counter
   Series p50_seconds, p95_seconds, p99_seconds;  // as the generator reports them
+  /// What the quantiles above are, in words, e.g. "the generator's rolling quantile (Locust:
+  /// its last 10 s)".
+  std::string latency_window;
+  /// Per source: rates come from each one's change points, then add up.
+  std::vector<GeneratorSourceSeries> sources;
 };
 
 struct MockSeries {

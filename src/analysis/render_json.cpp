@@ -36,6 +36,7 @@ std::string render_comparison_json(const Comparison& c, const std::string& base_
       if (r.base) jr["base"] = *r.base;
       if (r.current) jr["current"] = *r.current;
       if (r.limit) jr["limit"] = *r.limit;
+      if (r.uncertainty) jr["uncertainty"] = *r.uncertainty;
       results.push_back(std::move(jr));
     }
     jp["results"] = std::move(results);
@@ -48,6 +49,7 @@ std::string render_comparison_json(const Comparison& c, const std::string& base_
             {"idle_phases", c.idle_phases},
             {"problems", c.problems},
             {"regressed", c.regressed()},
+            {"inconclusive", c.inconclusive()},
             {"exit_code", c.exit_code()}};
   return j.dump(2) + "\n";
 }

@@ -4,6 +4,7 @@
 
 #include "analysis/document.h"
 #include "analysis/format_figures.h"
+#include "util/printable.h"
 
 namespace loadwatch::analysis {
 
@@ -16,7 +17,19 @@ std::size_t width(const std::string& s) {
   return w;
 }
 
-void write_table(std::ostringstream& out, const Table& t) {
+/// The table with every cell on one line, without controls (widths are measured on what is
+/// written).
+Table printable(const Table& t) {
+  Table p = t;
+  for (auto& h : p.header) h = printable_line(h);
+  for (auto& row : p.rows) {
+    for (auto& c : row) c = printable_line(c);
+  }
+  return p;
+}
+
+void write_table(std::ostringstream& out, const Table& table) {
+  const Table t = printable(table);
   std::vector<std::size_t> widths(t.header.size(), 0);
   for (std::size_t c = 0; c < t.header.size(); ++c) widths[c] = width(t.header[c]);
   for (const auto& row : t.rows) {
@@ -72,15 +85,15 @@ void Table::drop_duplicate_column(std::size_t a, std::size_t b) {
 std::string render_text(const Document& doc) {
   std::ostringstream out;
   out << doc.title << '\n' << std::string(width(doc.title), '=') << '\n';
-  for (const std::string& l : doc.lines) out << l << '\n';
+  for (const std::string& l : doc.lines) out << printable_line(l) << '\n';
   for (const Section& s : doc.sections) {
     out << '\n' << s.title << '\n' << std::string(width(s.title), '-') << '\n';
-    for (const std::string& l : s.lines) out << l << '\n';
+    for (const std::string& l : s.lines) out << printable_line(l) << '\n';
     for (std::size_t i = 0; i < s.tables.size(); ++i) {
       if (i > 0 || !s.lines.empty()) out << '\n';
       write_table(out, s.tables[i]);
     }
-    for (const std::string& l : s.notes) out << l << '\n';
+    for (const std::string& l : s.notes) out << printable_line(l) << '\n';
   }
   return out.str();
 }

@@ -2,6 +2,7 @@
 // that state the knee, the fit and the bottleneck.
 #include <cstdio>
 
+#include "analysis/change_points.h"
 #include "analysis/format_figures.h"
 #include "analysis/latency_knee.h"
 #include "analysis/render.h"
@@ -22,15 +23,31 @@ std::string mib_per_minute(double bytes_per_second) {
   return buf;
 }
 
+/// "±1.2 %" of rps from its bound.
+std::string rps_uncertainty(const PhaseStats& p) {
+  if (!p.rps || !p.rps_low || !p.rps_high || *p.rps <= 0) return kNoFigure;
+  return fmt_uncertainty((*p.rps_high - *p.rps_low) / 2 / *p.rps);
+}
+
+/// "10.0-20.0 ms": the bucket a histogram quantile lies in.
+std::string quantile_bound(std::optional<double> low, std::optional<double> high) {
+  if (!low || !high) return kNoFigure;
+  std::string hi = fmt_ms(*high);
+  return fmt_ms(*low).substr(0, fmt_ms(*low).find(' ')) + "-" + hi;
+}
+
 Table phase_table(const CapacityReport& r) {
   Table t;
-  t.header = {"Phase", "Users", "Duration", "Stable", "RPS", "p50", "p95", "p99", "Errors",
-              "Mock p95", "Mock errors"};
-  t.numeric = {false, true, true, true, true, true, true, true, true, true, true};
+  t.header = {"Phase", "Users", "Duration", "Stable", "RPS", "RPS ±", "p50", "p95", "p95 bound",
+              "p99", "Errors", "Mock p95", "Mock errors"};
+  t.numeric.assign(t.header.size(), true);
+  t.numeric[0] = false;
   for (const PhaseStats& p : r.phases) {
     t.rows.push_back({p.name, users_text(p.users), fmt_opt(p.duration_seconds, fmt_seconds),
                       fmt_opt(p.stable_seconds, fmt_seconds), fmt_opt(p.rps, fmt_rps),
-                      fmt_opt(p.p50_seconds, fmt_ms), fmt_opt(p.p95_seconds, fmt_ms),
+                      rps_uncertainty(p), fmt_opt(p.p50_seconds, fmt_ms),
+                      fmt_opt(p.p95_seconds, fmt_ms),
+                      quantile_bound(p.p95_low_seconds, p.p95_high_seconds),
                       fmt_opt(p.p99_seconds, fmt_ms), fmt_opt(p.error_ratio, fmt_pct),
                       fmt_opt(p.mock.p95_seconds, fmt_ms), fmt_opt(p.mock.error_ratio, fmt_pct)});
   }
@@ -98,6 +115,23 @@ Table host_table(const CapacityReport& r) {
   return t;
 }
 
+/// How req/s and the latency quantiles were measured, and why a phase has no req/s.
+void measurement_lines(const CapacityReport& r, Section& s) {
+  std::string rps_method, latency;
+  for (const PhaseStats& p : r.phases) {
+    if (rps_method.empty()) rps_method = p.rps_method;
+    if (latency.empty() && !p.latency_window.empty()) latency = p.latency_window;
+  }
+  if (!rps_method.empty()) s.lines.push_back("Req/s: " + rps_method + "; RPS ± is its bound.");
+  if (!latency.empty()) s.lines.push_back("Latency p50/p95/p99: " + latency + ".");
+  for (const PhaseStats& p : r.phases) {
+    if (!p.rps && !p.rps_unavailable.empty()) {
+      s.notes.push_back("- " + fmt_phase(p.name, p.users) + ": no req/s: " + p.rps_unavailable +
+                        ".");
+    }
+  }
+}
+
 std::string stable_window_line(const CapacityReport& r) {
   for (const PhaseStats& p : r.phases) {
     if (!p.warmup_rule.empty()) return "Stable window: warm-up dropped by the rule \"" +
@@ -119,6 +153,9 @@ Section knee_section(const CapacityReport& r) {
   } else {
     s.lines.push_back("- Throughput knee: " + r.knee.reason + ".");
   }
+  for (const std::string& left : r.left_out_of_scaling) {
+    s.lines.push_back("- Left out (also of the USL fit): " + left + ".");
+  }
   if (r.latency_knee.phase) {
     std::snprintf(buf, sizeof buf, " (more than %.0f %% above the trend of the lower loads).",
                   kLatencyKneeRise * 100);
@@ -136,6 +173,10 @@ Section usl_section(const CapacityReport& r) {
   s.title = "Universal Scalability Law";
   s.lines.push_back("X(N) = γN / (1 + α(N−1) + βN(N−1)), least squares with α, β in [0, 1], γ ≥ 0.");
   const UslFit& u = r.usl;
+  if (!r.left_out_of_scaling.empty()) {
+    s.lines.push_back("- Fitted without the " + std::to_string(r.left_out_of_scaling.size()) +
+                      " phase(s) that have no req/s (see Knee).");
+  }
   if (!u.fitted) {
     s.lines.push_back("- No fit: " + u.reason + ".");
     return s;
@@ -188,6 +229,7 @@ Document capacity_document(const CapacityReport& r) {
   Section phases;
   phases.title = "Phases";
   phases.lines.push_back(stable_window_line(r));
+  measurement_lines(r, phases);
   phases.tables.push_back(phase_table(r));
   Table targets = target_table(r);
   if (!targets.rows.empty()) phases.tables.push_back(std::move(targets));

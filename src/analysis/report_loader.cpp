@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/bounded_json.h"
+
 namespace loadwatch::analysis {
 
 std::string read_input(const std::string& path, std::size_t max_bytes) {
@@ -52,9 +54,12 @@ CapacityReport report_from_csv(std::string_view text, const std::string& input_l
 CapacityReport report_from_json(std::string_view text) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw ReportLoadError(std::string("not valid JSON: ") + e.what());
+    j = parse_bounded_json(text);
+  } catch (const JsonInputError& e) {
+    throw ReportLoadError(e.what());
+  }
+  if (!j.is_object()) {
+    throw ReportLoadError(std::string("expected a report (a JSON object), got ") + j.type_name());
   }
   try {
     return j.get<CapacityReport>();
@@ -75,7 +80,9 @@ CapacityReport FileReportLoader::load(const std::string& ref) const {
   std::size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string::npos) throw ReportLoadError(ref + ": empty");
   try {
-    if (text[first] == '{') return report_from_json(text);
+    // A CSV starts with its header; "[" is JSON too, refused as JSON rather than read as a
+    // one-column CSV of a single enormous line.
+    if (text[first] == '{' || text[first] == '[') return report_from_json(text);
     return report_from_csv(text, "csv:" + ref, csv_, analysis_);
   } catch (const ReportLoadError& e) {
     throw ReportLoadError(ref + ": " + e.what());

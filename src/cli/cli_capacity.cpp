@@ -8,6 +8,7 @@
 #include "cli/cli_common.h"
 #include "analysis/render.h"
 #include "analysis/report_loader.h"
+#include "report/render_html.h"
 
 namespace loadwatch::analysis {
 
@@ -20,7 +21,7 @@ int run_capacity(int argc, char** argv) {
   std::string file, format_name = "table", columns;
   AnalysisOptions analysis;
   app.add_option("FILE", file, "CSV file, or - for stdin")->required();
-  app.add_option("--format", format_name, "table, markdown or json")->capture_default_str();
+  app.add_option("--format", format_name, "table, markdown, json or html (one self-contained file)")->capture_default_str();
   app.add_option("--columns", columns,
                  "Column names for a file without a header, comma-separated "
                  "(e.g. users,rps,p95_ms,error_pct)");
@@ -31,8 +32,9 @@ int run_capacity(int argc, char** argv) {
                "Kneedle's online variant: the last knee instead of the first");
   if (auto code = parse_cli(app, argc, argv)) return *code;
 
-  std::optional<Format> format = parse_format(format_name);
-  if (!format) return usage_error("--format: expected table, markdown or json");
+  bool html = format_name == "html";
+  std::optional<Format> format = html ? Format::json : parse_format(format_name);
+  if (!format) return usage_error("--format: expected table, markdown, json or html");
   CsvOptions csv;
   if (!columns.empty()) {
     std::stringstream in(columns);
@@ -41,7 +43,9 @@ int run_capacity(int argc, char** argv) {
   try {
     std::string text = read_input(file);
     CapacityReport report = report_from_csv(text, "csv:" + file, csv, analysis);
-    std::cout << render_report(report, *format);
+    // A CSV has no time series: the page draws the scaling chart and the tables.
+    std::cout << (html ? report::render_report_html(render_report_json(report), "{}")
+                       : render_report(report, *format));
     if (*format != Format::json) std::cout << std::flush;
     return 0;
   } catch (const ReportLoadError& e) {

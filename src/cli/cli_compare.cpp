@@ -19,9 +19,11 @@ int run_compare(int argc, char** argv) {
       "Compare a run with a baseline, phase by phase (matched by user count, else by name).\n"
       "BASE and CUR are saved reports (capacity --format json, or a capacity CSV), or run\n"
       "ids of the loadwatch given with --url.\n"
-      "Exit 0 within the limits, 1 on a regression, 2 on bad input.\n"
+      "Exit 0 within the limits, 1 on a regression, 2 on bad input. A difference within the\n"
+      "two figures' combined uncertainty is \"within noise\" (exit 0); a rule whose margin is\n"
+      "smaller than that uncertainty is INCONCLUSIVE (exit 0, or 3 with --fail-inconclusive).\n"
       "Rules: METRIC=CHANGE with METRIC rps, p50, p95, p99, error_ratio and CHANGE like +20%,\n"
-      "-10%, +0.5pp (error_ratio), +30ms. Default: --max p95=+20%.",
+      "-10%, -50/s (rps, absolute), +0.5pp (error_ratio), +30ms. Default: --max p95=+20%.",
       "loadwatch compare"};
   std::string base_ref, current_ref, junit_file, format_name = "table";
   std::vector<std::string> max_specs, min_specs;
@@ -40,6 +42,9 @@ int run_compare(int argc, char** argv) {
   app.add_option("--password-file", client.password_file, "Basic auth password file for --url");
   app.add_option("--junit", junit_file, "Write the verdicts as JUnit XML to this file");
   app.add_option("--format", format_name, "table, markdown or json")->capture_default_str();
+  bool fail_inconclusive = false;
+  app.add_flag("--fail-inconclusive", fail_inconclusive,
+               "Exit 3 when a rule is inconclusive (the figures too uncertain for its margin)");
   if (auto code = parse_cli(app, argc, argv)) return *code;
 
   std::optional<Format> format = parse_format(format_name);
@@ -50,6 +55,9 @@ int run_compare(int argc, char** argv) {
     for (const std::string& s : min_specs) rules.push_back(parse_rule(Bound::min, s));
   } catch (const std::invalid_argument& e) {
     return usage_error(std::string("bad rule ") + e.what());
+  }
+  for (const Rule& r : rules) {
+    if (!r.warning.empty()) std::cerr << "loadwatch compare: warning: " << r.warning << "\n";
   }
   if (rules.empty()) rules = default_rules();
 
@@ -69,7 +77,7 @@ int run_compare(int argc, char** argv) {
     out.close();
     if (!out) return usage_error(junit_file + ": cannot write the JUnit file");
   }
-  return comparison.exit_code();
+  return comparison.exit_code(fail_inconclusive);
 }
 
 }  // namespace loadwatch::analysis

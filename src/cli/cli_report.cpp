@@ -15,6 +15,7 @@
 #include "report/run_report.h"
 #include "report/timeline.h"
 #include "cli/url_report_loader.h"
+#include "util/bounded_json.h"
 #include "util/unix_time.h"
 
 namespace loadwatch::report {
@@ -25,21 +26,44 @@ using analysis::usage_error;
 
 /// The newest finished run with phases, else the open one.
 std::string pick_run(const RunClient& client) {
-  auto doc = nlohmann::json::parse(fetch_from_loadwatch(client, "/api/v1/runs"), nullptr, false);
-  if (doc.is_discarded() || !doc.contains("data") || !doc["data"].is_array()) {
+  nlohmann::json doc;
+  try {
+    doc = parse_bounded_json(fetch_from_loadwatch(client, "/api/v1/runs"));
+  } catch (const JsonInputError& e) {
+    throw analysis::ReportLoadError(std::string("/api/v1/runs: ") + e.what());
+  }
+  if (!doc.is_object() || !doc.contains("data") || !doc["data"].is_array()) {
     throw analysis::ReportLoadError("/api/v1/runs: not the run list");
   }
   std::string open;
-  for (const auto& r : doc["data"]) {
-    if (!r.contains("phases") || r["phases"].empty()) continue;
-    if (r.value("state", "") == "running") {
-      if (open.empty()) open = r.value("id", "");
-      continue;
+  try {
+    for (const auto& r : doc["data"]) {
+      if (json_array_or_empty(r, "phases").empty()) continue;
+      if (json_string_or(r, "state") == "running") {
+        if (open.empty()) open = json_string_or(r, "id");
+        continue;
+      }
+      return json_string_or(r, "id");
     }
-    return r.value("id", "");
+  } catch (const JsonInputError& e) {
+    throw analysis::ReportLoadError(std::string("/api/v1/runs: a run: ") + e.what());
   }
   if (open.empty()) throw analysis::ReportLoadError("the loadwatch has no run with phases");
   return open;
+}
+
+/// A timeline from a file or a server, checked and written back compact (it goes into the
+/// HTML page as it is); empty stays empty.
+std::string checked_timeline(const std::string& text) {
+  if (text.empty()) return text;
+  nlohmann::json t;
+  try {
+    t = parse_bounded_json(text);
+  } catch (const JsonInputError& e) {
+    throw analysis::ReportLoadError(std::string("the timeline: ") + e.what());
+  }
+  if (!t.is_object()) throw analysis::ReportLoadError("the timeline: not a JSON object");
+  return t.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -117,6 +141,7 @@ int run_report_cli(int argc, char** argv) {
       report_json = analysis::render_report_json(rep);
       timeline = timeline_json(series).dump();
     }
+    if (html) timeline = checked_timeline(timeline);
     label = run_ref;
   } catch (const std::exception& e) {
     return usage_error(e.what());

@@ -20,6 +20,7 @@
 
 #include "config/config.h"
 #include "cli/run_client.h"
+#include "util/bounded_json.h"
 
 namespace loadwatch {
 
@@ -36,7 +37,7 @@ const char* env_or(const char* name, const char* fallback) {
 /// The "error" of an API error body, else the body itself (trimmed).
 std::string server_message(const RunAnswer& a) {
   try {
-    auto j = nlohmann::json::parse(a.body);
+    auto j = parse_bounded_json(a.body);
     if (j.is_object() && j.contains("error") && j["error"].is_string()) {
       return j["error"].get<std::string>();
     }
@@ -47,8 +48,28 @@ std::string server_message(const RunAnswer& a) {
   return body;
 }
 
+/// What a successful answer's "data" must be.
+enum class Expect { any, run, run_list };
+
+/// Throws JsonInputError unless `run` is a run object as the API writes it, so that reading
+/// its fields afterwards cannot fail.
+void expect_run(const nlohmann::json& run) {
+  if (!run.is_object()) throw JsonInputError(std::string("a run is ") + run.type_name());
+  if (json_string_or(run, "id").empty()) throw JsonInputError("a run has no \"id\"");
+  json_string_or(run, "state");
+  json_string_or(run, "origin");
+  json_number_or(run, "start", 0);
+  json_number_or(run, "end", 0);
+  for (const auto& p : json_array_or_empty(run, "phases")) {
+    if (!p.is_object()) throw JsonInputError(std::string("a phase is ") + p.type_name());
+    json_string_or(p, "name");
+  }
+}
+
 /// Prints why a request failed and returns the exit code; 0 (and the data) when it worked.
-int check(const char* what, const RunAnswer& a, nlohmann::json* data = nullptr) {
+/// An answer that is not what a loadwatch sends is exit 2 with a message.
+int check(const char* what, const RunAnswer& a, nlohmann::json* data = nullptr,
+          Expect expect = Expect::run) {
   if (!a.reached) {
     std::fprintf(stderr, "loadwatch run %s: %s\n", what, a.error.c_str());
     return kUsage;
@@ -58,19 +79,24 @@ int check(const char* what, const RunAnswer& a, nlohmann::json* data = nullptr) 
                  server_message(a).c_str());
     return kRefused;
   }
-  nlohmann::json j;
   try {
-    j = nlohmann::json::parse(a.body);
-  } catch (const std::exception&) {
-    std::fprintf(stderr, "loadwatch run %s: the answer is not JSON: is this a loadwatch?\n", what);
+    nlohmann::json j = parse_bounded_json(a.body);
+    if (!j.is_object()) throw JsonInputError(std::string("the answer is ") + j.type_name());
+    for (const auto& w : json_array_or_empty(j, "warnings")) {
+      std::fprintf(stderr, "loadwatch run %s: warning: %s\n", what,
+                   w.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace).c_str());
+    }
+    nlohmann::json d = j.contains("data") ? std::move(j["data"]) : nlohmann::json();
+    if (expect == Expect::run) expect_run(d);
+    if (expect == Expect::run_list) {
+      if (!d.is_array()) throw JsonInputError(std::string("the run list is ") + d.type_name());
+      for (const auto& run : d) expect_run(run);
+    }
+    if (data) *data = std::move(d);
+  } catch (const JsonInputError& e) {
+    std::fprintf(stderr, "loadwatch run %s: not a loadwatch answer: %s\n", what, e.what());
     return kUsage;
   }
-  if (j.contains("warnings")) {
-    for (const auto& w : j["warnings"]) {
-      std::fprintf(stderr, "loadwatch run %s: warning: %s\n", what, w.dump().c_str());
-    }
-  }
-  if (data) *data = j.value("data", nlohmann::json());
   return 0;
 }
 
@@ -106,17 +132,17 @@ std::string utc(double t) {
 
 int list_runs(const RunClient& client) {
   nlohmann::json data;
-  if (int rc = check("list", client.get("/api/v1/runs"), &data)) return rc;
+  if (int rc = check("list", client.get("/api/v1/runs"), &data, Expect::run_list)) return rc;
   std::printf("%-40s %-11s %-19s %9s %6s  %s\n", "ID", "STATE", "START (UTC)", "SECONDS", "PHASES",
               "ORIGIN");
   for (const auto& run : data) {
-    double start = run.value("start", 0.0);
-    const auto& end = run["end"];
-    std::string seconds =
-        end.is_number() ? std::to_string(std::lround(end.get<double>() - start)) : "-";
-    std::printf("%-40s %-11s %-19s %9s %6zu  %s\n", run.value("id", "").c_str(),
-                run.value("state", "").c_str(), utc(start).c_str(), seconds.c_str(),
-                run["phases"].size(), run.value("origin", "").c_str());
+    // expect_run checked every field read here.
+    double start = json_number_or(run, "start", 0);
+    double end = json_number_or(run, "end", NAN);
+    std::string seconds = std::isfinite(end) ? std::to_string(std::lround(end - start)) : "-";
+    std::printf("%-40s %-11s %-19s %9s %6zu  %s\n", json_string_or(run, "id").c_str(),
+                json_string_or(run, "state").c_str(), utc(start).c_str(), seconds.c_str(),
+                json_array_or_empty(run, "phases").size(), json_string_or(run, "origin").c_str());
   }
   return 0;
 }
@@ -342,9 +368,9 @@ int run_cli(int argc, char** argv) {
                        &run)) {
       return rc;
     }
-    const auto& phases = run["phases"];
-    std::printf("%s: phase %s\n", run.value("id", "").c_str(),
-                phases.empty() ? "" : phases.back().value("name", "").c_str());
+    const auto& phases = json_array_or_empty(run, "phases");
+    std::printf("%s: phase %s\n", json_string_or(run, "id").c_str(),
+                phases.empty() ? "" : json_string_or(phases.back(), "name").c_str());
     return 0;
   }
   if (stop->parsed()) {
@@ -367,7 +393,8 @@ int run_cli(int argc, char** argv) {
       current.value("id", "") != id) {
     std::fprintf(stderr, "loadwatch run exec: run %s is no longer the open run; not stopping\n",
                  id.c_str());
-  } else if (check("exec (stop)", client->post("/api/v1/runs/current/stop", "{}")) == 0) {
+  } else if (check("exec (stop)", client->post("/api/v1/runs/current/stop", "{}"), nullptr,
+                   Expect::any) == 0) {
     std::fprintf(stderr, "loadwatch run exec: run %s stopped; command exited %d\n", id.c_str(), rc);
   }
   return rc;

@@ -8,10 +8,10 @@
 
 namespace loadwatch {
 
-inline constexpr std::array<std::string_view, 20> kCollectorNames = {
-    "targets",  "throttling", "stat",   "softirqs", "meminfo",   "vmstat",   "pressure",
-    "loadavg",  "filefd",     "tcp",    "netstat",  "sockstat",  "sysctl",   "netdev",
-    "conntrack", "graphite",  "influx", "textfile", "sources",   "http",
+inline constexpr std::array<std::string_view, 21> kCollectorNames = {
+    "targets",   "throttling", "stat",   "softirqs", "meminfo", "vmstat", "pressure",
+    "loadavg",   "filefd",     "tcp",    "netstat",  "sockstat", "sysctl", "netdev",
+    "conntrack", "graphite",   "influx", "textfile", "sources", "http",   "runs",
 };
 
 /// True when `name` is one of kCollectorNames.

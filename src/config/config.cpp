@@ -256,8 +256,11 @@ class Parser : private YamlReader {
         config.collectors[name] = boolean(it->second, "collector " + name);
       }
     }
-    // A file truncated or half-written during a run must not switch monitoring off.
-    if (config.targets.empty() && config.sources.empty() && !config.allow_empty) {
+    // A file truncated or half-written during a run must not switch monitoring off; one that
+    // asks for anything (ports to watch, collector switches) is not empty.
+    bool asks_nothing = config.targets.empty() && config.sources.empty() &&
+                        config.tcp.ports.empty() && config.collectors.empty();
+    if (asks_nothing && !config.allow_empty) {
       fail(YAML::Mark::null_mark(), kEmpty);
     }
     return config;

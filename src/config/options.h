@@ -35,6 +35,10 @@ struct Options {
   bool enable_run_api = false;
   /// Directory for state that outlives the daemon (runs); empty = memory only.
   std::string storage_path;
+  /// Bytes of /metrics (estimated text, before gzip) that pushes, textfiles and pull sources'
+  /// families share: each collector gets a fair share, and past it its largest families are
+  /// dropped (loadwatch_dropped_series_total{reason="page_bytes"}).
+  std::size_t metrics_push_max_bytes = 32u << 20;
 };
 
 }  // namespace loadwatch

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 #include <string_view>
 #include <unordered_map>
 
 #include "metrics/exposition.h"
+#include "metrics/page_budget.h"
 
 namespace loadwatch {
 
@@ -37,6 +39,7 @@ class Guard {
       if (alive_[i]) check_family(i);
     }
     cap_total();
+    cap_bytes();
     std::size_t w = 0;
     for (std::size_t i = 0; i < fams_.size(); ++i) {
       if (!alive_[i] || fams_[i].metric.empty()) continue;
@@ -326,6 +329,51 @@ class Guard {
         total += n;
         return true;
       });
+    }
+  }
+
+  // The budgeted origins' parts of families, cut to fair shares of options_.budget_bytes.
+  void cap_bytes() {
+    if (options_.budget_bytes == 0 || options_.budgeted.empty()) return;
+    struct Part {
+      std::size_t family;
+      std::uint16_t origin;
+      std::size_t slot;  // the origin's place in `wants`
+      std::size_t bytes;
+    };
+    std::vector<Part> parts;
+    std::vector<std::size_t> wants(options_.budgeted.size(), 0);
+    for (std::size_t i = 0; i < fams_.size(); ++i) {
+      if (!alive_[i]) continue;
+      const auto& f = fams_[i];
+      std::map<std::size_t, std::size_t> bytes;  // slot -> this family's bytes of that origin
+      for (std::size_t k = 0; k < f.metric.size(); ++k) {
+        auto it = std::find(options_.budgeted.begin(), options_.budgeted.end(),
+                            origin_id(origins_[i][k]));
+        if (it == options_.budgeted.end()) continue;
+        bytes[static_cast<std::size_t>(it - options_.budgeted.begin())] +=
+            exposition_bytes(f.metric[k], f.name, f.type);
+      }
+      for (const auto& [slot, b] : bytes) {
+        parts.push_back({i, options_.budgeted[slot], slot, b + header_bytes(f)});
+        wants[slot] += parts.back().bytes;
+      }
+    }
+    std::size_t total = 0;
+    for (std::size_t w : wants) total += w;
+    if (total <= options_.budget_bytes) return;
+    const auto shares = fair_shares(wants, options_.budget_bytes);
+    // Smallest first: one huge family goes before many small ones do.
+    std::stable_sort(parts.begin(), parts.end(),
+                     [](const Part& a, const Part& b) { return a.bytes < b.bytes; });
+    std::vector<std::size_t> used(wants.size(), 0);
+    for (const Part& p : parts) {
+      if (used[p.slot] + p.bytes <= shares[p.slot]) {
+        used[p.slot] += p.bytes;
+        continue;
+      }
+      filter(p.family, drop_reason::kPageBytes,
+             [&](std::size_t k) { return origin_id(origins_[p.family][k]) != p.origin; });
     }
   }
 

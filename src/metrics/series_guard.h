@@ -33,6 +33,11 @@ struct GuardOptions {
   std::size_t max_series = kMaxPageSeries;
   /// Replace invalid UTF-8 in HELP and label values with U+FFFD (and count it).
   bool fix_utf8 = true;
+  /// Bytes of the page (estimated, page_budget.h) that the series of `budgeted` origins share
+  /// fairly; 0: no byte budget.
+  std::size_t budget_bytes = 0;
+  /// Origins (without kForeignOrigin) under the byte budget: the push sources.
+  std::vector<std::uint16_t> budgeted;
 };
 
 /// What a guard pass changed, by origin (without kForeignOrigin).
@@ -60,7 +65,9 @@ struct GuardReport {
 /// - invalid UTF-8 in HELP and label values is replaced (options.fix_utf8), HELP is cut to
 ///   kMaxHelpBytes;
 /// - a series seen twice in a family keeps its first copy (duplicate);
-/// - past options.max_series, the rest is dropped (total_series).
+/// - past options.max_series, the rest is dropped (total_series);
+/// - past options.budget_bytes, the budgeted origins' families are cut to each origin's fair
+///   share: within an origin the smallest families are kept, the others dropped (page_bytes).
 /// `origins` may be null (every metric then has origin 0 and is foreign). Families left
 /// empty are removed. Adds what it did to `report`.
 void guard_families(std::vector<prometheus::MetricFamily>& families, SeriesOrigins* origins,

@@ -4,9 +4,14 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "util/bounded_json.h"
+
 namespace loadwatch::report {
 
 namespace {
+
+/// Prometheus answers a query_range of 11,000 points per series over many series.
+constexpr std::size_t kMaxAnswerBytes = 256u << 20;
 
 std::string escape_label(const std::string& v) {
   std::string out;
@@ -47,27 +52,46 @@ std::string url_encode(const std::string& s) {
 namespace {
 
 /// The answer's data.result, once status and resultType are what the caller asked for.
+/// Parsed with the depth and size caps; a member of the wrong type is an error, not a crash.
 nlohmann::json result_of(const std::string& body, const char* api, const char* type) {
-  nlohmann::json doc = nlohmann::json::parse(body, nullptr, false);
-  if (doc.is_discarded()) throw SeriesSourceError(std::string(api) + ": the answer is not JSON");
-  if (doc.value("status", "") != "success") {
-    throw SeriesSourceError(std::string(api) + ": " +
-                            doc.value("error", std::string("status is not success")));
+  try {
+    JsonLimits limits;
+    limits.max_bytes = kMaxAnswerBytes;
+    nlohmann::json doc = parse_bounded_json(body, limits);
+    if (!doc.is_object()) throw JsonInputError("the answer is not a JSON object");
+    if (json_string_or(doc, "status") != "success") {
+      throw JsonInputError(json_string_or(doc, "error", "status is not success"));
+    }
+    nlohmann::json& data = doc["data"];
+    if (json_string_or(json_object_or_empty(doc, "data"), "resultType") != type) {
+      throw JsonInputError(std::string("data.resultType is not ") + type);
+    }
+    json_array_or_empty(data, "result");
+    return data.contains("result") ? std::move(data["result"]) : nlohmann::json::array();
+  } catch (const JsonInputError& e) {
+    throw SeriesSourceError(std::string(api) + ": " + e.what());
   }
-  const nlohmann::json data = doc.value("data", nlohmann::json::object());
-  if (data.value("resultType", "") != type) {
-    throw SeriesSourceError(std::string(api) + ": data.resultType is not " + type);
-  }
-  return data.value("result", nlohmann::json::array());
 }
 
-std::map<std::string, std::string> labels_of(const nlohmann::json& r) {
+std::map<std::string, std::string> labels_of(const nlohmann::json& r, const char* api) {
   std::map<std::string, std::string> out;
-  const nlohmann::json metric = r.value("metric", nlohmann::json::object());
-  for (const auto& [k, v] : metric.items()) {
-    if (k != "__name__" && v.is_string()) out[k] = v.get<std::string>();
+  try {
+    for (const auto& [k, v] : json_object_or_empty(r, "metric").items()) {
+      if (k != "__name__" && v.is_string()) out[k] = v.get<std::string>();
+    }
+  } catch (const JsonInputError& e) {
+    throw SeriesSourceError(std::string(api) + ": a result: " + e.what());
   }
   return out;
+}
+
+/// A result's array member ("values" of a matrix, "value" of a vector); empty when absent.
+const nlohmann::json& values_of(const nlohmann::json& r, const char* key, const char* api) {
+  try {
+    return json_array_or_empty(r, key);
+  } catch (const JsonInputError& e) {
+    throw SeriesSourceError(std::string(api) + ": a result: " + e.what());
+  }
 }
 
 /// Adds a [time, "value"] pair; NaN and infinities (stale or undefined) are left out.
@@ -84,8 +108,8 @@ void add_point(const nlohmann::json& p, const char* api, analysis::Series& to) {
 std::vector<LabeledSeries> parse_query_range(const std::string& body) {
   std::vector<LabeledSeries> out;
   for (const auto& r : result_of(body, "query_range", "matrix")) {
-    LabeledSeries ls{labels_of(r), {}};
-    for (const auto& p : r.value("values", nlohmann::json::array())) {
+    LabeledSeries ls{labels_of(r, "query_range"), {}};
+    for (const auto& p : values_of(r, "values", "query_range")) {
       add_point(p, "query_range", ls.series);
     }
     out.push_back(std::move(ls));
@@ -96,8 +120,8 @@ std::vector<LabeledSeries> parse_query_range(const std::string& body) {
 std::vector<LabeledSeries> parse_query_vector(const std::string& body) {
   std::vector<LabeledSeries> out;
   for (const auto& r : result_of(body, "query", "vector")) {
-    LabeledSeries ls{labels_of(r), {}};
-    add_point(r.value("value", nlohmann::json()), "query", ls.series);
+    LabeledSeries ls{labels_of(r, "query"), {}};
+    add_point(values_of(r, "value", "query"), "query", ls.series);
     if (!ls.series.empty()) out.push_back(std::move(ls));
   }
   return out;
@@ -159,7 +183,7 @@ std::string PrometheusSeriesSource::selector(const std::string& family,
 std::string PrometheusSeriesSource::get(const std::string& path_and_query) {
   FetchOptions fo;
   fo.timeout = options_.timeout;
-  fo.max_bytes = 256u << 20;
+  fo.max_bytes = kMaxAnswerBytes;
   FetchResult r = http_->get(options_.url + path_and_query, fo);
   if (!r.ok()) {
     throw SeriesSourceError("Prometheus " + options_.url + ": " + r.message);

@@ -12,7 +12,24 @@ std::string embedded(const char* name) {
   return f ? std::string(*f) : std::string();
 }
 
-/// Text safe inside <script>: no "</" can close the element early.
+/// JSON safe inside <script>: no "</script", "<!--" or "-->" can end the element early or
+/// switch the parser into its double-escaped state. JSON has < > & only inside strings, where
+/// \u003c, \u003e and \u0026 parse back to the same characters.
+std::string json_script_safe(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "\\u003c"; break;
+      case '>': out += "\\u003e"; break;
+      case '&': out += "\\u0026"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+/// Our own script files inside <script>: no "</" can close the element early.
 std::string script_safe(const std::string& s) {
   std::string out;
   out.reserve(s.size());
@@ -54,12 +71,13 @@ std::string render_report_html(const std::string& report_json, const std::string
   }
   h += "<h2>Scaling</h2>\n<div id=\"scaling\"></div>\n"
        "<h2>Phases</h2>\n<p id=\"saturated\"></p>\n<table id=\"phases\"></table>\n"
-       "<h2>Time series</h2>\n<div id=\"timeline\"></div>\n"
+       "<section id=\"timeline-section\"><h2>Time series</h2>\n<div id=\"timeline\"></div>"
+       "</section>\n"
        "<p style=\"font-size:12px;color:#777\">loadwatch run report; charts by uPlot (MIT).</p>\n";
   h += "<script type=\"application/json\" id=\"report-data\">{\"report\":";
-  h += script_safe(report_json.empty() ? std::string("{}") : report_json);
+  h += json_script_safe(report_json.empty() ? std::string("{}") : report_json);
   h += ",\"timeline\":";
-  h += script_safe(timeline_json.empty() ? std::string("{}") : timeline_json);
+  h += json_script_safe(timeline_json.empty() ? std::string("{}") : timeline_json);
   h += "}</script>\n<script>";
   h += script_safe(embedded("uPlot.iife.min.js"));
   h += "</script>\n<script>";

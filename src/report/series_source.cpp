@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 
 namespace loadwatch::report {
@@ -21,6 +22,13 @@ std::vector<const Series*> with_label(const std::vector<LabeledSeries>& all, con
   return out;
 }
 
+/// The first series of `all` whose label `key` equals `value`, or an empty one.
+Series first_with_label(const std::vector<LabeledSeries>& all, const std::string& key,
+                        const std::string& value) {
+  auto s = with_label(all, key, value);
+  return s.empty() ? Series{} : *s.front();
+}
+
 std::set<std::string> label_values(const std::vector<LabeledSeries>& all, const std::string& key) {
   std::set<std::string> out;
   for (const auto& s : all) {
@@ -34,6 +42,45 @@ Series sum_all(const std::vector<LabeledSeries>& all) {
   std::vector<const Series*> parts;
   for (const auto& s : all) parts.push_back(&s.series);
   return sum_aligned(parts);
+}
+
+constexpr const char* kRollingLatency =
+    "the generator's rolling quantile (Locust: its last 10 s)";
+constexpr const char* kReportedLatency =
+    "the generator's own quantile (Locust: the whole test so far; JMeter: its last send interval)";
+
+/// Each generator source's counters, ages and request-duration histogram, by the source label.
+template <typename Fetch>
+std::vector<analysis::GeneratorSourceSeries> generator_sources(
+    const std::vector<LabeledSeries>& requests, Fetch& fetch) {
+  std::vector<analysis::GeneratorSourceSeries> out;
+  auto failures = fetch("loadwatch_generator_failures_total", {});
+  auto ages = fetch("loadwatch_generator_data_age_seconds", {});
+  auto age_bounds = fetch("loadwatch_generator_data_age_uncertainty_seconds", {});
+  auto users = fetch("loadwatch_generator_users", {});
+  auto buckets = fetch("loadwatch_generator_request_duration_seconds_bucket", {});
+  if (buckets.empty()) buckets = fetch("loadwatch_generator_request_duration_seconds", {});
+  for (const std::string& name : label_values(requests, "source")) {
+    analysis::GeneratorSourceSeries g;
+    g.name = name;
+    auto one = [&](const std::vector<LabeledSeries>& all) {
+      return first_with_label(all, "source", name);
+    };
+    g.requests = one(requests);
+    g.failures = one(failures);
+    g.data_age_seconds = one(ages);
+    g.data_age_uncertainty_seconds = one(age_bounds);
+    g.users = one(users);
+    for (const auto& b : buckets) {
+      auto src = b.labels.find("source");
+      auto le = b.labels.find("le");
+      if (src == b.labels.end() || src->second != name || le == b.labels.end()) continue;
+      double edge = le->second == "+Inf" ? INFINITY : std::strtod(le->second.c_str(), nullptr);
+      if (!std::isnan(edge)) g.duration_buckets[edge] = b.series;
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
 }
 
 }  // namespace
@@ -155,6 +202,7 @@ analysis::RunSeries load_run_series(SeriesSource& source, double from, double to
   std::map<std::string, std::string> by_source;
   if (busiest) by_source["source"] = *busiest;
   auto latency = fetch("loadwatch_generator_current_latency_seconds", by_source);
+  bool current_latency = !latency.empty();
   if (latency.empty()) latency = fetch("loadwatch_generator_latency_seconds", by_source);
   auto quantile = [&](const char* q) {
     auto s = with_label(latency, "quantile", q);
@@ -163,6 +211,8 @@ analysis::RunSeries load_run_series(SeriesSource& source, double from, double to
   rs.generator.p50_seconds = quantile("0.5");
   rs.generator.p95_seconds = quantile("0.95");
   rs.generator.p99_seconds = quantile("0.99");
+  rs.generator.latency_window = current_latency ? kRollingLatency : kReportedLatency;
+  rs.generator.sources = generator_sources(requests, fetch);
 
   rs.mock.requests = sum_all(fetch("loadwatch_mock_requests_total"));
   rs.mock.errors = sum_all(fetch("loadwatch_mock_unmatched_requests_total"));

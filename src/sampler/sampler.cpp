@@ -5,7 +5,6 @@
 #include "util/heap_trim.h"
 #include "history/history.h"
 #include "runs/run_book.h"
-#include "runs/run_metrics.h"
 #include "metrics/series_guard.h"
 #include "util/unix_time.h"
 #include "version.h"
@@ -23,7 +22,13 @@ const char* reason_text(const std::string& reason) {
   if (reason == r::kInvalidName) return "an invalid metric name";
   if (reason == r::kLabelLimit) return "a label name or value too long, or too many labels";
   if (reason == r::kTotalSeries) return "the page holds its maximum of series";
+  if (reason == r::kPageBytes) return "its source is past its share of --metrics.push-max-bytes";
   return "a cap was reached";
+}
+
+/// The collectors whose families come from outside and share the page's byte budget.
+bool is_push_collector(std::string_view name) {
+  return name == "influx" || name == "graphite" || name == "textfile" || name == "sources";
 }
 }  // namespace
 
@@ -40,7 +45,7 @@ bool collector_enabled(const CollectorSpec& spec, const Options& options, const 
 Sampler::Sampler(const Options& options, Config config, HttpServer* http, RunBook* runs)
     : options_(options), config_(std::move(config)), proc_(options.procfs), sys_(options.sysfs),
       http_(http), runs_(runs) {
-  CollectorEnv env{options_, config_, proc_, sys_, http_, runs_};
+  CollectorEnv env{options_, config_, proc_, sys_, http_, runs_, runs_};
   for (const auto& spec : collector_table()) {
     if (!collector_enabled(spec, options_, config_)) continue;
     collectors_.push_back(Entry{&spec, spec.make(env)});
@@ -77,7 +82,7 @@ void Sampler::apply_pending_config() {
     }
   }
   config_ = std::move(*next);
-  CollectorEnv env{options_, config_, proc_, sys_, nullptr, runs_};
+  CollectorEnv env{options_, config_, proc_, sys_, nullptr, runs_, runs_};
   for (auto& e : collectors_) e.collector->reconfigure(env);
   spdlog::info("config reloaded: {} targets, {} sources", config_.targets.size(),
                config_.sources.size());
@@ -118,10 +123,6 @@ void Sampler::sample_once() {
               "1 if the collector succeeded in the last sample, 0 if it failed.",
               {{"collector", o.name}}, o.ok ? 1 : 0);
   }
-  if (runs_) {
-    runs_->tick(ctx.now);
-    add_run_metrics(runs_->exposed(), out);
-  }
   out.gauge("loadwatch_last_sample_timestamp_seconds",
             "Unix time of the sample being served; its age shows a stuck sampler.", {}, ctx.now);
   // Totals up to the previous sample: added before the guard runs, so a textfile or source
@@ -141,7 +142,14 @@ void Sampler::sample_once() {
   SeriesOrigins origins;
   auto families = out.take(origins);
   GuardReport report;
-  guard_families(families, &origins, GuardOptions{}, report);
+  GuardOptions guard;
+  guard.budget_bytes = options_.metrics_push_max_bytes;
+  for (std::size_t c = 0; c < collectors_.size(); ++c) {
+    if (is_push_collector(collectors_[c].spec->name)) {
+      guard.budgeted.push_back(static_cast<std::uint16_t>(c + 1));
+    }
+  }
+  guard_families(families, &origins, guard, report);
   account(report, out);
   auto snap = std::make_shared<const Snapshot>(std::move(families), std::move(ctx.targets), ctx.now,
                                                std::move(ctx.sources));

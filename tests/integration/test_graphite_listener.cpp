@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <map>
@@ -260,4 +261,70 @@ TEST_CASE("graphite listener: when full, a new sender replaces the longest idle 
   CHECK(listener.connections() == 4);
   for (int fd : idle) close(fd);
   for (int fd : {early, active, jmeter}) close(fd);
+}
+
+namespace {
+
+/// Connects from `from` until a connection is kept (not closed at once), bounded by 5 s;
+/// -1 when every try was turned away.
+int connect_kept(int port, const char* from) {
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int fd = connect_to(port, false, from);
+    if (!closed_by_server(fd, 50ms)) return fd;
+    close(fd);
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("graphite listener: a sender's own silent connections do not lock it out") {
+  auto model = std::make_shared<JMeterModel>("graphite");
+  GraphiteListener::Settings settings{"127.0.0.1:0"};
+  settings.max_per_address = 4;
+  settings.evictable_after = 300ms;
+  GraphiteListener listener(settings, model);
+  std::vector<int> idle;
+  for (int i = 0; i < 4; ++i) idle.push_back(connect_to(listener.port(), false, "127.0.0.2"));
+  // Fresh, they keep their share; once silent for evictable_after the sender replaces one.
+  int jmeter = connect_kept(listener.port(), "127.0.0.2");
+  REQUIRE(jmeter >= 0);
+  send_all(jmeter, "jmeter.all.a.count 7 1\n");
+  CHECK(wait_value(*model, "loadwatch_generator_requests_total{source=jmeter}", 7));
+  CHECK(closed_by_server(idle[0], 500ms));  // the one silent longest
+  CHECK(listener.closed().evicted == 1);
+  CHECK(listener.connections() == 4);
+  for (int fd : idle) close(fd);
+  close(jmeter);
+}
+
+TEST_CASE("graphite listener: junk lines do not keep a connection's place") {
+  auto model = std::make_shared<JMeterModel>("graphite");
+  GraphiteListener::Settings settings{"127.0.0.1:0"};
+  settings.max_connections = 8;
+  settings.max_per_address = 2;
+  settings.evictable_after = 300ms;
+  GraphiteListener listener(settings, model);
+  std::vector<int> junk;
+  for (const char* from : {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}) {
+    for (int i = 0; i < 2; ++i) junk.push_back(connect_to(listener.port(), false, from));
+  }
+  // Junk every 100 ms from all eight while the sender tries (bounded: 5 s).
+  std::atomic<bool> done{false};
+  std::thread junker([&] {
+    for (int round = 0; round < 50 && !done; ++round) {
+      for (int fd : junk) send(fd, "not a graphite line\n", 20, MSG_NOSIGNAL);
+      std::this_thread::sleep_for(100ms);
+    }
+  });
+  int jmeter = connect_kept(listener.port(), "127.0.0.6");
+  done = true;
+  junker.join();
+  REQUIRE(jmeter >= 0);
+  send_all(jmeter, "jmeter.all.a.count 9 1\n");
+  CHECK(wait_value(*model, "loadwatch_generator_requests_total{source=jmeter}", 9));
+  CHECK(listener.closed().evicted >= 1);
+  for (int fd : junk) close(fd);
+  close(jmeter);
 }

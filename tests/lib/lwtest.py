@@ -60,7 +60,7 @@ def rss_kib(pid, field="VmRSS"):
 
 
 def serve(answer, content_type=None):
-    """Starts a loopback HTTP server in a daemon thread: GET PATH is answered with
+    """Starts a loopback HTTP server in a daemon thread: GET (or POST) PATH is answered with
     answer(PATH), bytes (200) or None (404). Returns the server: its port is
     server.server_address[1], server.shutdown() stops it. Keep-alive (HTTP/1.1), and quiet
     about clients that drop their connections (wrk and Locust at their end)."""
@@ -78,6 +78,10 @@ def serve(answer, content_type=None):
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+
+        def do_POST(self):  # answered as GET, after reading the request body
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.do_GET()
 
         def log_message(self, *args):
             pass

@@ -25,7 +25,7 @@ SERVICE_MS = 300
 USERS = [1, 2, 3, 4, 6, 8]  # knee at 2 users, later when the generator is slow
 
 
-def locustfile(path, users, step, wait=0):
+def locustfile(path, users, step, wait=0, extra=""):
     with open(path, "w") as f:
         f.write("from locust import HttpUser, LoadTestShape, constant, task\n\n"
                 "class Visitor(HttpUser):\n"
@@ -43,7 +43,7 @@ def locustfile(path, users, step, wait=0):
                 # A short last step at 0 users: stopping the users cuts their requests short,
                 # which Locust counts; this step (left out of the knee and the fit) takes that.
                 "        return (0, 100) if t < %r else None\n"
-                % (users, step, step * len(users) + 4))
+                % (users, step, step * len(users) + 4) + extra)
 
 
 class CapacityRunHelpers:
@@ -84,10 +84,11 @@ class CapacityRunHelpers:
                 "--sample.interval=500ms", "--storage.path=" + storage] + list(targets)
 
     def step_run(self, lw, app_port, locust_port, users, prefix=(), seen=(), step=STEP_SECONDS,
-                 wait=0):
-        """Runs Locust through `users` (one step each) and returns the finished run."""
+                 wait=0, extra=""):
+        """Runs Locust through `users` (one step each) and returns the finished run. `extra` is
+        more code for the locustfile (e.g. a request hook)."""
         lf = os.path.join(self.dir, "steps-%d.py" % locust_port)
-        locustfile(lf, users, step, wait)
+        locustfile(lf, users, step, wait, extra)
         with open(os.path.join(self.dir, "locust.log"), "a") as log:
             p = subprocess.Popen(list(prefix) + [
                 "locust", "-f", lf, "--host", "http://127.0.0.1:%d" % app_port, "--autostart",

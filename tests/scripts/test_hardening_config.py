@@ -326,12 +326,17 @@ class FailClosed(unittest.TestCase):
         p = run(["--config.file=" + cfg, "--config.check"])
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("config OK: 0 targets, 0 sources", p.stdout)
+        # A file that asks only for port monitoring or collector switches is not empty.
+        for text in ("tcp: {ports: [9]}\n", "collectors:\n  conntrack: false\n"):
+            write(cfg, text)
+            p = run(["--config.file=" + cfg, "--config.check"])
+            self.assertEqual(p.returncode, 0, text + p.stderr)
 
         write(cfg, "targets:\n  - {name: self, match: {comm: loadwatch}}\n")
         with Loadwatch(["--config.file=" + cfg, "--sample.interval=200ms"]) as lw:
             lw.wait_for(lambda s: lw.value("loadwatch_target_up", s, target="self") == 1,
                         what="self up")
-            for text in ("", "targets:\n", "tcp:\n  ports: [9]\n"):  # empty, half-written
+            for text in ("", "targets:\n", "tcp:\n  ports: []\n"):  # empty, half-written
                 write(cfg, text)
                 lw.proc.send_signal(signal.SIGHUP)
                 time.sleep(0.6)

@@ -291,6 +291,84 @@ class GraphiteLockout(unittest.TestCase):
                 s.close()
 
 
+    def connect_kept(self, gport, timeout=10):
+        """JMeter reconnecting: a connection from 127.0.0.1 that the listener keeps (not
+        closed at once), tried until `timeout`; None when every try was turned away."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            s = socket.create_connection(("127.0.0.1", gport), timeout=5)
+            s.settimeout(0.1)
+            try:
+                closed = s.recv(1) == b""
+            except socket.timeout:
+                closed = False
+            except ConnectionResetError:
+                closed = True
+            if not closed:
+                s.settimeout(5)
+                return s
+            s.close()
+        return None
+
+    def sender_gets_in(self, lw, gport):
+        jmeter = self.connect_kept(gport)
+        self.assertIsNotNone(jmeter, "the sender was locked out")
+        jmeter.sendall(b"jmeter.all.a.count 5 %d\n" % int(time.time()))
+        lw.wait_for(lambda m: m.get(("loadwatch_generator_requests_total",
+                                     frozenset({("source", "jmeter")}))) == 5,
+                    what="the sender's line counted")
+        jmeter.close()
+
+    def test_silent_connections_from_the_senders_own_address_do_not_lock_it_out(self):
+        gport = free_port()
+        with Loadwatch(["--graphite.listen-address=127.0.0.1:%d" % gport,
+                        "--sample.interval=200ms"]) as lw:
+            # Its own address's share (16), all silent: JMeter's crashed pool, say.
+            idle = [socket.create_connection(("127.0.0.1", gport)) for _ in range(16)]
+            lw.wait_for(lambda m: m[("loadwatch_push_connections",
+                                     frozenset({("protocol", "graphite")}))] == 16,
+                        what="16 idle graphite connections")
+            self.sender_gets_in(lw, gport)
+            for s in idle:
+                s.close()
+
+    def test_junk_lines_from_four_addresses_do_not_lock_out_the_sender(self):
+        gport = free_port()
+        with Loadwatch(["--graphite.listen-address=127.0.0.1:%d" % gport,
+                        "--sample.interval=200ms"]) as lw:
+            junk = [socket.create_connection(("127.0.0.1", gport),
+                                             source_address=("127.0.0.%d" % a, 0))
+                    for a in range(2, 6) for _ in range(16)]
+            lw.wait_for(lambda m: m[("loadwatch_push_connections",
+                                     frozenset({("protocol", "graphite")}))] == 64,
+                        what="64 junk graphite connections")
+            stop = threading.Event()
+
+            def send_junk():  # one junk line a second on each, bounded: 30 rounds
+                for _ in range(30):
+                    for s in junk:
+                        try:
+                            s.sendall(b"not graphite\n")
+                        except OSError:
+                            pass  # evicted
+                    if stop.wait(1):
+                        return
+
+            t = threading.Thread(target=send_junk)
+            t.start()
+            try:
+                self.sender_gets_in(lw, gport)
+            finally:
+                stop.set()
+                t.join()
+            m = lw.metrics()
+            self.assertGreaterEqual(m[("loadwatch_push_closed_connections_total",
+                                       frozenset({("protocol", "graphite"),
+                                                  ("reason", "evicted")}))], 1)
+            for s in junk:
+                s.close()
+
+
 WRITE = b"POST /write?db=hard HTTP/1.1\r\nHost: x\r\n"
 LINE = b"jmeter,application=hard,transaction=%s,statut=all count=5\n"
 

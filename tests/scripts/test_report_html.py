@@ -1,6 +1,7 @@
 """The HTML run report in a real browser (Debian's chromium, headless, through chromium-driver
 and python3-selenium): the one file, opened over file:// with networking off, draws its charts
 and its table, with the knee marked. Saves a screenshot under $LOADWATCH_BUILD_DIR/screenshots/."""
+import html.parser
 import json
 import os
 import shutil
@@ -41,17 +42,78 @@ for (const id of ['scaling', 'timeline']) {
 return out;
 """
 
+# [scale, axis label, the scale's lower bound] of each value axis of each chart.
+CHART_AXES = """
+const out = {};
+for (const [id, u] of Object.entries(window.loadwatchCharts)) {
+  out[id] = u.axes.slice(1).map(a => [a.scale, a.label, u.scales[a.scale].min]);
+}
+return out;
+"""
+
+# How opaque the timeline's background is just above its bottom edge (where no line of phase 1
+# runs) at two times: the canvas is transparent but for the bands drawn on it.
+SHADE_AT = """
+const u = window.loadwatchCharts.timeline, out = {};
+const y = Math.round(u.bbox.top + u.bbox.height - 3);
+for (const [k, t] of [['warmup', arguments[0]], ['stable', arguments[1]]]) {
+  const x = Math.round(u.valToPos(t, 'x', true));
+  out[k] = u.ctx.getImageData(x, y, 1, 1).data[3];
+}
+return out;
+"""
+
 # A run's time series beside the saved report, as the daemon writes it (reports/ID.timeline.json).
 def timeline(report):
-    series = {"RPS": [], "p95": []}
+    series = {"RPS": [], "p95": [], "CPU app": []}
     t = []
     for p in report["phases"]:
         for i in range(10):
             t.append(p["start"] + i * (p["end"] - p["start"]) / 10)
             series["RPS"].append(p["rps"])
             series["p95"].append(p.get("p95_seconds", 0) * 1000)
+            series["CPU app"].append(0.6)
     return {"series": [{"name": "RPS", "unit": "req/s", "t": t, "v": series["RPS"]},
-                       {"name": "p95", "unit": "ms", "t": t, "v": series["p95"]}]}
+                       {"name": "p95", "unit": "ms", "t": t, "v": series["p95"]},
+                       {"name": "CPU app", "unit": "cores", "t": t, "v": series["CPU app"]}]}
+
+
+def offline_browser():
+    """Headless Chromium with networking off: the page must need nothing but itself."""
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = shutil.which("chromium")
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--window-size=1200,1400", "--hide-scrollbars", "--force-device-scale-factor=1"):
+        opts.add_argument(a)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+    d.set_window_size(1200, 1400)
+    d.execute_cdp_cmd("Network.enable", {})
+    d.execute_cdp_cmd("Network.emulateNetworkConditions", {
+        "offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+    return d
+
+
+# Names that end or blank a <script> element when written raw into it.
+HOSTILE = "<!--<script> &amp; </b>"
+
+
+class ScriptData(html.parser.HTMLParser):
+    """The text of <script id="report-data"> as an HTML parser reads it."""
+
+    def __init__(self):
+        super().__init__()
+        self.inside, self.text = False, ""
+
+    def handle_starttag(self, tag, attrs):
+        self.inside = tag == "script" and ("id", "report-data") in attrs
+
+    def handle_endtag(self, tag):
+        self.inside = False
+
+    def handle_data(self, data):
+        if self.inside:
+            self.text += data
 
 
 class ReportHtml(unittest.TestCase):
@@ -70,6 +132,63 @@ class ReportHtml(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         return p.stdout
 
+    def test_names_that_would_end_the_script_do_not_blank_the_report(self):
+        csv = os.path.join(self.dir, "steps.csv")
+        with open(csv, "w") as f:
+            f.write(CSV)
+        report = json.loads(self.run_lw("capacity", csv, "--format", "json"))
+        report["run"] = {"id": "r1", "name": HOSTILE}
+        renamed = {p["name"]: HOSTILE + str(i) for i, p in enumerate(report["phases"])}
+
+        def rename(v):  # every mention of a phase (the knees name theirs)
+            if isinstance(v, dict):
+                return {k: rename(x) for k, x in v.items()}
+            if isinstance(v, list):
+                return [rename(x) for x in v]
+            return renamed.get(v, v) if isinstance(v, str) else v
+
+        report = rename(report)
+        for i, p in enumerate(report["phases"]):
+            p["start"], p["end"] = 1e9 + 60 * i, 1e9 + 60 * (i + 1)
+        saved = os.path.join(self.dir, "run.json")
+        with open(saved, "w") as f:
+            json.dump(report, f, ensure_ascii=False)  # "<" and "&" written as they are
+        tl = timeline(report)
+        tl["series"][0]["name"] = HOSTILE
+        with open(os.path.join(self.dir, "run.timeline.json"), "w") as f:
+            json.dump(tl, f, ensure_ascii=False)
+        page = os.path.join(self.dir, "report.html")
+        self.run_lw("report", "--file", saved, "--format", "html", "-o", page)
+        with open(page) as f:
+            text = f.read()
+        # Parsed as a browser's tokenizer would, the data element holds all the JSON, and the
+        # JSON gives back the same names.
+        parser = ScriptData()
+        parser.feed(text)
+        data = json.loads(parser.text)
+        self.assertEqual(data["report"]["run"]["name"], HOSTILE)
+        self.assertEqual([p["name"] for p in data["report"]["phases"]],
+                         [HOSTILE + str(i) for i in range(len(report["phases"]))])
+        self.assertEqual(data["timeline"]["series"][0]["name"], HOSTILE)
+
+        d = offline_browser()
+        try:
+            d.get("file://" + page)
+            self.assertEqual(d.execute_script("return document.body.getAttribute('data-drawn')"),
+                             "1", d.get_log("browser"))
+            self.assertEqual(d.find_element(By.ID, "title").text, "Run report: " + HOSTILE)
+            rows = d.find_elements(By.CSS_SELECTOR, "#phases tr")
+            self.assertEqual(len(rows), len(report["phases"]) + 1)
+            self.assertIn(HOSTILE + "0", rows[1].text)
+            errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+            self.assertEqual(errors, [])
+        finally:
+            d.quit()
+        # Python's parser has no "double-escaped" script state, a browser's has: the page must
+        # not depend on it.
+        for raw in ("<!--", "<script>", "&amp;"):
+            self.assertNotIn(raw, parser.text)
+
     def test_report_file_offline(self):
         csv = os.path.join(self.dir, "steps.csv")
         with open(csv, "w") as f:
@@ -78,6 +197,7 @@ class ReportHtml(unittest.TestCase):
         # Phases from a CSV have no times: give them one step each so the time chart has bands.
         for i, p in enumerate(report["phases"]):
             p["start"], p["end"] = 1e9 + 60 * i, 1e9 + 60 * (i + 1)
+            p["stable_start"], p["stable_seconds"] = p["start"] + 20, 40
         saved = os.path.join(self.dir, "run.json")
         with open(saved, "w") as f:
             json.dump(report, f)
@@ -89,18 +209,8 @@ class ReportHtml(unittest.TestCase):
             text = f.read()
         self.assertNotIn("http://", text.replace("http://www.w3.org", ""))
 
-        opts = webdriver.ChromeOptions()
-        opts.binary_location = shutil.which("chromium")
-        for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                  "--window-size=1200,1400", "--hide-scrollbars", "--force-device-scale-factor=1"):
-            opts.add_argument(a)
-        opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        d = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+        d = offline_browser()
         try:
-            d.set_window_size(1200, 1400)
-            d.execute_cdp_cmd("Network.enable", {})
-            d.execute_cdp_cmd("Network.emulateNetworkConditions", {
-                "offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
             d.get("file://" + page)
             drawn = d.execute_script("return document.body.getAttribute('data-drawn')")
             self.assertEqual(drawn, "1", d.get_log("browser"))
@@ -112,6 +222,16 @@ class ReportHtml(unittest.TestCase):
                              str(knee))
             rows = d.find_elements(By.CSS_SELECTOR, "#phases tr")
             self.assertEqual(len(rows), len(report["phases"]) + 1)
+            # Each unit on its own labelled axis, every value axis from 0.
+            axes = d.execute_script(CHART_AXES)
+            self.assertEqual(axes["timeline"], [["req/s", "req/s", 0], ["ms", "ms", 0],
+                                                ["cores", "cores", 0]], axes)
+            self.assertEqual([a[2] for a in axes["scaling"]], [0, 0], axes)
+            # The stable window is shaded darker than the phase's warm-up.
+            p = report["phases"][1]
+            shade = d.execute_script(SHADE_AT, (p["start"] + p["stable_start"]) / 2,
+                                     (p["stable_start"] + p["end"]) / 2)
+            self.assertGreater(shade["stable"], shade["warmup"] + 10, shade)
             marked = d.find_elements(By.CSS_SELECTOR, "#phases tr.knee")
             self.assertEqual(len(marked), 1)
             self.assertIn("knee", marked[0].text)
@@ -120,6 +240,39 @@ class ReportHtml(unittest.TestCase):
             self.assertEqual(errors, [])
             os.makedirs(SHOTS, exist_ok=True)
             d.save_screenshot(os.path.join(SHOTS, "report.png"))
+        finally:
+            d.quit()
+
+    def test_capacity_html_from_a_csv(self):
+        """`capacity --format html`: the same page from a CSV of steps, with no empty section
+        for the time series a CSV does not have. The throughput is flat (saturated from the
+        first step, within +-4 %): its axis still starts at 0, so the noise stays small."""
+        csv = os.path.join(self.dir, "steps.csv")
+        with open(csv, "w") as f:
+            f.write("users,throughput,p95\n1,208,5\n2,200,10\n4,204,20\n8,196,41\n"
+                    "16,201,80\n")
+        report = json.loads(self.run_lw("capacity", csv, "--format", "json"))
+        page = os.path.join(self.dir, "capacity.html")
+        with open(page, "w") as f:
+            f.write(self.run_lw("capacity", csv, "--format", "html"))
+        d = offline_browser()
+        try:
+            d.get("file://" + page)
+            drawn = d.execute_script("return document.body.getAttribute('data-drawn')")
+            self.assertEqual(drawn, "1", d.get_log("browser"))
+            pixels = d.execute_script(DRAWN_PIXELS)
+            self.assertGreater(pixels["scaling"], 2000, pixels)
+            self.assertEqual(pixels["timeline"], -1, "a CSV has no time series to draw")
+            self.assertEqual(d.find_elements(By.ID, "timeline-section"), [])
+            knee = (report.get("knee") or {}).get("users")
+            self.assertEqual(d.find_element(By.ID, "scaling").get_attribute("data-knee-users"),
+                             "" if knee is None else str(knee))
+            axes = d.execute_script(CHART_AXES)
+            self.assertEqual([a[2] for a in axes["scaling"]], [0, 0], axes)
+            rows = d.find_elements(By.CSS_SELECTOR, "#phases tr")
+            self.assertEqual(len(rows), len(report["phases"]) + 1)
+            errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+            self.assertEqual(errors, [])
         finally:
             d.quit()
 

@@ -25,8 +25,17 @@ HttpResponse error(int status, const std::string& message) {
   HttpResponse r;
   r.status = status;
   r.content_type = "application/json";
-  r.body = nlohmann::json{{"status", "error"}, {"error", message}}.dump() + "\n";
+  // The message may quote the client's bytes: invalid UTF-8 becomes U+FFFD, not a 500.
+  r.body = nlohmann::json{{"status", "error"}, {"error", message}}.dump(
+               -1, ' ', false, nlohmann::json::error_handler_t::replace) +
+           "\n";
   return r;
+}
+
+/// A client's value as quoted in an error: at most 64 bytes of it.
+std::string client_value(const std::string& value) {
+  constexpr std::size_t kMax = 64;
+  return "\"" + (value.size() > kMax ? value.substr(0, kMax) + "..." : value) + "\"";
 }
 
 /// Splits "a,b{x=\"1\",y=\"2\"},c" at the commas outside braces and quotes.
@@ -123,7 +132,7 @@ HttpResponse series_list(const History& history, const Sampler& sampler) {
                           {"interval_seconds",
                            std::chrono::duration<double>(sampler.interval()).count()},
                           {"data", data}}
-               .dump() +
+               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
            "\n";
   return r;
 }
@@ -141,10 +150,10 @@ HttpResponse history_response(const History& history, const HttpRequest& req) {
   for (auto& n : names) q.select.push_back(HistorySelector{std::move(n), {}});
   std::string since = req.query_param("since"), until = req.query_param("until");
   if (!since.empty() && !parse_time(since, &q.since)) {
-    return error(400, "since: not a Unix time in seconds: " + since);
+    return error(400, "since: not a Unix time in seconds: " + client_value(since));
   }
   if (!until.empty() && !parse_time(until, &q.until)) {
-    return error(400, "until: not a Unix time in seconds: " + until);
+    return error(400, "until: not a Unix time in seconds: " + client_value(until));
   }
   std::string rate = req.query_param("rate");
   if (!rate.empty() && rate != "0" && rate != "1" && rate != "true" && rate != "false") {
@@ -166,7 +175,8 @@ HttpResponse history_response(const History& history, const HttpRequest& req) {
   }
   std::string out;
   out += "{\"status\":\"success\",\"series\":[\"time\"";
-  for (const auto& s : cols.series) out += "," + nlohmann::json(s.key).dump();
+  for (const auto& s : cols.series) out += "," + nlohmann::json(s.key).dump(-1, ' ', false,
+                                                                   nlohmann::json::error_handler_t::replace);
   out += "],\"counter\":[false";
   for (const auto& s : cols.series) out += s.counter ? ",true" : ",false";
   out += std::string("],\"rate\":") + (q.rate ? "true" : "false") + ",\"data\":[";

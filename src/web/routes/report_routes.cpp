@@ -21,7 +21,9 @@ HttpResponse text(int status, const char* type, std::string body) {
 
 HttpResponse error(int status, const char* type, const std::string& message) {
   nlohmann::ordered_json body{{"status", "error"}, {"errorType", type}, {"error", message}};
-  return text(status, "application/json", body.dump() + "\n");
+  // The message may quote the client's bytes: invalid UTF-8 becomes U+FFFD, not a 500.
+  return text(status, "application/json",
+              body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
 }
 
 }  // namespace
@@ -43,7 +45,7 @@ RunSubresource report_subresource(const ReportService& service, const RunBook& b
       std::string base_id = req.query_param("baseline");
       if (!base_id.empty()) {
         auto base_run = plausible_run_id(base_id) ? book.find(base_id) : std::nullopt;
-        if (!base_run) return error(404, "not_found", "baseline: no run \"" + base_id + "\"");
+        if (!base_run) return error(404, "not_found", "baseline: no run \"" + base_id.substr(0, 64) + "\"");
         auto base = service.report(*base_run, &why);
         if (!base) return error(404, "not_found", "baseline: " + why);
         try {

@@ -136,7 +136,9 @@ HttpResponse targets_json(const Sampler& sampler) {
   }
   HttpResponse r;
   r.content_type = "application/json";
-  r.body = nlohmann::json{{"status", "success"}, {"data", out}}.dump() + "\n";
+  r.body = nlohmann::json{{"status", "success"}, {"data", out}}.dump(-1, ' ', false,
+                                                     nlohmann::json::error_handler_t::replace) +
+           "\n";
   return r;
 }
 
@@ -156,7 +158,9 @@ HttpResponse sources_json(const Sampler& sampler) {
   }
   HttpResponse r;
   r.content_type = "application/json";
-  r.body = nlohmann::json{{"status", "success"}, {"data", out}}.dump() + "\n";
+  r.body = nlohmann::json{{"status", "success"}, {"data", out}}.dump(-1, ' ', false,
+                                                     nlohmann::json::error_handler_t::replace) +
+           "\n";
   return r;
 }
 

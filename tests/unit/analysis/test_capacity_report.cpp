@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -23,9 +24,22 @@ PhaseStats full_phase() {
   p.stable_seconds = 144;
   p.warmup_rule = "first 20% of the phase, at least 30 s, at most 50%";
   p.rps = 1234.5;
+  p.rps_low = 1230;
+  p.rps_high = 1240;
+  p.rps_window_start = 1700000037;
+  p.rps_window_end = 1700000180;
+  p.rps_method = "counter rise between its first and last change";
   p.p50_seconds = 0.012;
   p.p95_seconds = 0.045;
   p.p99_seconds = 0.090;
+  p.p50_low_seconds = 0.01;
+  p.p50_high_seconds = 0.015;
+  p.p95_low_seconds = 0.04;
+  p.p95_high_seconds = 0.05;
+  p.p99_low_seconds = 0.08;
+  p.p99_high_seconds = 0.1;
+  p.latency_method = "histogram";
+  p.latency_window = "merged histogram buckets";
   p.error_ratio = 0.0025;
   TargetPhaseStats app{"app", 1.9, 0.97, 2.0, 100e6, 120e6, 1234.5, 900, 1024};
   TargetPhaseStats gen{"locust", 0.4, 0.4, std::nullopt, 50e6, 51e6, -3.0, 30, 65536};
@@ -51,6 +65,8 @@ CapacityReport sample_report() {
     p.name = "step " + std::to_string(i);
     p.users = 25 * i;
     p.rps = 20.0 * std::min(25 * i, 100);
+    p.rps_low = *p.rps * 0.99;
+    p.rps_high = *p.rps * 1.01;
     p.p95_seconds = 0.05 * std::max(1.0, 25.0 * i / 100);
     r.phases.push_back(p);
   }
@@ -222,6 +238,42 @@ TEST_CASE("the report names the knee, the fit and the bottleneck in every format
   CHECK(nlohmann::json::parse(render_report(r, Format::json))["knee"]["users"] == 100);
 }
 
+TEST_CASE("markdown and table output escape what names bring in") {
+  CapacityReport r = sample_report();
+  const std::string hostile = "a|b <b>x</b> `c` *d* [e](f) \\ g\nh\x1b[31mi\xc2\x9bj";
+  r.run->name = hostile;
+  for (auto& p : r.phases) p.name = hostile + " " + std::to_string(p.users.value_or(0));
+  analyse(r);
+  std::string md = render_report(r, Format::markdown);
+  CHECK_THAT(md, !Catch::Contains("<b>"));
+  CHECK_THAT(md, !Catch::Contains("`c`"));
+  CHECK_THAT(md, !Catch::Contains("*d*"));
+  CHECK_THAT(md, !Catch::Contains("\x1b"));
+  CHECK_THAT(md, !Catch::Contains("\xc2\x9b"));
+  CHECK_THAT(md, Catch::Contains("a\\|b &lt;b&gt;x&lt;/b&gt; \\`c\\` \\*d\\* \\[e\\](f) \\\\ g h"));
+  // Every row of the phase table has as many cell boundaries as its header.
+  std::istringstream lines(md);
+  std::string l, header;
+  int rows = 0;
+  while (std::getline(lines, l)) {
+    if (l.rfind("| Phase |", 0) == 0) header = l;
+    if (header.empty() || l.rfind("| ", 0) != 0) continue;
+    auto bars = [](const std::string& s) {
+      int n = 0;
+      for (std::size_t i = 0; i < s.size(); ++i) n += s[i] == '|' && (i == 0 || s[i - 1] != '\\');
+      return n;
+    };
+    CHECK(bars(l) == bars(header));
+    rows += l.find("a\\|b") != std::string::npos;
+  }
+  CHECK(rows >= 6);  // the phase table, and the tables after it that name phases
+  std::string table = render_report(r, Format::table);
+  CHECK_THAT(table, !Catch::Contains("\x1b"));
+  CHECK_THAT(table, !Catch::Contains("\xc2\x9b"));
+  CHECK_THAT(table, !Catch::Contains("g\nh"));
+  CHECK_THAT(table, Catch::Contains("g h\xEF\xBF\xBD[31mi\xEF\xBF\xBDj 100"));
+}
+
 TEST_CASE("fewer than four phases: the USL section says so instead of numbers") {
   CapacityReport r = report_from_csv("10 100\n20 190\n30 250\n", "csv:x");
   CHECK_FALSE(r.usl.fitted);
@@ -231,4 +283,86 @@ TEST_CASE("fewer than four phases: the USL section says so instead of numbers") 
   auto j = nlohmann::json::parse(render_report(r, Format::json));
   CHECK(j["usl"]["fitted"] == false);
   CHECK_FALSE(j["usl"].contains("alpha"));
+}
+
+namespace {
+
+/// Phases at `users` with throughput `rps` (each ±2 %), nothing else.
+CapacityReport scaling(const std::vector<std::int64_t>& users, const std::vector<double>& rps) {
+  CapacityReport r;
+  for (std::size_t i = 0; i < users.size(); ++i) {
+    PhaseStats p;
+    p.name = std::to_string(users[i]);
+    p.users = users[i];
+    p.rps = rps[i];
+    p.rps_low = rps[i] * 0.98;
+    p.rps_high = rps[i] * 1.02;
+    r.phases.push_back(p);
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("throughput flat within the noise from the first step has no Kneedle knee") {
+  // Flat within +-8 % from one user: Kneedle alone marks a knee on such noise.
+  CapacityReport r = scaling({1, 2, 4, 8, 16}, {450, 486, 441, 478, 462});
+  REQUIRE(kneedle({1, 2, 4, 8, 16}, {450, 486, 441, 478, 462}).knee);
+  analyse(r);
+  CHECK_FALSE(r.knee.phase);
+  CHECK(r.knee.shape == "flat");
+  CHECK_THAT(r.knee.reason, Catch::StartsWith("saturated from the first step"));
+  CHECK_THAT(render_report(r, Format::table), Catch::Contains("saturated from the first step"));
+}
+
+TEST_CASE("flat throughput with the generator's CPU saturated: the generator capped it") {
+  CapacityReport r = scaling({1, 2, 4, 8, 16}, {450, 486, 441, 478, 462});
+  for (PhaseStats& p : r.phases) {
+    TargetPhaseStats gen;
+    gen.name = "locust";
+    gen.cpu_cores = 0.99;
+    gen.busiest_process_core_share = 0.99;
+    p.targets.push_back(gen);
+    p.generator_target = "locust";
+  }
+  analyse(r);
+  CHECK_FALSE(r.knee.phase);
+  CHECK(r.knee.shape == "generator_capped");
+  CHECK_THAT(r.knee.reason, Catch::StartsWith("flat: the generator capped it"));
+}
+
+TEST_CASE("a knee is marked where the data has one, even just above the flat tolerance") {
+  CapacityReport r = scaling({1, 2, 4, 8, 16}, {100, 200, 390, 400, 405});
+  analyse(r);
+  REQUIRE(r.knee.phase);
+  CHECK(r.knee.shape.empty());
+  CHECK(*r.knee.phase->users == 4);
+  // A rise of 15 % from the first step is no longer "flat".
+  r = scaling({1, 2, 4, 8, 16}, {400, 460, 462, 461, 463});
+  analyse(r);
+  CHECK(r.knee.shape.empty());
+}
+
+TEST_CASE("a phase without req/s is left out of the knee and the fit, never read as 0") {
+  CapacityReport r = scaling({1, 2, 4, 8, 16, 32}, {100, 200, 390, 400, 405, 0});
+  r.phases.back().rps.reset();
+  r.phases.back().rps_low.reset();
+  r.phases.back().rps_high.reset();
+  r.phases.back().rps_unavailable = "1 counter update in 7 s: a rate needs two";
+  analyse(r);
+  REQUIRE(r.left_out_of_scaling.size() == 1);
+  CHECK_THAT(r.left_out_of_scaling[0], Catch::Contains("1 counter update in 7 s"));
+  CHECK(r.usl.points == 5);
+  std::string table = render_report(r, Format::table);
+  CHECK_THAT(table, Catch::Contains("Left out (also of the USL fit): phase 32"));
+  CHECK_THAT(table, Catch::Contains("no req/s: 1 counter update in 7 s"));
+  CHECK_THAT(table, Catch::Contains("RPS ±"));
+  CHECK_THAT(table, Catch::Contains("±2.0 %"));
+  CHECK_THAT(table, !Catch::Contains(" 0.00 "));
+  std::string json = render_report(r, Format::json);
+  CHECK_THAT(json, Catch::Contains("\"rps_unavailable\""));
+  CHECK_THAT(json, Catch::Contains("\"left_out_of_scaling\""));
+  CapacityReport back = report_from_json(json);
+  CHECK(back.left_out_of_scaling == r.left_out_of_scaling);
+  CHECK_FALSE(back.phases.back().rps);
 }

@@ -205,3 +205,72 @@ TEST_CASE("JUnit XML counts one testcase per phase and rule") {
   CHECK_THAT(xml, Catch::Contains("<failure type=\"regression\""));
   CHECK_THAT(xml, Catch::Contains("name=\"p95 &lt;= base +20%\""));
 }
+
+namespace {
+
+PhaseStats bounded(const std::string& name, double rps, double low, double high) {
+  PhaseStats p = phase(name, std::stoll(name), rps, 0.1, 0);
+  p.rps_low = low;
+  p.rps_high = high;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("a difference within the combined uncertainty is within noise, not a regression") {
+  std::vector<Rule> rules = {parse_rule(Bound::min, "rps=-10%")};
+  // 880 is below the limit 900, but the bounds (±45 and ±44) leave room for no change at all.
+  Comparison c = compare_reports(report({bounded("10", 1000, 955, 1045)}),
+                                 report({bounded("10", 880, 836, 924)}), rules);
+  REQUIRE(c.phases[0].results.size() == 1);
+  const RuleResult& r = c.phases[0].results[0];
+  CHECK(r.verdict == Verdict::within_noise);
+  CHECK(*r.uncertainty == Approx(44 + 0.9 * 45));
+  CHECK_THAT(r.message, Catch::Contains("by less than the combined uncertainty"));
+  CHECK(c.exit_code() == 0);
+  // Beyond the bounds it is a regression, bounds or not.
+  c = compare_reports(report({bounded("10", 1000, 990, 1010)}),
+                      report({bounded("10", 800, 790, 810)}), rules);
+  CHECK(c.phases[0].results[0].verdict == Verdict::regression);
+  CHECK(c.exit_code() == 1);
+}
+
+TEST_CASE("uncertainty larger than the rule's margin is inconclusive: exit 0, or 3 if asked") {
+  std::vector<Rule> rules = {parse_rule(Bound::min, "rps=-10%")};
+  Comparison c = compare_reports(report({bounded("10", 1000, 900, 1100)}),
+                                 report({bounded("10", 1000, 850, 1150)}), rules);
+  CHECK(c.phases[0].results[0].verdict == Verdict::inconclusive);
+  CHECK(c.inconclusive());
+  CHECK(c.exit_code() == 0);
+  CHECK(c.exit_code(true) == 3);
+  std::string xml = junit_xml(c, "gate");
+  CHECK_THAT(xml, Catch::Contains("skipped=\"1\""));
+  CHECK_THAT(xml, Catch::Contains("<skipped message=\"inconclusive: "));
+  // A rate left out as too coarse is inconclusive too; one missing without a reason is not.
+  PhaseStats coarse = phase("10", 10, 0, 0.1, 0);
+  coarse.rps.reset();
+  coarse.rps_unavailable = "1 counter update in 7 s: a rate needs two";
+  c = compare_reports(report({bounded("10", 1000, 990, 1010)}), report({coarse}), rules);
+  CHECK(c.phases[0].results[0].verdict == Verdict::inconclusive);
+  CHECK_THAT(c.phases[0].results[0].message, Catch::Contains("1 counter update in 7 s"));
+  CHECK(c.exit_code() == 0);
+  coarse.rps_unavailable.clear();
+  c = compare_reports(report({bounded("10", 1000, 990, 1010)}), report({coarse}), rules);
+  CHECK(c.phases[0].results[0].verdict == Verdict::no_data);
+  CHECK(c.exit_code() == 2);
+}
+
+TEST_CASE("an rps rule without a unit warns; % and /s say what they mean") {
+  Rule r = parse_rule(Bound::min, "rps=-10");
+  CHECK(r.limit(1000) == Approx(990));
+  CHECK_THAT(r.warning, Catch::Contains("rps=-10%"));
+  CHECK_THAT(r.warning, Catch::Contains("rps=-10/s"));
+  r = parse_rule(Bound::min, "rps=-10/s");
+  CHECK(r.warning.empty());
+  CHECK(r.limit(1000) == Approx(990));
+  CHECK(r.describe() == "rps >= base -10/s");
+  CHECK(parse_rule(Bound::min, "rps=-10%").warning.empty());
+  CHECK(parse_rule(Bound::max, "p95=+30ms").warning.empty());
+  CHECK_FALSE(parse_rule(Bound::max, "p95=+0.03").warning.empty());
+  CHECK_THROWS_WITH(parse_rule(Bound::max, "p95=+3/s"), Catch::Contains("/s"));
+}

@@ -51,10 +51,11 @@ tcp:
   CHECK(c.tcp.ports == std::vector<std::uint16_t>{3000, 2525});
 }
 
-TEST_CASE("a config without targets and sources needs allow_empty") {
+TEST_CASE("a config that asks for nothing needs allow_empty") {
   // An empty or half-written file must not switch monitoring off.
-  for (const char* text : {"", "# nothing\n", "targets: []\n", "tcp:\n  ports: [80]\n",
-                           "targets:\nsources:\n", "allow_empty: false\n"}) {
+  for (const char* text : {"", "# nothing\n", "targets: []\n", "tcp:\n", "tcp:\n  ports: []\n",
+                           "collectors:\n", "collectors: {}\n", "targets:\nsources:\n",
+                           "allow_empty: false\n"}) {
     CAPTURE(text);
     CHECK(error_of(text) ==
           "lw.yml: no targets and no sources (an empty or half-written file?); add "
@@ -65,6 +66,17 @@ TEST_CASE("a config without targets and sources needs allow_empty") {
   CHECK(c.targets.empty());
   CHECK(c.tcp.ports == std::vector<std::uint16_t>{80});
   CHECK(error_of("allow_empty: maybe\n") == "lw.yml:1:14: allow_empty must be true or false");
+}
+
+TEST_CASE("a config with only tcp ports or only collectors asks for something") {
+  auto tcp = parse_config("tcp: {ports: [80, 443]}\n", "lw.yml");
+  CHECK_FALSE(tcp.allow_empty);
+  CHECK(tcp.targets.empty());
+  CHECK(tcp.sources.empty());
+  CHECK(tcp.tcp.ports == std::vector<std::uint16_t>{80, 443});
+  auto collectors = parse_config("collectors:\n  conntrack: false\n", "lw.yml");
+  CHECK(collectors.targets.empty());
+  CHECK(collectors.collectors == std::map<std::string, bool>{{"conntrack", false}});
 }
 
 TEST_CASE("config errors name file:line:col") {

@@ -199,6 +199,33 @@ TEST_CASE("the history endpoint: uPlot columns, null for gaps, errors name the p
   }
 }
 
+TEST_CASE("the history endpoint: malformed query bytes are a 400 with a message, not a 500") {
+  History h;
+  h.record(sample(1, 5), 100);
+  // %ff decodes to a byte that is not UTF-8; the error quotes it (as U+FFFD) and stays JSON.
+  for (const char* bad : {"series=x&since=%ff", "series=x&until=%ff%fe", "series=x&since=%",
+                          "series=x&since=%zz", "series=x&rate=%ff", "series=x&since=1%00"}) {
+    CAPTURE(bad);
+    HttpRequest b;
+    b.query = bad;
+    auto e = history_response(h, b);
+    CHECK(e.status == 400);
+    auto j = nlohmann::json::parse(e.body);
+    CHECK(j["status"] == "error");
+    CHECK(j["error"].get<std::string>().find(": ") != std::string::npos);
+  }
+  HttpRequest long_value;  // a long value is quoted in part only
+  long_value.query = "series=x&since=" + std::string(100000, 'a');
+  auto e = history_response(h, long_value);
+  CHECK(e.status == 400);
+  CHECK(e.body.size() < 300);
+  HttpRequest name;  // a series name that is not UTF-8 matches nothing: an empty answer
+  name.query = "series=%ff";
+  auto r = history_response(h, name);
+  CHECK(r.status == 200);
+  CHECK_NOTHROW(nlohmann::json::parse(r.body));
+}
+
 TEST_CASE("readers query while the sampler records") {
   History h(HistorySettings{500, 100});
   // Catch2's assertions are not thread-safe: readers set a flag, checked after the join.

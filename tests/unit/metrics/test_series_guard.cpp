@@ -6,6 +6,7 @@
 
 #include "metrics/exposition.h"
 #include "metrics/metric_sink.h"
+#include "metrics/page_budget.h"
 #include "metrics/series_guard.h"
 #include "sources/prom_text_parser.h"
 
@@ -259,4 +260,44 @@ TEST_CASE("guard: random hostile families always serialize into a strict page") 
     INFO(text);
     REQUIRE(strict.error == "");
   }
+}
+
+TEST_CASE("page budget: fair shares give small wants in full and split the rest") {
+  CHECK(fair_shares({10, 20}, 100) == std::vector<std::size_t>{10, 20});
+  CHECK(fair_shares({10, 500, 500}, 100) == std::vector<std::size_t>{10, 45, 45});
+  CHECK(fair_shares({500, 10, 30}, 100) == std::vector<std::size_t>{60, 10, 30});
+  CHECK(fair_shares({}, 100).empty());
+}
+
+TEST_CASE("page budget: a push source past its share loses its largest families first") {
+  MetricSink sink;
+  sink.set_origin(1);  // loadwatch's own collector: never under the budget
+  sink.gauge("host_big", "h", {{"v", std::string(2000, 'h')}}, 1);
+  sink.gauge("host_big", "h", {{"w", std::string(2000, 'h')}}, 1);
+  sink.set_origin(2);  // the flood: one huge family and two small ones
+  for (int i = 0; i < 20; ++i) {
+    sink.gauge("push_huge", "h", {{"v", std::to_string(i) + std::string(2000, 'x')}}, 1);
+  }
+  sink.gauge("push_small", "h", {{"v", "a"}}, 1);
+  sink.gauge("shared", "h", {{"v", "flood"}}, 1);
+  sink.set_origin(3);  // a small sender, in a family the flood also writes
+  sink.gauge("shared", "h", {{"v", "small"}}, 1);
+  GuardOptions options;
+  options.budget_bytes = 4000;
+  options.budgeted = {2, 3};
+  Page p = guard(sink, options);
+  CHECK(p.family("host_big") != nullptr);
+  CHECK(p.family("push_huge") == nullptr);
+  CHECK(p.family("push_small") != nullptr);
+  REQUIRE(p.family("shared") != nullptr);
+  CHECK(p.family("shared")->metric.size() == 2);
+  CHECK(p.dropped(2, drop_reason::kPageBytes) == 20);
+  CHECK(p.dropped(3, drop_reason::kPageBytes) == 0);
+  // Within the budget nothing is touched.
+  MetricSink again;
+  again.set_origin(2);
+  again.gauge("push_small", "h", {{"v", "a"}}, 1);
+  Page q = guard(again, options);
+  CHECK(q.family("push_small") != nullptr);
+  CHECK(q.report.dropped.empty());
 }

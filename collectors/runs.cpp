@@ -1,6 +1,10 @@
-#include "runs/run_metrics.h"
+#include "collectors/runs.h"
+
+#include "runs/run_book.h"
 
 namespace loadwatch {
+
+namespace {
 
 void add_run_metrics(const RunBook::Exposed& runs, MetricSink& out) {
   const auto& open = runs.current;
@@ -37,6 +41,26 @@ void add_run_metrics(const RunBook::Exposed& runs, MetricSink& out) {
                 {{"run", open->id}, {"phase", p.name}}, static_cast<double>(*p.users));
     }
   }
+}
+
+class RunsCollector : public Collector {
+ public:
+  explicit RunsCollector(RunBook* book) : book_(book) {}
+  void collect(SampleContext& ctx, MetricSink& out) override {
+    if (!book_) return;
+    book_->tick(ctx.now);
+    add_run_metrics(book_->exposed(), out);
+  }
+  void reconfigure(const CollectorEnv& env) override { book_ = env.run_book; }
+
+ private:
+  RunBook* book_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> make_runs_collector(const CollectorEnv& env) {
+  return std::make_unique<RunsCollector>(env.run_book);
 }
 
 }  // namespace loadwatch
