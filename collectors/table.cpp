@@ -10,6 +10,7 @@
 #include "collectors/meminfo.h"
 #include "collectors/netdev.h"
 #include "collectors/netstat.h"
+#include "collectors/pressure.h"
 #include "collectors/runs.h"
 #include "collectors/sockstat.h"
 #include "collectors/softirqs.h"
@@ -19,16 +20,24 @@
 #include "collectors/targets.h"
 #include "collectors/tcp.h"
 #include "collectors/textfile.h"
+#include "collectors/throttling.h"
+#include "collectors/vmstat.h"
 
 namespace loadwatch {
 
 const std::vector<CollectorSpec>& collector_table() {
   static const std::vector<CollectorSpec> table = {
       {"targets", "Per-process metrics of the configured targets", true, make_targets_collector},
+      {"throttling", "CPU quota throttling of each target's cgroup (cgroup cpu.stat)", true,
+       make_throttling_collector},
       {"stat", "CPU time per CPU and mode, context switches, forks, procs running/blocked", true,
        make_stat_collector},
       {"softirqs", "Softirqs by type, summed over CPUs", true, make_softirqs_collector},
       {"meminfo", "Total, available and swap memory", true, make_meminfo_collector},
+      {"vmstat", "Pages swapped in and out (/proc/vmstat pswpin, pswpout)", true,
+       make_vmstat_collector},
+      {"pressure", "Pressure stall information: CPU, memory, I/O (/proc/pressure), when present",
+       true, make_pressure_collector},
       {"loadavg", "1, 5 and 15 minute load averages", true, make_loadavg_collector},
       {"filefd", "File handles allocated and fs.file-max", true, make_filefd_collector},
       {"tcp", "TCP sockets by state: host, watched ports, accept queues, ephemeral ports, targets",

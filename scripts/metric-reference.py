@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -47,6 +48,45 @@ INFLUX_BODY = (
     "jmeter,application=app,transaction=internal minAT=1,maxAT=2,meanAT=1.5,startedT=2,"
     "endedT=0 {t1}\n"
     'events,application=app,title=ApacheJMeter text="Test ended" {t2}\n')
+
+
+def start_capped_sleep():
+    """A sleep in a cgroup with a CPU quota, when this machine lets us make one (v2 with the cpu
+    controller delegated, or v1): its target shows the cgroup throttling families. Returns
+    (process, cgroup dir) or None."""
+    v2 = "/sys/fs/cgroup"
+    candidates = []
+    try:
+        with open(os.path.join(v2, "cgroup.subtree_control")) as f:
+            if "cpu" in f.read().split():
+                candidates.append((v2, "cpu.max", "50000 100000"))
+    except OSError:
+        pass
+    if os.path.exists("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"):
+        candidates.append(("/sys/fs/cgroup/cpu", "cpu.cfs_quota_us", "50000"))
+    for root, knob, value in candidates:
+        d = os.path.join(root, "lw-metric-reference-%d" % os.getpid())
+        try:
+            os.mkdir(d)
+            with open(os.path.join(d, knob), "w") as f:
+                f.write(value)
+        except OSError:
+            continue
+        p = subprocess.Popen(["sh", "-c", 'echo $$ > "$0" && exec sleep 60',
+                              os.path.join(d, "cgroup.procs")])
+        return p, d
+    print("no writable cgroup cpu controller: the throttling families are left out",
+          file=sys.stderr)
+    return None
+
+
+def remove_cgroup(d):
+    for _ in range(50):
+        try:
+            os.rmdir(d)
+            return
+        except OSError:
+            time.sleep(0.1)
 
 
 def fixture(path):
@@ -96,6 +136,7 @@ def main():
         f.write(b'# TYPE careless_info gauge\ncareless_info{name="caf\xe9"} 1\n'
                 b"# TYPE loadwatch_load1 gauge\nloadwatch_load1 0\n")
     gport = free_port()
+    capped = start_capped_sleep()
     args = ["--target=self=comm:loadwatch", "--target=absent=pid:4194303",
             "--source=mb=mountebank," + base, "--source=locust=locust," + base,
             "--source=workers=locust," + base + "/distributed",
@@ -103,6 +144,8 @@ def main():
             "--graphite.listen-address=127.0.0.1:%d" % gport,
             "--collector.textfile.directory=" + textdir, "--sample.interval=200ms",
             "--web.enable-run-api", "--collector.locustpush"]
+    if capped:
+        args.append("--target=capped=pid:%d" % capped[0].pid)
     # A listener that never accepts, with a full accept queue: the host-wide top listeners.
     full = socket.socket()
     full.bind(("127.0.0.1", 0))
@@ -147,6 +190,10 @@ def main():
     finally:
         for c in clients + [full]:
             c.close()
+        if capped:
+            capped[0].kill()
+            capped[0].wait()
+            remove_cgroup(capped[1])
         server.shutdown()
         shutil.rmtree(textdir)
     fams = {n: f for n, f in families(text).items() if n.startswith("loadwatch_")}

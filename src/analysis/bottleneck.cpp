@@ -7,9 +7,10 @@ namespace loadwatch::analysis {
 
 namespace {
 
-constexpr Check kAllChecks[] = {Check::target_cpu,       Check::generator_cpu, Check::mock,
-                                Check::listen_overflows, Check::ports,         Check::fds,
-                                Check::softirq};
+constexpr Check kAllChecks[] = {Check::target_cpu, Check::generator_cpu,    Check::host_cpu,
+                                Check::throttling, Check::memory,           Check::iowait,
+                                Check::mock,       Check::listen_overflows, Check::ports,
+                                Check::fds,        Check::softirq,          Check::queueing};
 
 std::string format(const char* fmt, double a = 0, double b = 0, double c = 0) {
   char buf[256];
@@ -133,6 +134,218 @@ void check_softirq(const PhaseStats& at, std::vector<Finding>& out) {
   }
 }
 
+/// The host's CPU in use: busy modes plus steal (time another guest of the hypervisor had).
+std::optional<double> host_cpu_used(const HostPhaseStats& h) {
+  if (!h.cpu_busy_cores) return std::nullopt;
+  auto steal = h.cpu_cores_by_mode.find("steal");
+  return *h.cpu_busy_cores + (steal == h.cpu_cores_by_mode.end() ? 0 : steal->second);
+}
+
+/// "others 1.20, app 0.60, generator 0.20": who used the host's CPU, the most first.
+std::string cpu_users(const PhaseStats& at) {
+  std::vector<std::pair<double, std::string>> users;
+  if (at.host.others_cpu_cores) users.emplace_back(*at.host.others_cpu_cores, "others");
+  for (const TargetPhaseStats& t : at.targets) {
+    if (t.cpu_cores) users.emplace_back(*t.cpu_cores, t.name);
+  }
+  std::stable_sort(users.begin(), users.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out;
+  for (const auto& [cores, name] : users) {
+    out += (out.empty() ? "" : ", ") + name + format(" %.2f", cores);
+  }
+  return out;
+}
+
+void check_host_cpu(const PhaseStats& at, std::vector<Finding>& out) {
+  const HostPhaseStats& h = at.host;
+  auto used = host_cpu_used(h);
+  std::optional<Finding> f;
+  std::string figures;
+  if (used && h.cores) {
+    figures = format("%.2f of %g cores busy", *used, *h.cores);
+    auto steal = h.cpu_cores_by_mode.find("steal");
+    if (steal != h.cpu_cores_by_mode.end() && steal->second >= 0.005) {
+      figures += format(" (steal %.2f)", steal->second);
+    }
+    double share = *used / *h.cores;
+    if (share >= kHostCpuSaturation) {
+      f = Finding{Check::host_cpu, "host", "", share, kHostCpuSaturation};
+    }
+  }
+  if (h.cpu_pressure_ratio) {
+    figures += (figures.empty() ? "" : "; ") +
+               format("a task waited for a CPU %.0f %% of the time", *h.cpu_pressure_ratio * 100);
+    if (!f && *h.cpu_pressure_ratio >= kCpuPressureRatio) {
+      f = Finding{Check::host_cpu, "host", "", *h.cpu_pressure_ratio, kCpuPressureRatio};
+    }
+  }
+  if (h.run_queue_mean && h.cores) {
+    figures += (figures.empty() ? "" : "; ") +
+               format("run queue %.1f for %g cores", *h.run_queue_mean, *h.cores);
+    double per_core = *h.run_queue_mean / *h.cores;
+    if (!f && per_core > kRunQueuePerCore) {
+      f = Finding{Check::host_cpu, "host", "", per_core, kRunQueuePerCore};
+    }
+  }
+  if (!f) return;
+  std::string users = cpu_users(at);
+  f->evidence = figures + (users.empty() ? "" : "; used by " + users);
+  out.push_back(*f);
+}
+
+void check_throttling(const PhaseStats& at, std::vector<Finding>& out) {
+  for (const TargetPhaseStats& t : at.targets) {
+    if (!t.throttled_period_ratio || *t.throttled_period_ratio < kThrottledPeriodRatio) continue;
+    std::string held = t.throttled_seconds_per_second
+                           ? format(", held back %.2f s a second", *t.throttled_seconds_per_second)
+                           : "";
+    std::string limit = t.cpu_limit_cores ? format(" of %g cores", *t.cpu_limit_cores) : "";
+    out.push_back({Check::throttling, t.name,
+                   format("its cgroup's CPU quota ran out in %.0f %% of the periods (threshold "
+                          "%.0f %%)",
+                          *t.throttled_period_ratio * 100, kThrottledPeriodRatio * 100) +
+                       limit + held,
+                   *t.throttled_period_ratio, kThrottledPeriodRatio});
+  }
+}
+
+double swap_pages(const HostPhaseStats& h) {
+  return h.swap_in_pages_per_second.value_or(0) + h.swap_out_pages_per_second.value_or(0);
+}
+
+void check_memory(const PhaseStats& at, std::vector<Finding>& out) {
+  const HostPhaseStats& h = at.host;
+  std::string swap = h.swap_in_pages_per_second || h.swap_out_pages_per_second
+                         ? format("%.0f pages/s swapped in, %.0f out",
+                                  h.swap_in_pages_per_second.value_or(0),
+                                  h.swap_out_pages_per_second.value_or(0))
+                         : "";
+  if (h.memory_pressure_ratio && *h.memory_pressure_ratio >= kMemoryPressureRatio) {
+    std::string full = h.memory_stall_ratio
+                           ? format(", every task at once %.0f %%", *h.memory_stall_ratio * 100)
+                           : "";
+    out.push_back({Check::memory, "host",
+                   format("a task stalled on memory %.0f %% of the time (threshold %.0f %%)",
+                          *h.memory_pressure_ratio * 100, kMemoryPressureRatio * 100) +
+                       full + (swap.empty() ? "" : "; " + swap),
+                   *h.memory_pressure_ratio, kMemoryPressureRatio});
+  } else if (swap_pages(h) >= kSwapPagesPerSecond) {
+    out.push_back({Check::memory, "host",
+                   swap + format(" (threshold %g pages/s)", kSwapPagesPerSecond), swap_pages(h),
+                   kSwapPagesPerSecond});
+  }
+}
+
+std::optional<double> iowait_cores(const HostPhaseStats& h) {
+  auto it = h.cpu_cores_by_mode.find("iowait");
+  if (it == h.cpu_cores_by_mode.end()) return std::nullopt;
+  return it->second;
+}
+
+void check_iowait(const PhaseStats& at, std::vector<Finding>& out) {
+  const HostPhaseStats& h = at.host;
+  auto iowait = iowait_cores(h);
+  std::string wait = iowait && h.cores ? format("iowait %.2f of %g cores", *iowait, *h.cores) : "";
+  if (h.io_pressure_ratio && *h.io_pressure_ratio >= kIoPressureRatio) {
+    out.push_back({Check::iowait, "host",
+                   format("a task stalled on I/O %.0f %% of the time (threshold %.0f %%)",
+                          *h.io_pressure_ratio * 100, kIoPressureRatio * 100) +
+                       (wait.empty() ? "" : "; " + wait),
+                   *h.io_pressure_ratio, kIoPressureRatio});
+  } else if (iowait && h.cores && *h.cores > 0 && *iowait / *h.cores >= kIowaitShare) {
+    out.push_back({Check::iowait, "host",
+                   wait + format(" (%.0f %%, threshold %.0f %%)", *iowait / *h.cores * 100,
+                                 kIowaitShare * 100),
+                   *iowait / *h.cores, kIowaitShare});
+  }
+}
+
+/// The latency a queueing estimate reads: the median where the generator gives it.
+std::optional<double> typical_latency(const PhaseStats& p) {
+  return p.p50_seconds ? p.p50_seconds : p.p95_seconds;
+}
+
+/// The system under test, for a sentence: the one target that is not the generator, if so.
+std::string system_under_test(const PhaseStats& at) {
+  const TargetPhaseStats* only = nullptr;
+  for (const TargetPhaseStats& t : at.targets) {
+    if (at.generator_target && *at.generator_target == t.name) continue;
+    if (only) return "the system under test";
+    only = &t;
+  }
+  return only ? only->name : "the system under test";
+}
+
+/// Latency at the highest load well above the lowest load's, with CPU to spare: requests wait
+/// for a fixed number of slots (in a FIFO of K slots a request waits only while all K are
+/// busy). Little's law (in flight = throughput x time in the system) applied to the service
+/// time, the latency before any queue formed, counts the slots in use: about K.
+void check_queueing(const PhaseStats* lowest, const PhaseStats& top, const PhaseStats& at,
+                    std::vector<Finding>& out) {
+  if (!top.rps || *top.rps <= 0 || !lowest || lowest == &top) return;
+  auto now = typical_latency(top);
+  auto base = typical_latency(*lowest);
+  if (!now || !base || *base <= 0) return;
+  double growth = *now / *base;
+  if (growth < kQueueLatencyGrowth) return;
+  const char* q = top.p50_seconds && lowest->p50_seconds ? "median" : "p95";
+  double in_service = *top.rps * *base;
+  double in_flight = *top.rps * *now;
+  auto users = [](const PhaseStats& p) {
+    return p.users ? format(" at %g users", static_cast<double>(*p.users)) : std::string();
+  };
+  std::string evidence =
+      format("≈ %.1f requests in service at once (%.1f req/s at the highest load x %.1f ms, "
+             "the ",
+             in_service, *top.rps, *base * 1e3) +
+      q + " latency at the lowest load" + users(*lowest) + ")" +
+      format("; ≈ %.1f in flight", in_flight) + users(top) +
+      format(" (x %.1f ms, %.1f x higher): a pool, a lock or a connection limit of about %.0f",
+             *now * 1e3, growth, in_service);
+  if (auto used = host_cpu_used(at.host); used && at.host.cores) {
+    evidence += format(", with the host CPU %.2f of %g cores busy", *used, *at.host.cores);
+  }
+  out.push_back({Check::queueing, system_under_test(at), evidence, in_service,
+                 kQueueLatencyGrowth});
+}
+
+/// Why nothing was named: the figures that rule each cause out, as far as they are known.
+std::string ruled_out(const PhaseStats& at, const PhaseStats* lowest, const PhaseStats& top) {
+  std::vector<std::string> parts;
+  std::string targets;
+  for (const TargetPhaseStats& t : at.targets) {
+    if (!t.cpu_cores) continue;
+    auto cores = usable_cores(t, at.host);
+    targets += (targets.empty() ? "" : ", ") + t.name + format(" %.2f", *t.cpu_cores) +
+               (cores ? format(" of %g cores", *cores) : "");
+  }
+  if (!targets.empty()) parts.push_back("targets' CPU below their limits (" + targets + ")");
+  if (auto used = host_cpu_used(at.host); used && at.host.cores) {
+    parts.push_back(format("host CPU %.2f of %g cores busy", *used, *at.host.cores));
+  }
+  if (at.host.cpu_pressure_ratio) {
+    parts.push_back(format("CPU pressure %.0f %%", *at.host.cpu_pressure_ratio * 100));
+  }
+  bool throttling = false;
+  for (const TargetPhaseStats& t : at.targets) throttling |= t.throttled_period_ratio.has_value();
+  if (throttling) parts.push_back("no quota throttling");
+  if (at.host.memory_pressure_ratio || at.host.swap_in_pages_per_second) {
+    parts.push_back("no memory pressure or swapping");
+  }
+  if (auto iowait = iowait_cores(at.host)) parts.push_back(format("iowait %.2f cores", *iowait));
+  std::string latency;
+  auto now = typical_latency(top);
+  auto base = lowest ? typical_latency(*lowest) : std::nullopt;
+  if (now && base && *base > 0 && lowest != &top) {
+    latency = format("; latency %.1f x its lowest-load value, under the %.1f x of a queue",
+                     *now / *base, kQueueLatencyGrowth);
+  }
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return (out.empty() ? "no host or process figure is high" : out) + latency;
+}
+
 bool has_system_figures(const PhaseStats& p) {
   const HostPhaseStats& h = p.host;
   return !p.targets.empty() || h.cores || !h.cpu_cores_by_mode.empty() || h.softirq_cores ||
@@ -146,11 +359,34 @@ const char* check_name(Check c) {
   switch (c) {
     case Check::target_cpu: return "target_cpu";
     case Check::generator_cpu: return "generator_cpu";
+    case Check::host_cpu: return "host_cpu";
+    case Check::throttling: return "throttling";
+    case Check::memory: return "memory";
+    case Check::iowait: return "iowait";
     case Check::mock: return "mock";
     case Check::listen_overflows: return "listen_overflows";
     case Check::ports: return "ports";
     case Check::fds: return "fds";
     case Check::softirq: return "softirq";
+    case Check::queueing: return "queueing";
+  }
+  return "?";
+}
+
+const char* what_saturated(Check c) {
+  switch (c) {
+    case Check::target_cpu: return "the target's CPU";
+    case Check::generator_cpu: return "the load generator's CPU";
+    case Check::host_cpu: return "the host's CPU";
+    case Check::throttling: return "the target's cgroup CPU quota (throttling)";
+    case Check::memory: return "memory (pressure, swapping)";
+    case Check::iowait: return "I/O (iowait, I/O pressure)";
+    case Check::mock: return "the mock";
+    case Check::listen_overflows: return "the listen (accept) queue";
+    case Check::ports: return "ephemeral ports / TIME_WAIT";
+    case Check::fds: return "file descriptors";
+    case Check::softirq: return "softirq (network packet processing)";
+    case Check::queueing: return "a queueing limit with idle CPU";
   }
   return "?";
 }
@@ -163,7 +399,7 @@ std::optional<Check> check_from_name(const std::string& name) {
 }
 
 Bottleneck find_bottleneck(const PhaseStats& at, const PhaseStats* previous,
-                           const PhaseStats* lowest) {
+                           const PhaseStats* lowest, const PhaseStats* highest) {
   Bottleneck b;
   if (!has_system_figures(at)) {
     b.summary = "not assessed: the input carries no process, host or mock figures";
@@ -172,23 +408,23 @@ Bottleneck find_bottleneck(const PhaseStats& at, const PhaseStats* previous,
   b.assessed = true;
   check_targets(at, false, b.findings);
   check_targets(at, true, b.findings);
+  check_host_cpu(at, b.findings);
+  check_throttling(at, b.findings);
+  check_memory(at, b.findings);
+  check_iowait(at, b.findings);
   check_mock(at, lowest, b.findings);
   check_overflows(at, previous, b.findings);
   check_ports(at, b.findings);
   check_fds(at, b.findings);
   check_softirq(at, b.findings);
+  if (b.findings.empty()) check_queueing(lowest, highest ? *highest : at, at, b.findings);
   if (b.findings.empty()) {
-    b.summary =
-        "nothing loadwatch sees saturated: the limit is elsewhere (e.g. a database on another "
-        "host, a lock, a pool size)";
+    b.summary = "no limit loadwatch can see: " + ruled_out(at, lowest, highest ? *highest : at) +
+                "; the limit is outside what it watches";
     return b;
   }
   const Finding& f = b.findings.front();
-  static const char* const what[] = {
-      "the target's CPU", "the load generator's CPU", "the mock",
-      "the listen (accept) queue", "ephemeral ports / TIME_WAIT", "file descriptors",
-      "softirq (network packet processing)"};
-  b.summary = std::string(what[static_cast<int>(f.check)]) + " (" + f.subject + "): " + f.evidence;
+  b.summary = std::string(what_saturated(f.check)) + " (" + f.subject + "): " + f.evidence;
   return b;
 }
 

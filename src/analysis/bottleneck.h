@@ -19,26 +19,47 @@ inline constexpr double kMockLatencyShare = 0.25;   // ... and >= 25 % of the ge
 inline constexpr double kPortUsageRatio = 0.80;     // ephemeral ports or TIME_WAIT buckets
 inline constexpr double kFdUsageRatio = 0.80;       // open fds against the soft limit
 inline constexpr double kSoftirqShare = 0.20;       // softirq >= 20 % of all the host's CPU
+// The host's CPU: busy + steal >= 90 % of its cores, or a task waiting for a CPU >= 50 % of
+// the time, or more runnable threads than cores (mean over the window).
+inline constexpr double kHostCpuSaturation = 0.90;
+inline constexpr double kCpuPressureRatio = 0.50;
+inline constexpr double kRunQueuePerCore = 1.0;
+inline constexpr double kThrottledPeriodRatio = 0.25;  // the quota ran out in >= 25 % of periods
+// Memory: a task stalled on memory >= 10 % of the time, or swap traffic >= 1 MiB/s (4 KiB pages).
+inline constexpr double kMemoryPressureRatio = 0.10;
+inline constexpr double kSwapPagesPerSecond = 256;
+// I/O: a task stalled on I/O >= 20 % of the time, or iowait >= 20 % of the host's cores.
+inline constexpr double kIoPressureRatio = 0.20;
+inline constexpr double kIowaitShare = 0.20;
+// A queue: latency at the highest load >= 1.5 x its lowest-load value.
+inline constexpr double kQueueLatencyGrowth = 1.5;
 
-/// The checks, in the order they are made.
+/// The checks, in the order they are made. `queueing` is made only when no other check fired.
 enum class Check {
   target_cpu,
   generator_cpu,
+  host_cpu,
+  throttling,
+  memory,
+  iowait,
   mock,
   listen_overflows,
   ports,
   fds,
   softirq,
+  queueing,
 };
 const char* check_name(Check c);
+/// What a check names as saturated, for the verdict's sentence ("the host's CPU").
+const char* what_saturated(Check c);
 std::optional<Check> check_from_name(const std::string& name);
 
 struct Finding {
   Check check = Check::target_cpu;
   std::string subject;   // the target, "host", "mock", ...
   std::string evidence;  // the figures, in words
-  double value = 0;      // the figure compared ...
-  double threshold = 0;  // ... with this
+  double value = 0;      // the figure compared (queueing: the requests in service at once) ...
+  double threshold = 0;  // ... with this (queueing: the latency growth needed)
 
   bool operator==(const Finding&) const = default;
 };
@@ -52,8 +73,9 @@ struct Bottleneck {
 };
 
 /// `at` is the knee phase; `previous` the phase one step below it and `lowest` the lowest-load
-/// phase (both may be null), for the checks that look at a rise.
+/// phase (both may be null), for the checks that look at a rise; `highest` the highest-load
+/// phase (null: `at`), where the queueing check looks for a queue.
 Bottleneck find_bottleneck(const PhaseStats& at, const PhaseStats* previous,
-                           const PhaseStats* lowest);
+                           const PhaseStats* lowest, const PhaseStats* highest = nullptr);
 
 }  // namespace loadwatch::analysis

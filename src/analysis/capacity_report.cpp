@@ -160,7 +160,8 @@ void assess(CapacityReport& r, const std::vector<std::size_t>& pts) {
   const PhaseStats* previous = *at > 0 ? &r.phases[pts[*at - 1]] : nullptr;
   const PhaseStats* lowest = &r.phases[pts.front()];
   r.bottleneck.phase = ref(r.phases, pts[*at]);
-  r.bottleneck.result = find_bottleneck(phase, previous, lowest);
+  const PhaseStats* highest = &r.phases[pts.back()];
+  r.bottleneck.result = find_bottleneck(phase, previous, lowest, highest);
 }
 
 // ---- JSON ----
@@ -244,7 +245,16 @@ ojson bottleneck_json(const BottleneckFinding& b) {
                      {"mock_latency_share", kMockLatencyShare},
                      {"port_usage_ratio", kPortUsageRatio},
                      {"fd_usage_ratio", kFdUsageRatio},
-                     {"softirq_share", kSoftirqShare}};
+                     {"softirq_share", kSoftirqShare},
+                     {"host_cpu_share", kHostCpuSaturation},
+                     {"cpu_pressure_ratio", kCpuPressureRatio},
+                     {"run_queue_per_core", kRunQueuePerCore},
+                     {"throttled_period_ratio", kThrottledPeriodRatio},
+                     {"memory_pressure_ratio", kMemoryPressureRatio},
+                     {"swap_pages_per_second", kSwapPagesPerSecond},
+                     {"io_pressure_ratio", kIoPressureRatio},
+                     {"iowait_share", kIowaitShare},
+                     {"queue_latency_growth", kQueueLatencyGrowth}};
   return j;
 }
 

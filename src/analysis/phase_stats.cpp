@@ -26,6 +26,8 @@ void to_json(ojson& j, const TargetPhaseStats& t) {
   jf::put(j, "rss_slope_bytes_per_second", t.rss_slope_bytes_per_second);
   jf::put(j, "open_fds_max", t.open_fds_max);
   jf::put(j, "fd_limit", t.fd_limit);
+  jf::put(j, "throttled_period_ratio", t.throttled_period_ratio);
+  jf::put(j, "throttled_seconds_per_second", t.throttled_seconds_per_second);
 }
 
 void from_json(const json& j, TargetPhaseStats& t) {
@@ -41,6 +43,8 @@ void from_json(const json& j, TargetPhaseStats& t) {
   t.rss_slope_bytes_per_second = jf::number(j, "rss_slope_bytes_per_second");
   t.open_fds_max = jf::non_negative(j, "open_fds_max");
   t.fd_limit = jf::non_negative(j, "fd_limit");
+  t.throttled_period_ratio = jf::ratio(j, "throttled_period_ratio");
+  t.throttled_seconds_per_second = jf::non_negative(j, "throttled_seconds_per_second");
 }
 
 void to_json(ojson& j, const HostPhaseStats& h) {
@@ -52,6 +56,16 @@ void to_json(ojson& j, const HostPhaseStats& h) {
   jf::put(j, "time_wait_limit", h.time_wait_limit);
   jf::put(j, "listen_overflows", h.listen_overflows);
   jf::put(j, "ephemeral_port_ratio_max", h.ephemeral_port_ratio_max);
+  jf::put(j, "cpu_busy_cores", h.cpu_busy_cores);
+  jf::put(j, "others_cpu_cores", h.others_cpu_cores);
+  jf::put(j, "run_queue_mean", h.run_queue_mean);
+  jf::put(j, "cpu_pressure_ratio", h.cpu_pressure_ratio);
+  jf::put(j, "memory_pressure_ratio", h.memory_pressure_ratio);
+  jf::put(j, "memory_stall_ratio", h.memory_stall_ratio);
+  jf::put(j, "io_pressure_ratio", h.io_pressure_ratio);
+  jf::put(j, "io_stall_ratio", h.io_stall_ratio);
+  jf::put(j, "swap_in_pages_per_second", h.swap_in_pages_per_second);
+  jf::put(j, "swap_out_pages_per_second", h.swap_out_pages_per_second);
 }
 
 void from_json(const json& j, HostPhaseStats& h) {
@@ -74,6 +88,16 @@ void from_json(const json& j, HostPhaseStats& h) {
   h.time_wait_limit = jf::non_negative(j, "time_wait_limit");
   h.listen_overflows = jf::non_negative(j, "listen_overflows");
   h.ephemeral_port_ratio_max = jf::ratio(j, "ephemeral_port_ratio_max");
+  h.cpu_busy_cores = jf::non_negative(j, "cpu_busy_cores");
+  h.others_cpu_cores = jf::non_negative(j, "others_cpu_cores");
+  h.run_queue_mean = jf::non_negative(j, "run_queue_mean");
+  h.cpu_pressure_ratio = jf::ratio(j, "cpu_pressure_ratio");
+  h.memory_pressure_ratio = jf::ratio(j, "memory_pressure_ratio");
+  h.memory_stall_ratio = jf::ratio(j, "memory_stall_ratio");
+  h.io_pressure_ratio = jf::ratio(j, "io_pressure_ratio");
+  h.io_stall_ratio = jf::ratio(j, "io_stall_ratio");
+  h.swap_in_pages_per_second = jf::non_negative(j, "swap_in_pages_per_second");
+  h.swap_out_pages_per_second = jf::non_negative(j, "swap_out_pages_per_second");
 }
 
 void to_json(ojson& j, const MockPhaseStats& m) {

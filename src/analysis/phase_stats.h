@@ -28,6 +28,8 @@ struct TargetPhaseStats {
   std::optional<double> rss_slope_bytes_per_second;  // least-squares slope over the phase
   std::optional<double> open_fds_max;                // highest open-fd count in the phase
   std::optional<double> fd_limit;                    // lowest soft RLIMIT_NOFILE seen in the phase
+  std::optional<double> throttled_period_ratio;  // quota periods that ran out / periods, 0..1
+  std::optional<double> throttled_seconds_per_second;  // time held back by the quota, per second
 
   bool operator==(const TargetPhaseStats&) const = default;
 };
@@ -41,6 +43,20 @@ struct HostPhaseStats {
   std::optional<double> time_wait_limit;         // net.ipv4.tcp_max_tw_buckets
   std::optional<double> listen_overflows;        // accept-queue overflows during the phase
   std::optional<double> ephemeral_port_ratio_max;  // peak share of the local port range in use
+  // Who used the CPU: the modes spent running something (user, nice, system, irq, softirq),
+  // and the part of it the targets' processes did not use (everyone else, kernel work too).
+  std::optional<double> cpu_busy_cores;
+  std::optional<double> others_cpu_cores;
+  std::optional<double> run_queue_mean;  // procs_running: threads running or waiting for a CPU
+  // Pressure stall information: the share of the window stalled ("some": at least one task,
+  // "full": all non-idle tasks at once), 0..1.
+  std::optional<double> cpu_pressure_ratio;
+  std::optional<double> memory_pressure_ratio;
+  std::optional<double> memory_stall_ratio;
+  std::optional<double> io_pressure_ratio;
+  std::optional<double> io_stall_ratio;
+  std::optional<double> swap_in_pages_per_second;
+  std::optional<double> swap_out_pages_per_second;
 
   bool operator==(const HostPhaseStats&) const = default;
 };

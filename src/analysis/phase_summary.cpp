@@ -33,7 +33,27 @@ TargetPhaseStats summarize_target(const TargetSeries& s, double start, double st
   t.rss_slope_bytes_per_second = slope_in(s.rss_bytes, start, end);
   t.open_fds_max = max_in(s.open_fds, start, end);
   t.fd_limit = min_in(s.max_fds, start, end);
+  auto periods = increase_in(s.cpu_periods, stable, end);
+  auto throttled = increase_in(s.cpu_throttled_periods, stable, end);
+  if (periods && throttled && *periods > 0) {
+    t.throttled_period_ratio = std::clamp(*throttled / *periods, 0.0, 1.0);
+  }
+  t.throttled_seconds_per_second = rate_in(s.cpu_throttled_seconds, stable, end);
   return t;
+}
+
+/// The share of the window a PSI counter (seconds stalled) grew by, 0..1.
+std::optional<double> stall_share(const Series& counter, double from, double to) {
+  auto r = rate_in(counter, from, to);
+  if (!r) return std::nullopt;
+  return std::clamp(*r, 0.0, 1.0);
+}
+
+// Modes not spent running anything: idle and iowait; steal is time the hypervisor gave to
+// another guest; guest time is already inside user and nice.
+bool busy_mode(const std::string& mode) {
+  return mode != "idle" && mode != "iowait" && mode != "steal" && mode != "guest" &&
+         mode != "guest_nice";
 }
 
 HostPhaseStats summarize_host(const HostSeries& s, double start, double stable, double end) {
@@ -42,6 +62,7 @@ HostPhaseStats summarize_host(const HostSeries& s, double start, double stable, 
   for (const auto& [mode, counter] : s.cpu_seconds_by_mode) {
     std::optional<double> cores = rate_in(counter, stable, end);
     if (!cores) continue;
+    if (busy_mode(mode)) h.cpu_busy_cores = h.cpu_busy_cores.value_or(0) + *cores;
     if (mode == "softirq") {
       h.softirq_cores = cores;
     } else {
@@ -52,12 +73,33 @@ HostPhaseStats summarize_host(const HostSeries& s, double start, double stable, 
   h.time_wait_limit = s.time_wait_limit;
   h.listen_overflows = increase_in(s.listen_overflows, start, end);
   h.ephemeral_port_ratio_max = max_in(s.ephemeral_port_ratio, start, end);
+  h.run_queue_mean = mean_in(s.procs_running, stable, end);
+  h.cpu_pressure_ratio = stall_share(s.cpu_pressure_waiting, stable, end);
+  h.memory_pressure_ratio = stall_share(s.memory_pressure_waiting, stable, end);
+  h.memory_stall_ratio = stall_share(s.memory_pressure_stalled, stable, end);
+  h.io_pressure_ratio = stall_share(s.io_pressure_waiting, stable, end);
+  h.io_stall_ratio = stall_share(s.io_pressure_stalled, stable, end);
+  h.swap_in_pages_per_second = rate_in(s.swap_in_pages, stable, end);
+  h.swap_out_pages_per_second = rate_in(s.swap_out_pages, stable, end);
   return h;
 }
 
 std::optional<double> ratio_of(std::optional<double> part, std::optional<double> whole) {
   if (!part || !whole || *whole <= 0) return std::nullopt;
   return std::clamp(*part / *whole, 0.0, 1.0);
+}
+
+/// The host's busy CPU that no target's processes used: everyone else, and kernel work
+/// (interrupts, softirq) no process is charged for. Unknown when a target's CPU is.
+std::optional<double> others_cpu(const HostPhaseStats& h,
+                                 const std::vector<TargetPhaseStats>& targets) {
+  if (!h.cpu_busy_cores) return std::nullopt;
+  double used = 0;
+  for (const TargetPhaseStats& t : targets) {
+    if (!t.cpu_cores) return std::nullopt;
+    used += *t.cpu_cores;
+  }
+  return std::max(0.0, *h.cpu_busy_cores - used);
 }
 
 }  // namespace
@@ -89,6 +131,7 @@ PhaseStats summarize_phase(const PhaseWindow& window, const RunSeries& series,
     p.targets.push_back(summarize_target(t, start, stable, end));
   }
   p.host = summarize_host(series.host, start, stable, end);
+  p.host.others_cpu_cores = others_cpu(p.host, p.targets);
   if (series.generator_target && p.target(*series.generator_target)) {
     p.generator_target = series.generator_target;
   }

@@ -27,6 +27,9 @@ struct TargetSeries {
   Series open_fds;
   Series max_fds;                         // soft RLIMIT_NOFILE of the member closest to it
   std::optional<double> cpu_limit_cores;  // cgroup cpu.max quota or affinity, when smaller
+  Series cpu_periods;            // counter: quota periods of the binding cgroup (cpu.stat)
+  Series cpu_throttled_periods;  // counter: those in which the quota ran out
+  Series cpu_throttled_seconds;  // counter: time held back, summed over CPUs
 };
 
 struct HostSeries {
@@ -36,6 +39,12 @@ struct HostSeries {
   std::optional<double> time_wait_limit;  // net.ipv4.tcp_max_tw_buckets
   Series listen_overflows;                // counter
   Series ephemeral_port_ratio;
+  Series procs_running;  // gauge: the run queue (running + runnable threads)
+  // Pressure stall information, counters in seconds ("waiting": some, "stalled": full).
+  Series cpu_pressure_waiting;
+  Series memory_pressure_waiting, memory_pressure_stalled;
+  Series io_pressure_waiting, io_pressure_stalled;
+  Series swap_in_pages, swap_out_pages;  // counters
 };
 
 /// One generator source's own counters, with the ages that say which moment they describe.

@@ -37,6 +37,10 @@ void keep_min(std::optional<double>& best, std::optional<double> v) {
   if (v && (!best || *v < *best)) best = v;
 }
 
+void keep_min(std::optional<CgroupQuota>& best, std::optional<double> v, const std::string& dir) {
+  if (v && (!best || *v < best->cores)) best = CgroupQuota{*v, dir};
+}
+
 /// `path` and each of its ancestors up to "" (the root), at most kMaxCgroupDepth.
 template <typename F>
 void walk_up(std::string path, F&& visit) {
@@ -110,7 +114,12 @@ std::optional<double> cgroup_cpu_quota(const FsRoot& proc, const FsRoot& sys, pi
 }
 
 std::optional<double> cgroup_text_cpu_quota(std::string_view text, const FsRoot& sys) {
-  std::optional<double> best;
+  auto q = cgroup_text_quota(text, sys);
+  return q ? std::optional<double>(q->cores) : std::nullopt;
+}
+
+std::optional<CgroupQuota> cgroup_text_quota(std::string_view text, const FsRoot& sys) {
+  std::optional<CgroupQuota> best;
   std::string a, b;
   std::string_view rest = text;
   while (!rest.empty()) {
@@ -126,8 +135,8 @@ std::optional<double> cgroup_text_cpu_quota(std::string_view text, const FsRoot&
     if (line.substr(0, c1) == "0" && controllers.empty()) {
       for (const char* root : kV2Roots) {
         walk_up(path, [&](const std::string& dir) {
-          std::string rel = std::string(root) + (dir.empty() ? "" : "/" + dir) + "/cpu.max";
-          if (sys.read(rel, a) == 0) keep_min(best, parse_cpu_max(a));
+          std::string base = std::string(root) + (dir.empty() ? "" : "/" + dir);
+          if (sys.read(base + "/cpu.max", a) == 0) keep_min(best, parse_cpu_max(a), base);
         });
       }
     } else if (has_cpu_controller(controllers)) {
@@ -136,7 +145,7 @@ std::optional<double> cgroup_text_cpu_quota(std::string_view text, const FsRoot&
           std::string base = std::string(root) + (dir.empty() ? "" : "/" + dir);
           if (sys.read(base + "/cpu.cfs_quota_us", a) == 0 &&
               sys.read(base + "/cpu.cfs_period_us", b) == 0) {
-            keep_min(best, parse_cfs_quota(a, b));
+            keep_min(best, parse_cfs_quota(a, b), base);
           }
         });
       }

@@ -32,6 +32,16 @@ std::optional<double> parse_cfs_quota(std::string_view quota_text, std::string_v
 /// fs/cgroup/cpu, fs/cgroup/cpu,cpuacct for v1). nullopt when no cgroup has a quota.
 std::optional<double> cgroup_text_cpu_quota(std::string_view cgroup_text, const FsRoot& sys);
 
+/// The cgroup whose CPU quota binds a process: the one with the smallest quota among the
+/// cgroups a /proc/PID/cgroup text names and their ancestors.
+struct CgroupQuota {
+  double cores = 0;
+  std::string dir;  // below `sys`, e.g. "fs/cgroup/cpu/app"; its cpu.stat counts the throttling
+};
+
+/// That cgroup, found as cgroup_text_cpu_quota finds its quota; nullopt when none has one.
+std::optional<CgroupQuota> cgroup_text_quota(std::string_view cgroup_text, const FsRoot& sys);
+
 /// The same for process `pid` (PID/cgroup below `proc`).
 std::optional<double> cgroup_cpu_quota(const FsRoot& proc, const FsRoot& sys, pid_t pid);
 

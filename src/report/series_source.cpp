@@ -131,6 +131,9 @@ analysis::RunSeries load_run_series(SeriesSource& source, double from, double to
   auto max_fds = fetch("loadwatch_process_max_fds");
   auto procs = fetch("loadwatch_target_processes");
   auto cpu_limit = fetch("loadwatch_process_cpu_limit_cores");
+  auto periods = fetch("loadwatch_process_cpu_periods_total");
+  auto throttled_periods = fetch("loadwatch_process_cpu_throttled_periods_total");
+  auto throttled_seconds = fetch("loadwatch_process_cpu_throttled_seconds_total");
   for (const std::string& name : label_values(cpu, "target")) {
     analysis::TargetSeries t;
     t.name = name;
@@ -152,6 +155,9 @@ analysis::RunSeries load_run_series(SeriesSource& source, double from, double to
     for (double v : first(cpu_limit).v) {
       if (v > 0 && (!t.cpu_limit_cores || v < *t.cpu_limit_cores)) t.cpu_limit_cores = v;
     }
+    t.cpu_periods = first(periods);
+    t.cpu_throttled_periods = first(throttled_periods);
+    t.cpu_throttled_seconds = first(throttled_seconds);
     rs.targets.push_back(std::move(t));
   }
 
@@ -166,6 +172,17 @@ analysis::RunSeries load_run_series(SeriesSource& source, double from, double to
   rs.host.time_wait = sum_all(fetch("loadwatch_tcp_connections", {{"state", "time_wait"}}));
   rs.host.listen_overflows = sum_all(fetch("loadwatch_tcp_listen_overflows_total"));
   rs.host.ephemeral_port_ratio = sum_all(fetch("loadwatch_tcp_ephemeral_port_usage_ratio"));
+  // The run queue, pressure stall information and swap traffic: what else held the host back.
+  rs.host.procs_running = sum_all(fetch("loadwatch_procs_running"));
+  rs.host.cpu_pressure_waiting = sum_all(fetch("loadwatch_pressure_cpu_waiting_seconds_total"));
+  rs.host.memory_pressure_waiting =
+      sum_all(fetch("loadwatch_pressure_memory_waiting_seconds_total"));
+  rs.host.memory_pressure_stalled =
+      sum_all(fetch("loadwatch_pressure_memory_stalled_seconds_total"));
+  rs.host.io_pressure_waiting = sum_all(fetch("loadwatch_pressure_io_waiting_seconds_total"));
+  rs.host.io_pressure_stalled = sum_all(fetch("loadwatch_pressure_io_stalled_seconds_total"));
+  rs.host.swap_in_pages = sum_all(fetch("loadwatch_swap_in_pages_total"));
+  rs.host.swap_out_pages = sum_all(fetch("loadwatch_swap_out_pages_total"));
 
   // Generator: requests and failures summed over sources; latency from the busiest source,
   // its recent window when the generator reports one (Locust's cumulative quantiles would

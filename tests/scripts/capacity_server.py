@@ -57,6 +57,10 @@ def cpu_for(seconds):
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # The headers and the body leave in two writes: with Nagle's algorithm the body waits for
+    # the client's delayed ACK of the headers (40 ms on Linux), a delay outside the slots that
+    # a request's latency would carry on top of SERVICE_MS.
+    disable_nagle_algorithm = True
 
     def do_GET(self):
         with SLOTS:

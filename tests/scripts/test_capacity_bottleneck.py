@@ -1,4 +1,5 @@
-"""What saturated first, with real peers: a CPU-bound target and a CPU-starved generator.
+"""What saturated first, with real peers: a CPU-bound target, a CPU-starved generator, a host
+CPU taken by other processes, and a server behind K slots with idle CPU.
 
 Each process that must saturate runs in a cgroup with a small CPU quota (cgroup v2 cpu.max,
 or v1 cpu.cfs_quota_us), so it saturates by construction on a busy host: a process needing a
@@ -6,6 +7,9 @@ twentieth of a core gets it on a loaded 2-core machine, a whole core may not (a 
 only 82 % of its quota beside the other tests of the suite). loadwatch
 reads the quota (loadwatch_process_cpu_limit_cores) and judges the process against it.
 Everything listens on 127.0.0.1; every run and loop is bounded; the cgroups are removed.
+
+The host-CPU and queueing cases take their ground truth from /proc, sampled by the test itself
+(CpuMeter): the busy loops' own CPU time and the host's busy time over the assessed phase.
 """
 import os
 import re
@@ -24,6 +28,10 @@ from test_capacity_run import CapacityRunHelpers  # noqa: E402
 STEP = 10            # seconds per step: 5 s stable window after the warm-up rule's half
 USERS = [1, 2, 4, 8]
 GENERATOR_USERS = [4, 16, 32, 64]
+HOG_USERS = [1, 2, 4]
+QUEUE_K, QUEUE_SERVICE_MS = 8, 40   # at most 200 req/s, whatever the CPU
+QUEUE_USERS = [1, 4, 16, 32]
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 PERIOD_US = 100000
 V2 = "/sys/fs/cgroup"
 V1 = "/sys/fs/cgroup/cpu"
@@ -78,6 +86,55 @@ class CpuCgroup:
             except OSError:
                 time.sleep(0.1)
         raise AssertionError("cgroup %s not removed" % self.dir)
+
+
+def host_busy_seconds():
+    """CPU seconds the host spent running something (all modes but idle, iowait, steal)."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:9]]
+    user, nice, system, idle, iowait, irq, softirq, steal = ticks
+    return (user + nice + system + irq + softirq) / CLK_TCK
+
+
+def process_cpu_seconds(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+
+
+class CpuMeter:
+    """Samples the host's busy CPU and some processes' CPU every 0.25 s, from /proc, until
+    stopped (bounded by `limit` seconds): the ground truth the verdict is checked against."""
+
+    def __init__(self, pids=(), limit=180):
+        self.pids = list(pids)
+        self.points = []  # (time, host busy seconds, {pid: cpu seconds})
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(limit,), daemon=True)
+        self.thread.start()
+
+    def _run(self, limit):
+        end = time.time() + limit
+        while not self.stop.is_set() and time.time() < end:
+            self.points.append((time.time(), host_busy_seconds(),
+                                {p: process_cpu_seconds(p) for p in self.pids}))
+            self.stop.wait(0.25)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(timeout=5)
+
+    def cores(self, t0, t1, pid=None):
+        """Mean cores over [t0, t1]: the host's busy CPU, or process `pid`'s."""
+        inside = [p for p in self.points if t0 <= p[0] <= t1]
+        if len(inside) < 2:
+            raise AssertionError("no CPU samples in [%f, %f]" % (t0, t1))
+        a, b = inside[0], inside[-1]
+        va, vb = (a[1], b[1]) if pid is None else (a[2][pid], b[2][pid])
+        return (vb - va) / (b[0] - a[0])
 
 
 class Bottleneck(CapacityRunHelpers, unittest.TestCase):
@@ -154,6 +211,81 @@ class Bottleneck(CapacityRunHelpers, unittest.TestCase):
         self.assertEqual((first["check"], first["subject"]), ("generator_cpu", "generator"), b)
         self.assertNotIn("target_cpu", [f["check"] for f in b["findings"]], b)
         self.assertAlmostEqual(targets["generator"]["cpu_limit_cores"], quota, places=3)
+
+    def hogs(self, n, seconds):
+        """n busy loops at nice 10 (they fill every idle cycle, yet leave the run room to
+        progress), each ending by itself after `seconds` and killed by PID at tearDown."""
+        code = "import time\ne = time.time() + %d\nwhile time.time() < e: pass\n" % seconds
+        procs = [subprocess.Popen(["nice", "-n", "10", sys.executable, "-c", code])
+                 for _ in range(n)]
+        self.children.extend(procs)
+        return [p.pid for p in procs]
+
+    def test_host_cpu_saturated_by_others(self):
+        """Busy loops outside every target (one more than the host has cores) take whatever
+        CPU the run leaves: the verdict is the host's CPU, and the share it gives "others"
+        covers what the loops used by /proc over the same window."""
+        cores = os.cpu_count()
+        app, _ = self.server(50, 50)  # 1,000 req/s of room: never the limit at 4 users
+        locust_port = free_port()
+        with Loadwatch(self.loadwatch_args(app, locust_port, os.path.join(self.dir, "s"))) as lw:
+            pids = self.hogs(cores + 1, STEP * len(HOG_USERS) + 60)
+            meter = CpuMeter(pids)
+            try:
+                run = self.step_run(lw, app, locust_port, HOG_USERS, step=STEP)
+                b, targets = self.verdict(lw, run)
+                rep = self.report(lw, run["id"])
+            finally:
+                meter.close()
+        phase = next(p for p in rep["phases"] if p["name"] == b["phase"])
+        first = b["findings"][0]
+        self.assertEqual((first["check"], first["subject"]), ("host_cpu", "host"), b)
+        self.assertIn("used by others", first["evidence"])
+        self.assertIn("app", first["evidence"])
+        t0, t1 = phase["stable_start"], phase["end"]
+        hog_cores = sum(meter.cores(t0, t1, pid) for pid in pids)
+        busy = meter.cores(t0, t1)
+        print("hogs %.2f cores, host busy %.2f by /proc; report: busy %.2f, others %.2f" %
+              (hog_cores, busy, phase["host"]["cpu_busy_cores"],
+               phase["host"]["others_cpu_cores"]), file=sys.stderr)
+        # The host really was saturated, and loadwatch's busy figure agrees with /proc.
+        self.assertGreaterEqual(busy, 0.9 * cores)
+        self.assertAlmostEqual(phase["host"]["cpu_busy_cores"], busy, delta=0.1 * cores)
+        # Everyone else's share holds the loops' CPU (and whatever else ran on the host), and
+        # the loops used more than any target.
+        others = phase["host"]["others_cpu_cores"]
+        self.assertGreaterEqual(others, 0.9 * hog_cores - 0.05)
+        self.assertLessEqual(others, busy + 0.1)
+        self.assertGreater(others, max(t["cpu_cores"] for t in targets.values()))
+
+    def test_queueing_limit_with_idle_cpu(self):
+        """A server with QUEUE_K slots of QUEUE_SERVICE_MS (sleeping, so its CPU stays low):
+        throughput flattens at K / service time while latency grows, and the verdict is a
+        queueing limit whose Little's-law figure is K within 25 %."""
+        app, _ = self.server(QUEUE_K, QUEUE_SERVICE_MS)
+        locust_port = free_port()
+        with Loadwatch(self.loadwatch_args(app, locust_port, os.path.join(self.dir, "s"))) as lw:
+            meter = CpuMeter()
+            try:
+                run = self.step_run(lw, app, locust_port, QUEUE_USERS, step=STEP)
+                rep = self.report(lw, run["id"])
+            finally:
+                meter.close()
+        b = rep["bottleneck"]
+        phase = next(p for p in rep["phases"] if p["name"] == b["phase"])
+        busy = meter.cores(phase["stable_start"], phase["end"])
+        print("\nrps by users:", [(p.get("users"), round(p.get("rps", 0), 1))
+                                  for p in rep["phases"]],
+              "\nhost busy %.2f by /proc; bottleneck:" % busy, b["summary"], file=sys.stderr)
+        if busy >= 0.8 * os.cpu_count():
+            self.skipTest("the host's CPU was %.2f of %d cores busy with other work: the idle-CPU "
+                          "premise does not hold on this machine now" % (busy, os.cpu_count()))
+        self.assertTrue(b["findings"], b)
+        first = b["findings"][0]
+        self.assertEqual((first["check"], first["subject"]), ("queueing", "app"), b)
+        self.assertAlmostEqual(first["value"], QUEUE_K, delta=0.25 * QUEUE_K)
+        self.assertIn("a pool, a lock or a connection limit of about", b["summary"])
+        self.assertNotIn("database", b["summary"])
 
 
 if __name__ == "__main__":

@@ -25,7 +25,14 @@ PhaseStats everything_saturated() {
   gen.busiest_process_core_share = 0.5;
   p.targets = {app, gen};
   p.generator_target = "locust";
+  p.targets[0].throttled_period_ratio = 0.6;
   p.host.cores = 4;
+  p.host.cpu_busy_cores = 3.8;
+  p.host.others_cpu_cores = 2.31;
+  p.host.cpu_pressure_ratio = 0.9;
+  p.host.run_queue_mean = 7;
+  p.host.memory_pressure_ratio = 0.3;
+  p.host.io_pressure_ratio = 0.4;
   p.host.softirq_cores = 1.0;
   p.host.listen_overflows = 40;
   p.host.ephemeral_port_ratio_max = 0.9;
@@ -55,8 +62,11 @@ TEST_CASE("the checks run in the documented order and the first finding is the v
   before.host.listen_overflows = 0;
   Bottleneck b = find_bottleneck(p, &before, &before);
   REQUIRE(b.assessed);
-  CHECK(checks_of(b) == std::vector<Check>{Check::target_cpu, Check::generator_cpu, Check::mock,
-                                           Check::listen_overflows, Check::ports, Check::fds,
+  CHECK(checks_of(b) == std::vector<Check>{Check::target_cpu, Check::generator_cpu,
+                                           Check::host_cpu,   Check::throttling,
+                                           Check::memory,     Check::iowait,
+                                           Check::mock,       Check::listen_overflows,
+                                           Check::ports,      Check::fds,
                                            Check::softirq});
   CHECK_THAT(b.summary, Catch::StartsWith("the target's CPU (app)"));
   CHECK_THAT(b.summary, Catch::Contains("0.98 of one core"));
@@ -69,6 +79,16 @@ TEST_CASE("the checks run in the documented order and the first finding is the v
   CHECK(find_bottleneck(p, &before, &before).findings.front().check == Check::generator_cpu);
   CHECK_THAT(find_bottleneck(p, &before, &before).summary, Catch::Contains("locust"));
   p.targets[1].cpu_cores = 0.2;
+  CHECK(find_bottleneck(p, &before, &before).findings.front().check == Check::host_cpu);
+  p.host.cpu_busy_cores = 1.0;
+  p.host.cpu_pressure_ratio = 0.1;
+  p.host.run_queue_mean = 2;
+  CHECK(find_bottleneck(p, &before, &before).findings.front().check == Check::throttling);
+  p.targets[0].throttled_period_ratio = 0.1;
+  CHECK(find_bottleneck(p, &before, &before).findings.front().check == Check::memory);
+  p.host.memory_pressure_ratio = 0.01;
+  CHECK(find_bottleneck(p, &before, &before).findings.front().check == Check::iowait);
+  p.host.io_pressure_ratio = 0.01;
   CHECK(find_bottleneck(p, &before, &before).findings.front().check == Check::mock);
   p.mock.error_ratio = 0;
   CHECK(find_bottleneck(p, &before, &before).findings.front().check == Check::listen_overflows);
@@ -82,7 +102,13 @@ TEST_CASE("the checks run in the documented order and the first finding is the v
   Bottleneck none = find_bottleneck(p, &before, &before);
   CHECK(none.assessed);
   CHECK(none.findings.empty());
-  CHECK_THAT(none.summary, Catch::StartsWith("nothing loadwatch sees saturated"));
+  CHECK_THAT(none.summary, Catch::StartsWith("no limit loadwatch can see: "));
+  // The evidence that rules the rest out is in the sentence; no guess at a culprit.
+  CHECK_THAT(none.summary, Catch::Contains("host CPU 1.00 of 4 cores busy"));
+  CHECK_THAT(none.summary, Catch::Contains("CPU pressure 10 %"));
+  CHECK_THAT(none.summary, Catch::Contains("no quota throttling"));
+  CHECK_THAT(none.summary, Catch::Contains("no memory pressure or swapping"));
+  CHECK_THAT(none.summary, !Catch::Contains("database"));
 }
 
 TEST_CASE("a target at 90 % of its cores saturates even with no process at one core") {
@@ -164,9 +190,177 @@ TEST_CASE("a phase with no process, host or mock figures is not assessed") {
 }
 
 TEST_CASE("check names round-trip") {
-  for (Check c : {Check::target_cpu, Check::generator_cpu, Check::mock, Check::listen_overflows,
-                  Check::ports, Check::fds, Check::softirq}) {
+  for (Check c : {Check::target_cpu, Check::generator_cpu, Check::host_cpu, Check::throttling,
+                  Check::memory, Check::iowait, Check::mock, Check::listen_overflows, Check::ports,
+                  Check::fds, Check::softirq, Check::queueing}) {
     CHECK(check_from_name(check_name(c)) == c);
   }
   CHECK_FALSE(check_from_name("cpu"));
+}
+
+namespace {
+
+/// A 2-core host where app and the generator use little and everyone else a lot.
+PhaseStats busy_host() {
+  PhaseStats p;
+  p.users = 8;
+  p.rps = 300;
+  p.p50_seconds = 0.030;
+  p.targets = {cpu_target("app", 0.6, 0.6), cpu_target("generator", 0.2, 0.2)};
+  p.generator_target = "generator";
+  p.host.cores = 2;
+  p.host.cpu_busy_cores = 1.98;
+  p.host.others_cpu_cores = 1.18;
+  p.host.cpu_cores_by_mode = {{"user", 1.5}, {"system", 0.48}, {"idle", 0.02}};
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("a host CPU saturated by other processes is named, with who used it") {
+  PhaseStats p = busy_host();
+  Bottleneck b = find_bottleneck(p, nullptr, nullptr);
+  REQUIRE(b.findings.size() == 1);
+  CHECK(b.findings[0].check == Check::host_cpu);
+  CHECK(b.findings[0].value == Approx(0.99));
+  CHECK(b.summary ==
+        "the host's CPU (host): 1.98 of 2 cores busy; used by others 1.18, app 0.60, "
+        "generator 0.20");
+  // Steal counts as used: another guest had the CPU.
+  p.host.cpu_busy_cores = 1.6;
+  CHECK(find_bottleneck(p, nullptr, nullptr).findings.empty());
+  p.host.cpu_cores_by_mode["steal"] = 0.3;
+  b = find_bottleneck(p, nullptr, nullptr);
+  REQUIRE_FALSE(b.findings.empty());
+  CHECK_THAT(b.summary, Catch::Contains("1.90 of 2 cores busy (steal 0.30)"));
+}
+
+TEST_CASE("CPU pressure or a long run queue name the host CPU below 90 % busy") {
+  PhaseStats p = busy_host();
+  p.host.cpu_busy_cores = 1.2;
+  CHECK(find_bottleneck(p, nullptr, nullptr).findings.empty());
+  p.host.cpu_pressure_ratio = 0.49;
+  CHECK(find_bottleneck(p, nullptr, nullptr).findings.empty());
+  p.host.cpu_pressure_ratio = 0.6;
+  Bottleneck b = find_bottleneck(p, nullptr, nullptr);
+  REQUIRE(b.findings.size() == 1);
+  CHECK(b.findings[0].check == Check::host_cpu);
+  CHECK(b.findings[0].threshold == kCpuPressureRatio);
+  CHECK_THAT(b.summary, Catch::Contains("a task waited for a CPU 60 % of the time"));
+  p.host.cpu_pressure_ratio = 0.1;
+  p.host.run_queue_mean = 2.0;  // two runnable threads for two cores: no wait
+  CHECK(find_bottleneck(p, nullptr, nullptr).findings.empty());
+  p.host.run_queue_mean = 3.5;
+  b = find_bottleneck(p, nullptr, nullptr);
+  REQUIRE(b.findings.size() == 1);
+  CHECK(b.findings[0].value == Approx(1.75));
+  CHECK_THAT(b.summary, Catch::Contains("run queue 3.5 for 2 cores"));
+}
+
+TEST_CASE("a target whose quota keeps running out is throttled") {
+  PhaseStats p;
+  p.host.cores = 4;
+  TargetPhaseStats t = cpu_target("app", 0.3, 0.3);
+  t.cpu_limit_cores = 0.5;  // 60 %: under the CPU check's 90 %, yet bursts hit the quota
+  t.throttled_period_ratio = 0.24;
+  t.throttled_seconds_per_second = 0.4;
+  p.targets = {t};
+  CHECK(find_bottleneck(p, nullptr, nullptr).findings.empty());
+  p.targets[0].throttled_period_ratio = 0.4;
+  Bottleneck b = find_bottleneck(p, nullptr, nullptr);
+  REQUIRE(b.findings.size() == 1);
+  CHECK(b.findings[0].check == Check::throttling);
+  CHECK(b.summary ==
+        "the target's cgroup CPU quota (throttling) (app): its cgroup's CPU quota ran out in "
+        "40 % of the periods (threshold 25 %) of 0.5 cores, held back 0.40 s a second");
+}
+
+TEST_CASE("memory pressure or swapping, then iowait") {
+  PhaseStats p;
+  p.host.cores = 2;
+  p.host.memory_pressure_ratio = 0.05;
+  p.host.swap_in_pages_per_second = 100;
+  p.host.swap_out_pages_per_second = 100;
+  CHECK(find_bottleneck(p, nullptr, nullptr).findings.empty());
+  p.host.swap_out_pages_per_second = 200;  // 300 pages/s
+  Bottleneck b = find_bottleneck(p, nullptr, nullptr);
+  REQUIRE(b.findings.size() == 1);
+  CHECK(b.findings[0].check == Check::memory);
+  CHECK_THAT(b.summary, Catch::Contains("100 pages/s swapped in, 200 out"));
+  p.host.swap_out_pages_per_second = 0;
+  p.host.memory_pressure_ratio = 0.15;
+  p.host.memory_stall_ratio = 0.05;
+  b = find_bottleneck(p, nullptr, nullptr);
+  REQUIRE(b.findings.size() == 1);
+  CHECK_THAT(b.summary, Catch::Contains("a task stalled on memory 15 % of the time"));
+  CHECK_THAT(b.summary, Catch::Contains("every task at once 5 %"));
+
+  PhaseStats io;
+  io.host.cores = 2;
+  io.host.cpu_cores_by_mode = {{"iowait", 0.3}};
+  CHECK(find_bottleneck(io, nullptr, nullptr).findings.empty());  // 15 %
+  io.host.cpu_cores_by_mode["iowait"] = 0.5;
+  b = find_bottleneck(io, nullptr, nullptr);
+  REQUIRE(b.findings.size() == 1);
+  CHECK(b.findings[0].check == Check::iowait);
+  CHECK_THAT(b.summary, Catch::Contains("iowait 0.50 of 2 cores (25 %"));
+  io.host.cpu_cores_by_mode["iowait"] = 0.1;
+  io.host.io_pressure_ratio = 0.3;
+  CHECK(find_bottleneck(io, nullptr, nullptr).findings.at(0).check == Check::iowait);
+}
+
+TEST_CASE("a flat throughput with rising latency and idle CPU is a queueing limit of K") {
+  // K = 4 slots of 20 ms: 200 req/s at most. One user sees 20 ms; at 16 users the plateau is
+  // 200 req/s and each request waits for the 15 ahead of it (80 ms).
+  PhaseStats lowest, at;
+  lowest.users = 1;
+  lowest.rps = 50;
+  lowest.p50_seconds = 0.020;
+  at.users = 16;
+  at.rps = 200;
+  at.p50_seconds = 0.080;
+  for (PhaseStats* p : {&lowest, &at}) {
+    p->targets = {cpu_target("app", 0.1, 0.1)};
+    p->host.cores = 2;
+    p->host.cpu_busy_cores = 0.3;
+  }
+  Bottleneck b = find_bottleneck(at, &lowest, &lowest);
+  REQUIRE(b.findings.size() == 1);
+  CHECK(b.findings[0].check == Check::queueing);
+  CHECK(b.findings[0].subject == "app");
+  CHECK(b.findings[0].value == Approx(4.0));
+  CHECK(b.summary ==
+        "a queueing limit with idle CPU (app): ≈ 4.0 requests in service at once (200.0 req/s at "
+        "the highest load x 20.0 ms, the median latency at the lowest load at 1 users); ≈ 16.0 in "
+        "flight at 16 users (x 80.0 ms, 4.0 x higher): a pool, a lock or a connection limit of "
+        "about 4, with the host CPU 0.30 of 2 cores busy");
+  CHECK_THAT(b.summary, Catch::Contains("a pool, a lock or a connection limit of about 4"));
+  CHECK_THAT(b.summary, !Catch::Contains("database"));
+
+  // Latency that did not grow: no queue formed; what it cannot see is said as that.
+  at.p50_seconds = 0.025;
+  b = find_bottleneck(at, &lowest, &lowest);
+  CHECK(b.findings.empty());
+  CHECK_THAT(b.summary, Catch::StartsWith("no limit loadwatch can see: targets' CPU below their "
+                                          "limits (app 0.10 of 2 cores), host CPU 0.30 of 2 "
+                                          "cores busy; latency 1.2 x its lowest-load value"));
+
+  // The knee at K users, before any queue formed: the highest load above it shows the queue.
+  at.p50_seconds = 0.080;
+  PhaseStats knee = at;
+  knee.users = 4;
+  knee.rps = 190;
+  knee.p50_seconds = 0.021;
+  b = find_bottleneck(knee, &lowest, &lowest, &at);
+  REQUIRE(b.findings.size() == 1);
+  CHECK(b.findings[0].check == Check::queueing);
+  CHECK(b.findings[0].value == Approx(4.0));
+  // Latency at the knee does not count when the highest load shows no queue.
+  PhaseStats calm = at;
+  calm.p50_seconds = 0.022;
+  CHECK(find_bottleneck(at, &lowest, &lowest, &calm).findings.empty());
+
+  // A saturated host CPU is named before any queue.
+  at.host.cpu_busy_cores = 1.9;
+  CHECK(find_bottleneck(at, &lowest, &lowest).findings.at(0).check == Check::host_cpu);
 }

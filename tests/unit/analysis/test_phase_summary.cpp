@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "analysis/phase_summary.h"
 
@@ -180,4 +181,66 @@ TEST_CASE("a run's report from its series: phases summarised, then analysed") {
   REQUIRE(r.latency_knee.phase);
   CHECK(r.latency_knee.phase->name == "step 4");  // 40 users: p95 +33 % over the flat start
   CHECK(r.run->name == "checkout");
+}
+
+TEST_CASE("the host's busy CPU, who used it, the run queue, pressure, swap and throttling") {
+  // 2 cores over 60 s: user 1.5 cores, system 0.3, softirq 0.1, steal 0.05, iowait 0.05, the
+  // rest idle. The app used 0.6 cores and the generator 0.2: everyone else 1.9 - 0.8 = 1.1.
+  RunSeries rs;
+  rs.host.cores = 2;
+  auto counter = [](double per_second_value) {
+    return per_second(0, 60, [=](double t) { return 1000 + per_second_value * t; });
+  };
+  rs.host.cpu_seconds_by_mode = {{"user", counter(1.5)},    {"system", counter(0.3)},
+                                 {"softirq", counter(0.1)}, {"steal", counter(0.05)},
+                                 {"iowait", counter(0.05)}, {"idle", counter(0.0)}};
+  rs.host.procs_running = per_second(0, 60, [](double t) { return t < 30 ? 9 : 3; });
+  rs.host.cpu_pressure_waiting = counter(0.4);
+  rs.host.memory_pressure_waiting = counter(0.02);
+  rs.host.memory_pressure_stalled = counter(0.01);
+  rs.host.io_pressure_waiting = counter(0.03);
+  rs.host.io_pressure_stalled = counter(0.0);
+  rs.host.swap_in_pages = counter(10);
+  rs.host.swap_out_pages = counter(20);
+  TargetSeries app;
+  app.name = "app";
+  app.cpu_seconds = counter(0.6);
+  app.cpu_periods = counter(10);  // 100 ms periods
+  app.cpu_throttled_periods = counter(4);
+  app.cpu_throttled_seconds = counter(0.3);
+  TargetSeries gen;
+  gen.name = "generator";
+  gen.cpu_seconds = counter(0.2);
+  rs.targets = {app, gen};
+
+  PhaseStats p = summarize_phase({"8", 8, kT0, kT0 + 60}, rs);  // stable: the last 30 s
+  const HostPhaseStats& h = p.host;
+  CHECK(*h.cpu_busy_cores == Approx(1.9));  // user + system + softirq; not steal, not iowait
+  CHECK(*h.others_cpu_cores == Approx(1.1));
+  CHECK(*h.run_queue_mean == Approx(3));  // the stable window only
+  CHECK(*h.cpu_pressure_ratio == Approx(0.4));
+  CHECK(*h.memory_pressure_ratio == Approx(0.02));
+  CHECK(*h.memory_stall_ratio == Approx(0.01));
+  CHECK(*h.io_pressure_ratio == Approx(0.03));
+  CHECK(*h.io_stall_ratio == Approx(0.0));
+  CHECK(*h.swap_in_pages_per_second == Approx(10));
+  CHECK(*h.swap_out_pages_per_second == Approx(20));
+  REQUIRE(p.target("app"));
+  CHECK(*p.target("app")->throttled_period_ratio == Approx(0.4));
+  CHECK(*p.target("app")->throttled_seconds_per_second == Approx(0.3));
+  CHECK_FALSE(p.target("generator")->throttled_period_ratio);  // no quota: unknown, not 0
+  // The report's JSON carries every new figure and reads them back.
+  nlohmann::ordered_json j = p;
+  CHECK(nlohmann::json::parse(j.dump()).get<PhaseStats>() == p);
+  CHECK(j["host"]["others_cpu_cores"].get<double>() == Approx(1.1));
+
+  // A target whose CPU is unknown makes "everyone else" unknown rather than too large.
+  rs.targets[1].cpu_seconds = Series{};
+  CHECK_FALSE(summarize_phase({"8", 8, kT0, kT0 + 60}, rs).host.others_cpu_cores);
+  // No data at all: every new figure stays absent.
+  PhaseStats empty = summarize_phase({"8", 8, kT0, kT0 + 60}, RunSeries{});
+  CHECK_FALSE(empty.host.cpu_busy_cores);
+  CHECK_FALSE(empty.host.cpu_pressure_ratio);
+  CHECK_FALSE(empty.host.run_queue_mean);
+  CHECK_FALSE(empty.host.swap_in_pages_per_second);
 }

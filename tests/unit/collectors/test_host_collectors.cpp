@@ -15,8 +15,11 @@
 #include "collectors/filefd.h"
 #include "collectors/loadavg.h"
 #include "collectors/meminfo.h"
+#include "collectors/pressure.h"
 #include "collectors/softirqs.h"
 #include "collectors/stat.h"
+#include "collectors/throttling.h"
+#include "collectors/vmstat.h"
 #include "procfs/stat.h"
 
 using namespace loadwatch;
@@ -304,4 +307,70 @@ TEST_CASE("host collectors are in the collector table, enabled, in order", "[tab
     }
   }
   CHECK(next == std::size(want));
+}
+
+TEST_CASE("pressure collector exports PSI totals in seconds; no PSI is no data", "[pressure]") {
+  Harness h(kFixtureProc, make_pressure_collector);
+  auto fams = h.sample();
+  // Fixture pressure/cpu: some total=89890902, full total=0 (microseconds).
+  CHECK(counter(fams, "loadwatch_pressure_cpu_waiting_seconds_total") == Approx(89.890902));
+  CHECK(counter(fams, "loadwatch_pressure_cpu_stalled_seconds_total") == 0);
+  CHECK(counter(fams, "loadwatch_pressure_io_waiting_seconds_total") == Approx(6.787849));
+  CHECK(counter(fams, "loadwatch_pressure_io_stalled_seconds_total") == Approx(5.345477));
+  CHECK(has_family(fams, "loadwatch_pressure_memory_waiting_seconds_total"));
+  CHECK(fams.size() == 6);
+
+  TempProc tmp;  // a kernel without /proc/pressure
+  const FsRoot root(tmp.dir.string());
+  Harness none(root, make_pressure_collector);
+  CHECK(none.sample().empty());
+  tmp.write("pressure/cpu", "garbage\n");
+  CHECK_THROWS_WITH(none.sample(), Catch::StartsWith(root.path("pressure/cpu") + ": "));
+}
+
+TEST_CASE("vmstat collector exports the swap page counters", "[vmstat]") {
+  Harness h(kFixtureProc, make_vmstat_collector);
+  auto fams = h.sample();
+  CHECK(counter(fams, "loadwatch_swap_in_pages_total") == 0);
+  CHECK(counter(fams, "loadwatch_swap_out_pages_total") == 0);
+  TempProc tmp;
+  const FsRoot root(tmp.dir.string());
+  tmp.write("vmstat", "nr_free_pages 1\npswpin 12\npswpout 34\n");
+  Harness swapping(root, make_vmstat_collector);
+  fams = swapping.sample();
+  CHECK(counter(fams, "loadwatch_swap_in_pages_total") == 12);
+  CHECK(counter(fams, "loadwatch_swap_out_pages_total") == 34);
+  const FsRoot nowhere(tmp.dir.string() + "/nowhere");
+  Harness missing(nowhere, make_vmstat_collector);
+  CHECK_THROWS_WITH(missing.sample(), Catch::Contains("No such file"));
+}
+
+TEST_CASE("throttling collector reads the cpu.stat of the cgroup whose quota binds a target",
+          "[throttling]") {
+  // The fixture sysfs holds a v1 cgroup "app" with a 0.2-core quota, and the cpu.stat it had
+  // after a busy loop ran in it for 1.5 s: 16 periods, 14 throttled, 0.327767464 s.
+  TempProc tmp;
+  const FsRoot proc(tmp.dir.string());
+  tmp.write("100/cgroup", "2:cpuacct:/\n1:cpu:/app\n0::/\n");
+  tmp.write("101/cgroup", "1:cpu:/\n0::/\n");  // no quota: nothing can throttle it
+  Options options;
+  Config config;
+  CollectorEnv env{options, config, proc, kFixtureSys};
+  auto collector = make_throttling_collector(env);
+  SampleContext ctx{proc, kFixtureSys, 0, {}};
+  ctx.targets.push_back(TargetState{"app", "pid:100", true, {100}, {}, {}});
+  ctx.targets.push_back(TargetState{"free", "pid:101", true, {101}, {}, {}});
+  MetricSink sink;
+  collector->collect(ctx, sink);
+  auto fams = sink.take();
+  REQUIRE(fams.size() == 3);
+  auto value = [&](const char* name) {
+    const auto& f = family(fams, name);
+    CHECK(f.type == MetricType::Counter);
+    REQUIRE(f.metric.size() == 1);  // only the target a quota binds
+    return metric(f, {{"target", "app"}}).counter.value;
+  };
+  CHECK(value("loadwatch_process_cpu_periods_total") == 16);
+  CHECK(value("loadwatch_process_cpu_throttled_periods_total") == 14);
+  CHECK(value("loadwatch_process_cpu_throttled_seconds_total") == Approx(0.327767464));
 }

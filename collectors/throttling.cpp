@@ -1,0 +1,99 @@
+// Each target member's binding cgroup (the one with the smallest quota on its path, as the CPU
+// limit finds it) is looked up once and kept for kRefreshSamples samples; every sample then
+// reads only one cpu.stat per distinct cgroup of the target, usually one file.
+#include "collectors/throttling.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "procfs/cgroup_cpu_stat.h"
+#include "procfs/cpu_limit.h"
+
+namespace loadwatch {
+
+namespace {
+
+constexpr std::uint32_t kRefreshSamples = 15;  // cgroup moves are rare; quotas change rarely
+
+class ThrottlingCollector final : public Collector {
+ public:
+  explicit ThrottlingCollector(const CollectorEnv& env) : sys_(env.sys) {}
+
+  void reconfigure(const CollectorEnv& env) override {
+    sys_ = env.sys;
+    binding_.clear();
+  }
+
+  void collect(SampleContext& ctx, MetricSink& out) override {
+    if (++age_ >= kRefreshSamples) {
+      age_ = 0;
+      binding_.clear();
+    }
+    std::map<pid_t, std::optional<std::string>> live;
+    for (const TargetState& t : ctx.targets) {
+      std::set<std::string> dirs;
+      for (pid_t pid : t.pids) {
+        auto it = binding_.find(pid);
+        if (it == binding_.end()) it = binding_.emplace(pid, lookup(ctx.proc, pid)).first;
+        live.insert(*it);
+        if (it->second) dirs.insert(*it->second);
+      }
+      export_target(t.name, dirs, out);
+    }
+    binding_ = std::move(live);  // members gone are forgotten
+  }
+
+ private:
+  std::optional<std::string> lookup(const FsRoot& proc, pid_t pid) {
+    if (proc.read(std::to_string(pid) + "/cgroup", text_) != 0) return std::nullopt;
+    auto q = cgroup_text_quota(text_, sys_);
+    return q ? std::optional<std::string>(q->dir) : std::nullopt;
+  }
+
+  void export_target(const std::string& name, const std::set<std::string>& dirs, MetricSink& out) {
+    std::optional<CgroupThrottling> sum;
+    for (const std::string& dir : dirs) {
+      if (sys_.read(dir + "/cpu.stat", text_) != 0) continue;  // the cgroup went away
+      std::optional<CgroupThrottling> t;
+      try {
+        t = parse_cgroup_cpu_stat(text_);
+      } catch (const std::runtime_error& e) {
+        throw std::runtime_error(sys_.path(dir + "/cpu.stat") + ": " + e.what());
+      }
+      if (!t) continue;
+      if (!sum) sum.emplace();
+      sum->periods += t->periods;
+      sum->throttled_periods += t->throttled_periods;
+      sum->throttled_seconds += t->throttled_seconds;
+    }
+    if (!sum) return;  // no quota binds the target: nothing can throttle it
+    const Labels labels{{"target", name}};
+    out.counter("loadwatch_process_cpu_periods_total",
+                "CPU quota enforcement periods in which the target's cgroup had runnable tasks "
+                "(cgroup cpu.stat nr_periods).",
+                labels, static_cast<double>(sum->periods));
+    out.counter("loadwatch_process_cpu_throttled_periods_total",
+                "Periods in which the target's cgroup used up its CPU quota and was held back "
+                "(cgroup cpu.stat nr_throttled).",
+                labels, static_cast<double>(sum->throttled_periods));
+    out.counter("loadwatch_process_cpu_throttled_seconds_total",
+                "Time the target cgroup's run queues were held back by its CPU quota, summed "
+                "over CPUs (cgroup cpu.stat throttled_usec, v1 throttled_time).",
+                labels, sum->throttled_seconds);
+  }
+
+  FsRoot sys_;
+  std::uint32_t age_ = 0;
+  std::map<pid_t, std::optional<std::string>> binding_;  // member -> its binding cgroup dir
+  std::string text_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> make_throttling_collector(const CollectorEnv& env) {
+  return std::make_unique<ThrottlingCollector>(env);
+}
+
+}  // namespace loadwatch
