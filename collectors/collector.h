@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/options.h"
 #include "metrics/metric_sink.h"
 #include "metrics/sample_state.h"
-#include "config/options.h"
 #include "procfs/fs_root.h"
 
 namespace loadwatch {

@@ -84,10 +84,10 @@ using Clock = std::chrono::steady_clock;
 
 struct Connection {
   int fd;
-  std::string address;      // the peer's address bytes (port left out)
-  Clock::time_point active; // accepted, or last line taken (junk does not count)
-  std::string pending;      // bytes of an incomplete line
-  bool discarding = false;  // inside an over-long line: drop bytes up to the next '\n'
+  std::string address;       // the peer's address bytes (port left out)
+  Clock::time_point active;  // accepted, or last line taken (junk does not count)
+  std::string pending;       // bytes of an incomplete line
+  bool discarding = false;   // inside an over-long line: drop bytes up to the next '\n'
 };
 
 /// The peer address without its port: the unit of the per-address cap.
@@ -115,8 +115,10 @@ class GraphiteCollector : public Collector {
     out.gauge("loadwatch_push_connections", "Open connections of a push listener.",
               {{"protocol", "graphite"}}, listener_->connections());
     GraphiteListener::Closed c = listener_->closed();
-    for (auto [reason, n] : {std::pair{"idle_timeout", c.idle_timeout}, {"evicted", c.evicted},
-                             {"per_address_limit", c.per_address_limit}, {"full", c.full}}) {
+    for (auto [reason, n] : {std::pair{"idle_timeout", c.idle_timeout},
+                             {"evicted", c.evicted},
+                             {"per_address_limit", c.per_address_limit},
+                             {"full", c.full}}) {
       out.counter("loadwatch_push_closed_connections_total",
                   "Connections a push listener closed to keep room for senders, by reason.",
                   {{"protocol", "graphite"}, {"reason", reason}}, static_cast<double>(n));

@@ -43,9 +43,9 @@ class GraphiteListener {
   /// Connections closed by the rules above, by reason.
   struct Closed {
     std::uint64_t idle_timeout = 0;
-    std::uint64_t evicted = 0;             // replaced by a new connection (share or full)
-    std::uint64_t per_address_limit = 0;   // new connection refused: its address has too many
-    std::uint64_t full = 0;                // new connection refused: none could be replaced
+    std::uint64_t evicted = 0;            // replaced by a new connection (share or full)
+    std::uint64_t per_address_limit = 0;  // new connection refused: its address has too many
+    std::uint64_t full = 0;               // new connection refused: none could be replaced
   };
   GraphiteListener(Settings settings, std::shared_ptr<JMeterModel> model);
   ~GraphiteListener();

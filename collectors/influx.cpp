@@ -8,9 +8,9 @@
 #include <string>
 
 #include "collectors/push_body.h"
+#include "util/gzip.h"
 #include "util/heap_trim.h"
 #include "util/unix_time.h"
-#include "util/gzip.h"
 
 namespace loadwatch {
 

@@ -62,8 +62,10 @@ const std::vector<CollectorSpec>& collector_table() {
        make_sources_collector},
       {"http", "The web server's limits: connections, request body memory, requests turned away",
        true, make_http_collector},
-      {"runs", "The run in progress, its phase and the last finished run (after the sources: "
-       "their sightings of this sample end or phase a run)", true, make_runs_collector},
+      {"runs",
+       "The run in progress, its phase and the last finished run (after the sources: "
+       "their sightings of this sample end or phase a run)",
+       true, make_runs_collector},
   };
   return table;
 }

@@ -16,17 +16,17 @@
 #include <map>
 #include <set>
 #include <string>
-#include <utility>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
-#include "util/bounded_file.h"
 #include "collectors/textfile_content.h"
-#include "util/heap_trim.h"
+#include "metrics/series_guard.h"
 #include "procfs/fs_root.h"
 #include "runs/wrk_summary.h"
-#include "metrics/series_guard.h"
 #include "sources/prom_text_parser.h"
+#include "util/bounded_file.h"
+#include "util/heap_trim.h"
 
 namespace loadwatch {
 
@@ -40,7 +40,7 @@ struct CachedFile {
   off_t size = -1;
   ino_t inode = 0;
   std::vector<prometheus::MetricFamily> families;
-  std::string error;  // why the file is skipped; empty when it is fine
+  std::string error;           // why the file is skipped; empty when it is fine
   std::size_t series = 0;      // kept
   DropCounts dropped;          // not kept, noted at each sample
   bool truncated = false;      // the directory's series budget cut it
@@ -79,7 +79,7 @@ class TextfileCollector : public Collector {
 
     std::map<std::string, CachedFile> next;
     std::vector<std::pair<prometheus::MetricFamily, std::string>> accepted;  // family, file
-    std::map<std::string, std::string> given_help;                          // family -> HELP
+    std::map<std::string, std::string> given_help;                           // family -> HELP
     // Series of all files together are capped: files in name order take what is left.
     std::size_t budget = kMaxTextfileSeries;
     for (const auto& name : names) {
@@ -133,8 +133,8 @@ class TextfileCollector : public Collector {
         // A family merged from several files takes the HELP one of them gives; with none, a
         // generated one, as node_exporter does (`promtool check metrics` wants a HELP).
         auto help = given_help.find(family.name);
-        family.help = help != given_help.end() ? help->second
-                                               : "Metric read from " + dir_ + "/" + file_name;
+        family.help =
+            help != given_help.end() ? help->second : "Metric read from " + dir_ + "/" + file_name;
       }
       out.foreign(std::move(family));
     }
@@ -184,8 +184,8 @@ class TextfileCollector : public Collector {
     std::string text;
     text.reserve(static_cast<std::size_t>(st.st_size));  // one buffer, not a doubling one
     if (int err = in.read(kMaxFileBytes, text); err != 0) {
-      file.error = err == EFBIG ? in.describe(err, kMaxFileBytes)
-                                : "cannot read: " + in.describe(err);
+      file.error =
+          err == EFBIG ? in.describe(err, kMaxFileBytes) : "cannot read: " + in.describe(err);
       return file;
     }
     TextfileContent content = parse_textfile(text, budget);

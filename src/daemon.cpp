@@ -1,30 +1,30 @@
 #include "daemon.h"
 
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <systemd/sd-daemon.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <ctime>
-#include <spdlog/spdlog.h>
+#include <memory>
 
 #include "flags.h"
-#include "util/heap_trim.h"
 #include "history/history.h"
-#include "util/logging.h"
-#include "runs/run_book.h"
-#include "web/routes/run_routes.h"
-#include "web/routes/report_routes.h"
 #include "report/report_service.h"
+#include "runs/run_book.h"
 #include "sampler/sampler.h"
+#include "util/heap_trim.h"
+#include "util/logging.h"
 #include "version.h"
 #include "web/http_server.h"
-#include "web/web_config.h"
 #include "web/routes/live_routes.h"
+#include "web/routes/report_routes.h"
+#include "web/routes/run_routes.h"
 #include "web/routes/web_routes.h"
+#include "web/web_config.h"
 
 namespace loadwatch {
 
@@ -150,7 +150,8 @@ int serve(const Options& options, Config config) {
     // SIGHUP, as with exporter-toolkit which re-reads them per request.
     if (sig < 0) http.reload_web_config();
     if (sig == SIGHUP) {
-      spdlog::info("SIGHUP: reloading {}", options.config_file.empty() ? "flags" : options.config_file);
+      spdlog::info("SIGHUP: reloading {}",
+                   options.config_file.empty() ? "flags" : options.config_file);
       reload(options, sampler, http);
     } else if (sig == SIGTERM || sig == SIGINT) {
       spdlog::info("{}: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");

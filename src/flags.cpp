@@ -1,11 +1,10 @@
 #include "flags.h"
 
 #include <CLI/CLI.hpp>
-
 #include <set>
 
-#include "collectors/collector.h"
 #include "cli/subcommands.h"
+#include "collectors/collector.h"
 
 namespace loadwatch {
 

@@ -1,5 +1,5 @@
-#include "daemon.h"
 #include "cli/subcommands.h"
+#include "daemon.h"
 
 int main(int argc, char** argv) {
   if (argc > 1) {

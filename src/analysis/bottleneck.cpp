@@ -40,8 +40,8 @@ std::optional<Finding> cpu_saturation(Check check, const TargetPhaseStats& t,
     double share = *t.cpu_cores / *cores;
     if (share >= kTargetCoresSaturation) {
       return Finding{check, t.name,
-                     format("it used %.2f of its %g cores (%.0f %%, threshold 90 %%)",
-                            *t.cpu_cores, *cores, share * 100),
+                     format("it used %.2f of its %g cores (%.0f %%, threshold 90 %%)", *t.cpu_cores,
+                            *cores, share * 100),
                      share, kTargetCoresSaturation};
     }
   }
@@ -84,12 +84,13 @@ void check_mock(const PhaseStats& at, const PhaseStats* lowest, std::vector<Find
 void check_overflows(const PhaseStats& at, const PhaseStats* previous, std::vector<Finding>& out) {
   const auto& now = at.host.listen_overflows;
   if (!now || *now <= 0) return;
-  double before = previous && previous->host.listen_overflows ? *previous->host.listen_overflows : 0;
+  double before =
+      previous && previous->host.listen_overflows ? *previous->host.listen_overflows : 0;
   if (*now <= before) return;
-  out.push_back({Check::listen_overflows, "host",
-                 format("%g accept-queue overflows in the phase (%g in the phase before)", *now,
-                        before),
-                 *now, before});
+  out.push_back(
+      {Check::listen_overflows, "host",
+       format("%g accept-queue overflows in the phase (%g in the phase before)", *now, before),
+       *now, before});
 }
 
 void check_ports(const PhaseStats& at, std::vector<Finding>& out) {
@@ -216,11 +217,11 @@ double swap_pages(const HostPhaseStats& h) {
 
 void check_memory(const PhaseStats& at, std::vector<Finding>& out) {
   const HostPhaseStats& h = at.host;
-  std::string swap = h.swap_in_pages_per_second || h.swap_out_pages_per_second
-                         ? format("%.0f pages/s swapped in, %.0f out",
-                                  h.swap_in_pages_per_second.value_or(0),
-                                  h.swap_out_pages_per_second.value_or(0))
-                         : "";
+  std::string swap =
+      h.swap_in_pages_per_second || h.swap_out_pages_per_second
+          ? format("%.0f pages/s swapped in, %.0f out", h.swap_in_pages_per_second.value_or(0),
+                   h.swap_out_pages_per_second.value_or(0))
+          : "";
   if (h.memory_pressure_ratio && *h.memory_pressure_ratio >= kMemoryPressureRatio) {
     std::string full = h.memory_stall_ratio
                            ? format(", every task at once %.0f %%", *h.memory_stall_ratio * 100)
@@ -296,9 +297,10 @@ void check_queueing(const PhaseStats* lowest, const PhaseStats& top, const Phase
     return p.users ? format(" at %g users", static_cast<double>(*p.users)) : std::string();
   };
   std::string evidence =
-      format("≈ %.1f requests in service at once (%.1f req/s at the highest load x %.1f ms, "
-             "the ",
-             in_service, *top.rps, *base * 1e3) +
+      format(
+          "≈ %.1f requests in service at once (%.1f req/s at the highest load x %.1f ms, "
+          "the ",
+          in_service, *top.rps, *base * 1e3) +
       q + " latency at the lowest load" + users(*lowest) + ")" +
       format("; ≈ %.1f in flight", in_flight) + users(top) +
       format(" (x %.1f ms, %.1f x higher): a pool, a lock or a connection limit of about %.0f",
@@ -306,8 +308,8 @@ void check_queueing(const PhaseStats* lowest, const PhaseStats& top, const Phase
   if (auto used = host_cpu_used(at.host); used && at.host.cores) {
     evidence += format(", with the host CPU %.2f of %g cores busy", *used, *at.host.cores);
   }
-  out.push_back({Check::queueing, system_under_test(at), evidence, in_service,
-                 kQueueLatencyGrowth});
+  out.push_back(
+      {Check::queueing, system_under_test(at), evidence, in_service, kQueueLatencyGrowth});
 }
 
 /// Why nothing was named: the figures that rule each cause out, as far as they are known.
@@ -357,36 +359,60 @@ bool has_system_figures(const PhaseStats& p) {
 
 const char* check_name(Check c) {
   switch (c) {
-    case Check::target_cpu: return "target_cpu";
-    case Check::generator_cpu: return "generator_cpu";
-    case Check::host_cpu: return "host_cpu";
-    case Check::throttling: return "throttling";
-    case Check::memory: return "memory";
-    case Check::iowait: return "iowait";
-    case Check::mock: return "mock";
-    case Check::listen_overflows: return "listen_overflows";
-    case Check::ports: return "ports";
-    case Check::fds: return "fds";
-    case Check::softirq: return "softirq";
-    case Check::queueing: return "queueing";
+    case Check::target_cpu:
+      return "target_cpu";
+    case Check::generator_cpu:
+      return "generator_cpu";
+    case Check::host_cpu:
+      return "host_cpu";
+    case Check::throttling:
+      return "throttling";
+    case Check::memory:
+      return "memory";
+    case Check::iowait:
+      return "iowait";
+    case Check::mock:
+      return "mock";
+    case Check::listen_overflows:
+      return "listen_overflows";
+    case Check::ports:
+      return "ports";
+    case Check::fds:
+      return "fds";
+    case Check::softirq:
+      return "softirq";
+    case Check::queueing:
+      return "queueing";
   }
   return "?";
 }
 
 const char* what_saturated(Check c) {
   switch (c) {
-    case Check::target_cpu: return "the target's CPU";
-    case Check::generator_cpu: return "the load generator's CPU";
-    case Check::host_cpu: return "the host's CPU";
-    case Check::throttling: return "the target's cgroup CPU quota (throttling)";
-    case Check::memory: return "memory (pressure, swapping)";
-    case Check::iowait: return "I/O (iowait, I/O pressure)";
-    case Check::mock: return "the mock";
-    case Check::listen_overflows: return "the listen (accept) queue";
-    case Check::ports: return "ephemeral ports / TIME_WAIT";
-    case Check::fds: return "file descriptors";
-    case Check::softirq: return "softirq (network packet processing)";
-    case Check::queueing: return "a queueing limit with idle CPU";
+    case Check::target_cpu:
+      return "the target's CPU";
+    case Check::generator_cpu:
+      return "the load generator's CPU";
+    case Check::host_cpu:
+      return "the host's CPU";
+    case Check::throttling:
+      return "the target's cgroup CPU quota (throttling)";
+    case Check::memory:
+      return "memory (pressure, swapping)";
+    case Check::iowait:
+      return "I/O (iowait, I/O pressure)";
+    case Check::mock:
+      return "the mock";
+    case Check::listen_overflows:
+      return "the listen (accept) queue";
+    case Check::ports:
+      return "ephemeral ports / TIME_WAIT";
+    case Check::fds:
+      return "file descriptors";
+    case Check::softirq:
+      return "softirq (network packet processing)";
+    case Check::queueing:
+      return "a queueing limit with idle CPU";
   }
   return "?";
 }

@@ -14,11 +14,11 @@ namespace loadwatch::analysis {
 inline constexpr double kProcessCoreSaturation = 0.95;  // one process at >= 95 % of one core
 inline constexpr double kTargetCoresSaturation = 0.90;  // a group at >= 90 % of its cores
 inline constexpr double kMockErrorRatio = 0.01;         // the mock fails >= 1 % of requests
-inline constexpr double kMockLatencyGrowth = 1.5;   // mock p95 >= 1.5 x its lowest-load p95 ...
-inline constexpr double kMockLatencyShare = 0.25;   // ... and >= 25 % of the generator's p95
-inline constexpr double kPortUsageRatio = 0.80;     // ephemeral ports or TIME_WAIT buckets
-inline constexpr double kFdUsageRatio = 0.80;       // open fds against the soft limit
-inline constexpr double kSoftirqShare = 0.20;       // softirq >= 20 % of all the host's CPU
+inline constexpr double kMockLatencyGrowth = 1.5;       // mock p95 >= 1.5 x its lowest-load p95 ...
+inline constexpr double kMockLatencyShare = 0.25;       // ... and >= 25 % of the generator's p95
+inline constexpr double kPortUsageRatio = 0.80;         // ephemeral ports or TIME_WAIT buckets
+inline constexpr double kFdUsageRatio = 0.80;           // open fds against the soft limit
+inline constexpr double kSoftirqShare = 0.20;           // softirq >= 20 % of all the host's CPU
 // The host's CPU: busy + steal >= 90 % of its cores, or a task waiting for a CPU >= 50 % of
 // the time, or more runnable threads than cores (mean over the window).
 inline constexpr double kHostCpuSaturation = 0.90;
@@ -65,8 +65,8 @@ struct Finding {
 };
 
 struct Bottleneck {
-  bool assessed = false;  // false: the phase carries no process, host or mock figures
-  std::string summary;    // one sentence: the verdict, or why there is none
+  bool assessed = false;          // false: the phase carries no process, host or mock figures
+  std::string summary;            // one sentence: the verdict, or why there is none
   std::vector<Finding> findings;  // in check order; findings[0] saturated first
 
   bool operator==(const Bottleneck&) const = default;

@@ -40,8 +40,8 @@ bool one_of(const std::string& s, std::initializer_list<const char*> names) {
 /// "p95_ms" -> {"p95", 1e-3}; a bare latency name is in milliseconds.
 std::pair<std::string, double> split_unit(const std::string& name) {
   static const std::pair<const char*, double> units[] = {
-      {"_ms", 1e-3},      {"_msec", 1e-3},   {"_millis", 1e-3}, {"_us", 1e-6},
-      {"_usec", 1e-6},    {"_s", 1.0},       {"_sec", 1.0},     {"_seconds", 1.0}};
+      {"_ms", 1e-3},   {"_msec", 1e-3}, {"_millis", 1e-3}, {"_us", 1e-6},
+      {"_usec", 1e-6}, {"_s", 1.0},     {"_sec", 1.0},     {"_seconds", 1.0}};
   for (const auto& [suffix, factor] : units) {
     std::string_view sv(name), suf(suffix);
     if (sv.size() > suf.size() && sv.substr(sv.size() - suf.size()) == suf) {
@@ -76,8 +76,8 @@ std::optional<Column> column_for(std::string_view raw) {
       c.role = Role::p50;
     } else if (one_of(base, {"p99"})) {
       c.role = Role::p99;
-    } else if (one_of(base, {"p95", "latency", "avg_latency", "mean_latency", "avg", "mean",
-                             "ttlb", "rt", "response_time", "latency_avg"})) {
+    } else if (one_of(base, {"p95", "latency", "avg_latency", "mean_latency", "avg", "mean", "ttlb",
+                             "rt", "response_time", "latency_avg"})) {
       c.role = Role::p95;
     } else {
       return std::nullopt;
@@ -177,7 +177,8 @@ std::vector<Column> columns_from(const std::vector<std::string>& names, const st
   auto has = [&](Role r) {
     return std::any_of(cols.begin(), cols.end(), [&](const Column& c) { return c.role == r; });
   };
-  if (!has(Role::users)) throw CsvError(where + ": no concurrency column (users, concurrency, ...)");
+  if (!has(Role::users))
+    throw CsvError(where + ": no concurrency column (users, concurrency, ...)");
   if (!has(Role::rps)) throw CsvError(where + ": no throughput column (rps, qps, throughput, ...)");
   return cols;
 }
@@ -190,7 +191,8 @@ void store(PhaseStats& p, const Column& c, std::string_view cell, const std::str
   std::string_view number = cell;
   if (!number.empty() && number.back() == '%') number.remove_suffix(1);
   switch (c.role) {
-    case Role::ignore: return;
+    case Role::ignore:
+      return;
     case Role::users: {
       auto v = parse_number(cell);
       if (!v || *v < 0 || std::floor(*v) != *v || *v > 1e12) {
@@ -210,8 +212,9 @@ void store(PhaseStats& p, const Column& c, std::string_view cell, const std::str
     case Role::p99: {
       auto v = parse_latency(cell, c.to_seconds);
       if (!v || *v < 0) throw bad("latency must be a number >= 0 (ms unless the name says)");
-      (c.role == Role::p50 ? p.p50_seconds : c.role == Role::p99 ? p.p99_seconds : p.p95_seconds) =
-          *v;
+      (c.role == Role::p50   ? p.p50_seconds
+       : c.role == Role::p99 ? p.p99_seconds
+                             : p.p95_seconds) = *v;
       return;
     }
     case Role::error_ratio: {
@@ -252,7 +255,8 @@ std::vector<PhaseStats> read_capacity_csv(std::string_view text, const CsvOption
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     std::string_view probe = line;
-    while (!probe.empty() && (probe.front() == ' ' || probe.front() == '\t')) probe.remove_prefix(1);
+    while (!probe.empty() && (probe.front() == ' ' || probe.front() == '\t'))
+      probe.remove_prefix(1);
     if (probe.empty() || probe.front() == '#') continue;
     const std::string where = "line " + std::to_string(line_no);
     if (!sep) sep = separator_of(probe);

@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "analysis/format_figures.h"
 #include "analysis/json_fields.h"
@@ -24,8 +23,9 @@ std::vector<std::size_t> scaling_points(const std::vector<PhaseStats>& phases) {
     if (!p.users || *p.users <= 0 || !p.rps) continue;
     if (seen.insert(*p.users).second) out.push_back(i);
   }
-  std::stable_sort(out.begin(), out.end(),
-                   [&](std::size_t a, std::size_t b) { return *phases[a].users < *phases[b].users; });
+  std::stable_sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) {
+    return *phases[a].users < *phases[b].users;
+  });
   return out;
 }
 
@@ -187,9 +187,8 @@ std::optional<PhaseRef> get_ref(const json& j, const std::vector<PhaseStats>& ph
 }
 
 ojson knee_json(const ThroughputKnee& k) {
-  ojson j = {{"method", "kneedle"},
-            {"sensitivity", k.options.sensitivity},
-            {"online", k.options.online}};
+  ojson j = {
+      {"method", "kneedle"}, {"sensitivity", k.options.sensitivity}, {"online", k.options.online}};
   put_ref(j, k.phase);
   jf::put(j, "rps", k.rps);
   jf::put(j, "reason", k.reason);
@@ -199,8 +198,8 @@ ojson knee_json(const ThroughputKnee& k) {
 
 ojson latency_knee_json(const LatencyKneeFinding& k) {
   ojson j = {{"method", "p95 above the Theil-Sen line of the lower loads"},
-            {"rise", kLatencyKneeRise},
-            {"floor_seconds", kLatencyKneeFloorSeconds}};
+             {"rise", kLatencyKneeRise},
+             {"floor_seconds", kLatencyKneeFloorSeconds}};
   put_ref(j, k.phase);
   jf::put(j, "p95_seconds", k.p95_seconds);
   jf::put(j, "expected_p95_seconds", k.expected_p95_seconds);
@@ -277,7 +276,8 @@ void read_latency_knee(const json& j, CapacityReport& r) {
 void read_usl(const json& j, CapacityReport& r) {
   UslFit& u = r.usl;
   u.fitted = jf::boolean(j, "fitted").value_or(false);
-  u.points = static_cast<std::size_t>(std::max<std::int64_t>(0, jf::integer(j, "points").value_or(0)));
+  u.points =
+      static_cast<std::size_t>(std::max<std::int64_t>(0, jf::integer(j, "points").value_or(0)));
   u.reason = jf::string(j, "reason").value_or("");
   if (!u.fitted) return;
   auto need = [&](const char* key) {
@@ -305,10 +305,9 @@ void read_bottleneck(const json& j, CapacityReport& r) {
         if (!f.is_object()) throw std::invalid_argument("expected an object");
         auto check = check_from_name(jf::string(f, "check").value_or(""));
         if (!check) throw std::invalid_argument("check: unknown");
-        b.result.findings.push_back({*check, jf::string(f, "subject").value_or(""),
-                                     jf::string(f, "evidence").value_or(""),
-                                     jf::number(f, "value").value_or(0),
-                                     jf::number(f, "threshold").value_or(0)});
+        b.result.findings.push_back(
+            {*check, jf::string(f, "subject").value_or(""), jf::string(f, "evidence").value_or(""),
+             jf::number(f, "value").value_or(0), jf::number(f, "threshold").value_or(0)});
       });
     }
   }

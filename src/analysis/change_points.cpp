@@ -77,16 +77,16 @@ RateEstimate change_point_rate(const std::vector<ChangePoint>& points, double fr
   }
   // Points are in sample order; the moments they describe are in the same order unless the
   // generator's delay jumped, so take the earliest and the latest moment.
-  auto [lo, hi] = std::minmax_element(inside.begin(), inside.end(),
-                                      [](const ChangePoint* a, const ChangePoint* b) {
-                                        return a->at() < b->at();
-                                      });
+  auto [lo, hi] = std::minmax_element(
+      inside.begin(), inside.end(),
+      [](const ChangePoint* a, const ChangePoint* b) { return a->at() < b->at(); });
   const ChangePoint& first = **lo;
   const ChangePoint& last = **hi;
   r.first = first;
   r.last = last;
   if (first.index >= last.index) {
-    r.unavailable = updates_text(inside.size(), r.window_seconds) + ": their times are out of order";
+    r.unavailable =
+        updates_text(inside.size(), r.window_seconds) + ": their times are out of order";
     return r;
   }
   double span = last.at() - first.at();

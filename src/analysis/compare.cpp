@@ -14,10 +14,14 @@ struct MetricName {
   const char* name;
   Metric metric;
 };
-constexpr MetricName kMetricNames[] = {
-    {"rps", Metric::rps},     {"throughput", Metric::rps},      {"qps", Metric::rps},
-    {"p50", Metric::p50},     {"p95", Metric::p95},             {"p99", Metric::p99},
-    {"error_ratio", Metric::error_ratio}, {"errors", Metric::error_ratio}};
+constexpr MetricName kMetricNames[] = {{"rps", Metric::rps},
+                                       {"throughput", Metric::rps},
+                                       {"qps", Metric::rps},
+                                       {"p50", Metric::p50},
+                                       {"p95", Metric::p95},
+                                       {"p99", Metric::p99},
+                                       {"error_ratio", Metric::error_ratio},
+                                       {"errors", Metric::error_ratio}};
 
 bool is_latency(Metric m) { return m == Metric::p50 || m == Metric::p95 || m == Metric::p99; }
 
@@ -27,38 +31,53 @@ std::string trim_number(double v) { return fmt_number(v, 6); }
 
 const char* metric_name(Metric m) {
   switch (m) {
-    case Metric::rps: return "rps";
-    case Metric::p50: return "p50";
-    case Metric::p95: return "p95";
-    case Metric::p99: return "p99";
-    case Metric::error_ratio: return "error_ratio";
+    case Metric::rps:
+      return "rps";
+    case Metric::p50:
+      return "p50";
+    case Metric::p95:
+      return "p95";
+    case Metric::p99:
+      return "p99";
+    case Metric::error_ratio:
+      return "error_ratio";
   }
   return "?";
 }
 
 std::optional<double> metric_value(const PhaseStats& p, Metric m) {
   switch (m) {
-    case Metric::rps: return p.rps;
-    case Metric::p50: return p.p50_seconds;
-    case Metric::p95: return p.p95_seconds;
-    case Metric::p99: return p.p99_seconds;
-    case Metric::error_ratio: return p.error_ratio;
+    case Metric::rps:
+      return p.rps;
+    case Metric::p50:
+      return p.p50_seconds;
+    case Metric::p95:
+      return p.p95_seconds;
+    case Metric::p99:
+      return p.p99_seconds;
+    case Metric::error_ratio:
+      return p.error_ratio;
   }
   return std::nullopt;
 }
 
 std::optional<std::pair<double, double>> metric_bound(const PhaseStats& p, Metric m) {
-  auto pair = [](std::optional<double> lo, std::optional<double> hi)
-      -> std::optional<std::pair<double, double>> {
+  auto pair = [](std::optional<double> lo,
+                 std::optional<double> hi) -> std::optional<std::pair<double, double>> {
     if (!lo || !hi) return std::nullopt;
     return std::make_pair(*lo, *hi);
   };
   switch (m) {
-    case Metric::rps: return pair(p.rps_low, p.rps_high);
-    case Metric::p50: return pair(p.p50_low_seconds, p.p50_high_seconds);
-    case Metric::p95: return pair(p.p95_low_seconds, p.p95_high_seconds);
-    case Metric::p99: return pair(p.p99_low_seconds, p.p99_high_seconds);
-    case Metric::error_ratio: return std::nullopt;
+    case Metric::rps:
+      return pair(p.rps_low, p.rps_high);
+    case Metric::p50:
+      return pair(p.p50_low_seconds, p.p50_high_seconds);
+    case Metric::p95:
+      return pair(p.p95_low_seconds, p.p95_high_seconds);
+    case Metric::p99:
+      return pair(p.p99_low_seconds, p.p99_high_seconds);
+    case Metric::error_ratio:
+      return std::nullopt;
   }
   return std::nullopt;
 }
@@ -71,11 +90,16 @@ std::string format_metric(Metric m, double v) {
 
 const char* verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::ok: return "ok";
-    case Verdict::regression: return "REGRESSION";
-    case Verdict::no_data: return "NO DATA";
-    case Verdict::within_noise: return "ok (within noise)";
-    case Verdict::inconclusive: return "INCONCLUSIVE";
+    case Verdict::ok:
+      return "ok";
+    case Verdict::regression:
+      return "REGRESSION";
+    case Verdict::no_data:
+      return "NO DATA";
+    case Verdict::within_noise:
+      return "ok (within noise)";
+    case Verdict::inconclusive:
+      return "INCONCLUSIVE";
   }
   return "?";
 }
@@ -84,10 +108,14 @@ std::string Rule::describe() const {
   std::string sign = amount >= 0 ? "+" : "";
   std::string change_text;
   switch (change) {
-    case Change::relative: change_text = sign + trim_number(amount) + "%"; break;
-    case Change::points: change_text = sign + trim_number(amount) + "pp"; break;
+    case Change::relative:
+      change_text = sign + trim_number(amount) + "%";
+      break;
+    case Change::points:
+      change_text = sign + trim_number(amount) + "pp";
+      break;
     case Change::absolute:
-      change_text = is_latency(metric)          ? sign + trim_number(amount * 1e3) + "ms"
+      change_text = is_latency(metric)      ? sign + trim_number(amount * 1e3) + "ms"
                     : metric == Metric::rps ? sign + trim_number(amount) + "/s"
                                             : sign + trim_number(amount);
       break;
@@ -98,9 +126,12 @@ std::string Rule::describe() const {
 
 double Rule::limit(double base) const {
   switch (change) {
-    case Change::relative: return base * (1 + amount / 100);
-    case Change::points: return base + amount / 100;
-    case Change::absolute: return base + amount;
+    case Change::relative:
+      return base * (1 + amount / 100);
+    case Change::points:
+      return base + amount / 100;
+    case Change::absolute:
+      return base + amount;
   }
   return base;
 }
@@ -156,9 +187,9 @@ Rule parse_rule(Bound bound, std::string_view spec) {
   } else if (strip("s")) {
     time_unit = true;
   } else if (r.metric == Metric::rps) {
-    r.warning = "\"" + r.text + "\" is an absolute change in req/s; write " +
-                std::string(name) + "=" + std::string(signed_value ? (negative ? "-" : "+") : "") +
-                std::string(value) + "% for a percentage, or " + std::string(name) + "=" +
+    r.warning = "\"" + r.text + "\" is an absolute change in req/s; write " + std::string(name) +
+                "=" + std::string(signed_value ? (negative ? "-" : "+") : "") + std::string(value) +
+                "% for a percentage, or " + std::string(name) + "=" +
                 std::string(signed_value ? (negative ? "-" : "+") : "") + std::string(value) +
                 "/s to say it is absolute";
   } else if (r.metric == Metric::error_ratio) {
@@ -245,26 +276,30 @@ RuleResult judge(const Rule& rule, const PhaseStats& base, const PhaseStats& cur
   const char* name = metric_name(rule.metric);
   // A figure the report left out as too coarse was measured, just not finely enough to judge.
   const std::string& coarse = rule.metric != Metric::rps ? std::string()
-                              : !r.base                 ? base.rps_unavailable
-                                                        : cur.rps_unavailable;
+                              : !r.base                  ? base.rps_unavailable
+                                                         : cur.rps_unavailable;
   if ((!r.base || !r.current) && !coarse.empty()) {
     r.verdict = Verdict::inconclusive;
     r.message = std::string("no ") + name + " in " +
-                (!r.base && !r.current ? "either run" : !r.base ? "the baseline" : "the current run") +
+                (!r.base && !r.current ? "either run"
+                 : !r.base             ? "the baseline"
+                                       : "the current run") +
                 " (" + coarse + "), so the figures cannot tell";
     return r;
   }
   if (!r.base || !r.current) {
     r.verdict = Verdict::no_data;
     r.message = std::string("no ") + name + " in " +
-                (!r.base && !r.current ? "either run" : !r.base ? "the baseline" : "the current run");
+                (!r.base && !r.current ? "either run"
+                 : !r.base             ? "the baseline"
+                                       : "the current run");
     return r;
   }
   r.limit = rule.limit(*r.base);
   // A hair of slack so a value equal to the limit after rounding in a saved file passes.
   double slack = 1e-9 * std::max(1.0, std::fabs(*r.limit));
-  bool bad = rule.bound == Bound::max ? *r.current > *r.limit + slack
-                                      : *r.current < *r.limit - slack;
+  bool bad =
+      rule.bound == Bound::max ? *r.current > *r.limit + slack : *r.current < *r.limit - slack;
   // Each figure's bound (the figure itself when the report gives none); the limit follows the
   // baseline's, so the verdict holds for any pair of true values inside the two bounds.
   auto base_bound = metric_bound(base, rule.metric).value_or(std::make_pair(*r.base, *r.base));
@@ -274,8 +309,7 @@ RuleResult judge(const Rule& rule, const PhaseStats& base, const PhaseStats& cur
                                              : cur_bound.second < limit_low - slack;
   bool surely_ok = rule.bound == Bound::max ? cur_bound.second <= limit_low + slack
                                             : cur_bound.first >= limit_high - slack;
-  double uncertainty =
-      (cur_bound.second - cur_bound.first) / 2 + (limit_high - limit_low) / 2;
+  double uncertainty = (cur_bound.second - cur_bound.first) / 2 + (limit_high - limit_low) / 2;
   double margin = std::fabs(*r.limit - *r.base);
   if (uncertainty > 0) r.uncertainty = uncertainty;
   std::string change = *r.base != 0 ? " (" + fmt_change(*r.base, *r.current) + ")" : "";
@@ -355,8 +389,10 @@ Comparison compare_reports(const CapacityReport& base, const CapacityReport& cur
     c.phases.push_back(std::move(pc));
   }
   for (std::size_t i = 0; i < current.phases.size(); ++i) {
-    if (idle(current.phases[i])) note_idle(current.phases[i].name);
-    else if (!used[i]) c.unmatched_current.push_back(current.phases[i].name);
+    if (idle(current.phases[i]))
+      note_idle(current.phases[i].name);
+    else if (!used[i])
+      c.unmatched_current.push_back(current.phases[i].name);
   }
   if (!base.phases.empty() && !judged_any) {
     c.problems.push_back("every baseline phase is at 0 users");

@@ -20,8 +20,8 @@ struct Rule {
   Metric metric = Metric::p95;
   Bound bound = Bound::max;
   Change change = Change::relative;
-  double amount = 20;  // signed: percent, percentage points, or base units (seconds, req/s)
-  std::string text;    // as written, e.g. "p95=+20%"
+  double amount = 20;   // signed: percent, percentage points, or base units (seconds, req/s)
+  std::string text;     // as written, e.g. "p95=+20%"
   std::string warning;  // a likely mistake in how it was written (e.g. "rps=-10" without a unit)
 
   /// "p95 <= base +20%"
@@ -78,7 +78,7 @@ struct Comparison {
   // Phases at 0 users in either run (a generator's drain or an idle step): they carry only the
   // requests cut off as users stopped, so they are listed and never judged.
   std::vector<std::string> idle_phases;
-  std::vector<std::string> problems;           // why the input is bad, if it is
+  std::vector<std::string> problems;  // why the input is bad, if it is
 
   bool regressed() const;
   bool bad_input() const;

@@ -14,8 +14,8 @@ Document comparison_document(const Comparison& c, const std::string& base_label,
   Section s;
   s.title = "Phases";
   Table t;
-  t.header = {"Phase", "Users", "Matched by", "Rule", "Baseline", "Current", "Change", "Limit",
-              "±", "Verdict"};
+  t.header = {"Phase",   "Users",  "Matched by", "Rule", "Baseline",
+              "Current", "Change", "Limit",      "±",    "Verdict"};
   t.numeric = {false, true, false, false, true, true, true, true, true, false};
   for (const PhaseComparison& p : c.phases) {
     std::string users = p.users ? std::to_string(*p.users) : kNoFigure;
@@ -42,7 +42,8 @@ Document comparison_document(const Comparison& c, const std::string& base_label,
   t.drop_empty_columns(4);
   s.tables.push_back(std::move(t));
   for (const std::string& name : c.unmatched_current) {
-    s.notes.push_back("- Phase " + name + " of the current run has no baseline phase (not judged).");
+    s.notes.push_back("- Phase " + name +
+                      " of the current run has no baseline phase (not judged).");
   }
   for (const std::string& name : c.idle_phases) {
     s.notes.push_back("- Phase " + name +
@@ -54,13 +55,14 @@ Document comparison_document(const Comparison& c, const std::string& base_label,
   Section v;
   v.title = "Verdict";
   int code = c.exit_code();
-  v.lines.push_back(code == 1   ? "FAIL: regression (exit 1)."
-                    : code == 2 ? "FAIL: the comparison is incomplete, see MISSING / NO DATA "
-                                  "(exit 2)."
-                    : c.inconclusive()
-                        ? "PASS with INCONCLUSIVE rules: the figures are too uncertain to judge "
-                          "them (exit 0; 3 with --fail-inconclusive)."
-                        : "PASS: every phase is within the limits (within noise counts as within).");
+  v.lines.push_back(
+      code == 1   ? "FAIL: regression (exit 1)."
+      : code == 2 ? "FAIL: the comparison is incomplete, see MISSING / NO DATA "
+                    "(exit 2)."
+      : c.inconclusive()
+          ? "PASS with INCONCLUSIVE rules: the figures are too uncertain to judge "
+            "them (exit 0; 3 with --fail-inconclusive)."
+          : "PASS: every phase is within the limits (within noise counts as within).");
   doc.sections.push_back(std::move(v));
   return doc;
 }

@@ -19,7 +19,9 @@ std::string fmt_ms(double seconds) {
   return printf_string(std::fabs(ms) < 100 ? "%.1f ms" : "%.0f ms", ms);
 }
 
-std::string fmt_rps(double rps) { return printf_string(std::fabs(rps) < 100 ? "%.2f" : "%.1f", rps); }
+std::string fmt_rps(double rps) {
+  return printf_string(std::fabs(rps) < 100 ? "%.2f" : "%.1f", rps);
+}
 
 std::string fmt_pct(double ratio) { return printf_string("%.2f %%", ratio * 100); }
 

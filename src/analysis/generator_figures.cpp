@@ -30,9 +30,9 @@ SourceRate source_rate(const GeneratorSourceSeries& s, double from, double to,
   // The phase's users as the generator counts them, seen in the window: else its user count
   // means something else (a phase declared through the API) and says nothing here.
   PointRange seen = points_in(s.users, from, to);
-  bool same_users = users && std::any_of(s.users.v.begin() + seen.begin,
-                                         s.users.v.begin() + seen.end,
-                                         [&](double u) { return std::llround(u) == *users; });
+  bool same_users =
+      users && std::any_of(s.users.v.begin() + seen.begin, s.users.v.begin() + seen.end,
+                           [&](double u) { return std::llround(u) == *users; });
   if (same_users) {
     // A count that arrived with another user count describes the step before or after.
     std::erase_if(points, [&](const ChangePoint& c) {
@@ -60,14 +60,14 @@ std::string seconds_text(double s) {
 }
 
 std::string method_text(const std::vector<SourceRate>& rates) {
-  bool all_age = std::all_of(rates.begin(), rates.end(),
-                             [](const SourceRate& r) { return r.timed_by_age; });
+  bool all_age =
+      std::all_of(rates.begin(), rates.end(), [](const SourceRate& r) { return r.timed_by_age; });
   double widest = 0;
   for (const SourceRate& r : rates) widest = std::max(widest, r.age_uncertainty);
-  std::string how = all_age ? "each timed by the generator's data age (within " +
-                                  seconds_text(widest) + ")"
-                            : "each known to lie between two samples (" + seconds_text(widest) +
-                                  " apart; no data age)";
+  std::string how =
+      all_age ? "each timed by the generator's data age (within " + seconds_text(widest) + ")"
+              : "each known to lie between two samples (" + seconds_text(widest) +
+                    " apart; no data age)";
   return "counter rise between its first and last change in the stable window, " + how;
 }
 
@@ -148,8 +148,10 @@ void summarize_generator(PhaseStats& p, const GeneratorSeries& g, double from, d
       double t0 = r.rate.first->sample_time, t1 = r.rate.last->sample_time;
       requests += *value_at(r.source->requests, t1) - *value_at(r.source->requests, t0);
       auto f0 = value_at(r.source->failures, t0), f1 = value_at(r.source->failures, t1);
-      if (f0 && f1 && *f1 >= *f0) failures += *f1 - *f0;
-      else have_failures = false;
+      if (f0 && f1 && *f1 >= *f0)
+        failures += *f1 - *f0;
+      else
+        have_failures = false;
       double start = r.rate.first->at(), end = r.rate.last->at();
       p.rps_window_start = std::min(p.rps_window_start.value_or(start), start);
       p.rps_window_end = std::max(p.rps_window_end.value_or(end), end);

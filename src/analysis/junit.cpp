@@ -1,8 +1,8 @@
 #include "analysis/junit.h"
 
-#include "analysis/format_figures.h"
-
 #include <sstream>
+
+#include "analysis/format_figures.h"
 
 namespace loadwatch::analysis {
 
@@ -15,11 +15,21 @@ std::string xml_escape(const std::string& s) {
   for (char ch : s) {
     unsigned char c = static_cast<unsigned char>(ch);
     switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
         if (c < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') break;
         out += ch;

@@ -9,11 +9,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 namespace loadwatch::analysis {
 
@@ -28,7 +27,7 @@ struct TargetPhaseStats {
   std::optional<double> rss_slope_bytes_per_second;  // least-squares slope over the phase
   std::optional<double> open_fds_max;                // highest open-fd count in the phase
   std::optional<double> fd_limit;                    // lowest soft RLIMIT_NOFILE seen in the phase
-  std::optional<double> throttled_period_ratio;  // quota periods that ran out / periods, 0..1
+  std::optional<double> throttled_period_ratio;      // quota periods that ran out / periods, 0..1
   std::optional<double> throttled_seconds_per_second;  // time held back by the quota, per second
 
   bool operator==(const TargetPhaseStats&) const = default;
@@ -36,13 +35,13 @@ struct TargetPhaseStats {
 
 /// The host during the phase.
 struct HostPhaseStats {
-  std::optional<int> cores;                      // online CPUs
+  std::optional<int> cores;                         // online CPUs
   std::map<std::string, double> cpu_cores_by_mode;  // /proc/stat modes except softirq, in cores
-  std::optional<double> softirq_cores;           // softirq apart: packet processing shows here
-  std::optional<double> time_wait_max;           // TCP sockets in TIME_WAIT, peak
-  std::optional<double> time_wait_limit;         // net.ipv4.tcp_max_tw_buckets
-  std::optional<double> listen_overflows;        // accept-queue overflows during the phase
-  std::optional<double> ephemeral_port_ratio_max;  // peak share of the local port range in use
+  std::optional<double> softirq_cores;              // softirq apart: packet processing shows here
+  std::optional<double> time_wait_max;              // TCP sockets in TIME_WAIT, peak
+  std::optional<double> time_wait_limit;            // net.ipv4.tcp_max_tw_buckets
+  std::optional<double> listen_overflows;           // accept-queue overflows during the phase
+  std::optional<double> ephemeral_port_ratio_max;   // peak share of the local port range in use
   // Who used the CPU: the modes spent running something (user, nice, system, irq, softirq),
   // and the part of it the targets' processes did not use (everyone else, kernel work too).
   std::optional<double> cpu_busy_cores;
@@ -79,12 +78,12 @@ struct PhaseStats {
   std::optional<double> stable_seconds;
   std::string warmup_rule;  // how stable_start was chosen, in words
 
-  std::optional<double> rps;  // mean over the stable window
+  std::optional<double> rps;                // mean over the stable window
   std::optional<double> rps_low, rps_high;  // the bound of rps, when known
   /// The window the rate spans: the moments of its first and last counter change (unix s).
   std::optional<double> rps_window_start, rps_window_end;
-  std::string rps_method;       // how rps was measured, in words
-  std::string rps_unavailable;  // why rps is absent, e.g. "1 counter update in 7 s: ..."
+  std::string rps_method;             // how rps was measured, in words
+  std::string rps_unavailable;        // why rps is absent, e.g. "1 counter update in 7 s: ..."
   std::optional<double> p50_seconds;  // generator latency quantiles, as latency_method says
   std::optional<double> p95_seconds;
   std::optional<double> p99_seconds;
@@ -92,8 +91,8 @@ struct PhaseStats {
   std::optional<double> p50_low_seconds, p50_high_seconds;
   std::optional<double> p95_low_seconds, p95_high_seconds;
   std::optional<double> p99_low_seconds, p99_high_seconds;
-  std::string latency_method;  // "histogram", "generator" or empty (no quantiles)
-  std::string latency_window;  // which figure and over what window, in words
+  std::string latency_method;         // "histogram", "generator" or empty (no quantiles)
+  std::string latency_window;         // which figure and over what window, in words
   std::optional<double> error_ratio;  // failures / requests in the stable window
 
   std::vector<TargetPhaseStats> targets;

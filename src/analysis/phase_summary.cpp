@@ -141,9 +141,9 @@ PhaseStats summarize_phase(const PhaseWindow& window, const RunSeries& series,
   return p;
 }
 
-CapacityReport report_from_series(std::optional<RunInfo> run, const std::vector<PhaseWindow>& phases,
-                                  const RunSeries& series, const WarmupRule& warmup,
-                                  const AnalysisOptions& options) {
+CapacityReport report_from_series(std::optional<RunInfo> run,
+                                  const std::vector<PhaseWindow>& phases, const RunSeries& series,
+                                  const WarmupRule& warmup, const AnalysisOptions& options) {
   CapacityReport report;
   report.run = std::move(run);
   report.phases.reserve(phases.size());

@@ -27,9 +27,9 @@ struct TargetSeries {
   Series open_fds;
   Series max_fds;                         // soft RLIMIT_NOFILE of the member closest to it
   std::optional<double> cpu_limit_cores;  // cgroup cpu.max quota or affinity, when smaller
-  Series cpu_periods;            // counter: quota periods of the binding cgroup (cpu.stat)
-  Series cpu_throttled_periods;  // counter: those in which the quota ran out
-  Series cpu_throttled_seconds;  // counter: time held back, summed over CPUs
+  Series cpu_periods;                     // counter: quota periods of the binding cgroup (cpu.stat)
+  Series cpu_throttled_periods;           // counter: those in which the quota ran out
+  Series cpu_throttled_seconds;           // counter: time held back, summed over CPUs
 };
 
 struct HostSeries {
@@ -50,8 +50,8 @@ struct HostSeries {
 /// One generator source's own counters, with the ages that say which moment they describe.
 struct GeneratorSourceSeries {
   std::string name;
-  Series requests;  // counter
-  Series failures;  // counter
+  Series requests;                      // counter
+  Series failures;                      // counter
   Series data_age_seconds;              // absent on older data: then the sample spacing bounds
   Series data_age_uncertainty_seconds;  // how much older the figures may be than the age says
   std::map<double, Series> duration_buckets;  // le -> cumulative count (the listener's histogram)
@@ -110,8 +110,9 @@ PhaseStats summarize_phase(const PhaseWindow& window, const RunSeries& series,
 
 /// A run's whole report: every phase summarised, then analysed. What the daemon's report
 /// endpoint and `report --prometheus` both call once they have filled `series`.
-CapacityReport report_from_series(std::optional<RunInfo> run, const std::vector<PhaseWindow>& phases,
-                                  const RunSeries& series, const WarmupRule& warmup = {},
+CapacityReport report_from_series(std::optional<RunInfo> run,
+                                  const std::vector<PhaseWindow>& phases, const RunSeries& series,
+                                  const WarmupRule& warmup = {},
                                   const AnalysisOptions& options = {});
 
 }  // namespace loadwatch::analysis

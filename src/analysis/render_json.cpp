@@ -42,23 +42,22 @@ std::string render_comparison_json(const Comparison& c, const std::string& base_
     jp["results"] = std::move(results);
     phases.push_back(std::move(jp));
   }
-  json j = {{"base", base_label},
-            {"current", current_label},
-            {"phases", std::move(phases)},
-            {"unmatched_current_phases", c.unmatched_current},
-            {"idle_phases", c.idle_phases},
-            {"problems", c.problems},
-            {"regressed", c.regressed()},
-            {"inconclusive", c.inconclusive()},
+  json j = {{"base", base_label},           {"current", current_label},
+            {"phases", std::move(phases)},  {"unmatched_current_phases", c.unmatched_current},
+            {"idle_phases", c.idle_phases}, {"problems", c.problems},
+            {"regressed", c.regressed()},   {"inconclusive", c.inconclusive()},
             {"exit_code", c.exit_code()}};
   return j.dump(2) + "\n";
 }
 
 std::string render_report(const CapacityReport& report, Format format) {
   switch (format) {
-    case Format::table: return render_text(capacity_document(report));
-    case Format::markdown: return render_markdown(capacity_document(report));
-    case Format::json: return render_report_json(report);
+    case Format::table:
+      return render_text(capacity_document(report));
+    case Format::markdown:
+      return render_markdown(capacity_document(report));
+    case Format::json:
+      return render_report_json(report);
   }
   return {};
 }
@@ -66,10 +65,12 @@ std::string render_report(const CapacityReport& report, Format format) {
 std::string render_comparison(const Comparison& c, Format format, const std::string& base_label,
                               const std::string& current_label) {
   switch (format) {
-    case Format::table: return render_text(comparison_document(c, base_label, current_label));
+    case Format::table:
+      return render_text(comparison_document(c, base_label, current_label));
     case Format::markdown:
       return render_markdown(comparison_document(c, base_label, current_label));
-    case Format::json: return render_comparison_json(c, base_label, current_label);
+    case Format::json:
+      return render_comparison_json(c, base_label, current_label);
   }
   return {};
 }

@@ -19,8 +19,7 @@ std::string text(const std::string& s) {
       out += "&gt;";
     } else if (c == '&') {
       out += "&amp;";
-    } else if (c == '\\' || c == '`' || c == '|' || c == '*' || c == '_' || c == '[' ||
-               c == ']') {
+    } else if (c == '\\' || c == '`' || c == '|' || c == '*' || c == '_' || c == '[' || c == ']') {
       out += '\\';
       out += c;
     } else {

@@ -38,8 +38,8 @@ std::string quantile_bound(std::optional<double> low, std::optional<double> high
 
 Table phase_table(const CapacityReport& r) {
   Table t;
-  t.header = {"Phase", "Users", "Duration", "Stable", "RPS", "RPS ±", "p50", "p95", "p95 bound",
-              "p99", "Errors", "Mock p95", "Mock errors"};
+  t.header = {"Phase", "Users",     "Duration", "Stable", "RPS",      "RPS ±",      "p50",
+              "p95",   "p95 bound", "p99",      "Errors", "Mock p95", "Mock errors"};
   t.numeric.assign(t.header.size(), true);
   t.numeric[0] = false;
   for (const PhaseStats& p : r.phases) {
@@ -58,8 +58,8 @@ Table phase_table(const CapacityReport& r) {
 
 Table target_table(const CapacityReport& r) {
   Table t;
-  t.header = {"Phase", "Target", "CPU cores", "Busiest proc", "RSS start", "RSS end", "RSS slope",
-              "FDs max", "FD limit"};
+  t.header = {"Phase",   "Target",    "CPU cores", "Busiest proc", "RSS start",
+              "RSS end", "RSS slope", "FDs max",   "FD limit"};
   t.numeric = {false, false, true, true, true, true, true, true, true};
   for (const PhaseStats& p : r.phases) {
     for (const TargetPhaseStats& tg : p.targets) {
@@ -67,8 +67,7 @@ Table target_table(const CapacityReport& r) {
       if (p.generator_target && *p.generator_target == tg.name) name += " (generator)";
       std::string cores = fmt_opt(tg.cpu_cores, fmt_cores);
       if (tg.cpu_cores && tg.cpu_limit_cores) cores += " of " + fmt_cores(*tg.cpu_limit_cores);
-      t.rows.push_back({p.name, name, cores,
-                        fmt_opt(tg.busiest_process_core_share, fmt_cores),
+      t.rows.push_back({p.name, name, cores, fmt_opt(tg.busiest_process_core_share, fmt_cores),
                         fmt_opt(tg.rss_start_bytes, fmt_mib), fmt_opt(tg.rss_end_bytes, fmt_mib),
                         fmt_opt(tg.rss_slope_bytes_per_second, mib_per_minute),
                         fmt_opt(tg.open_fds_max, fmt_count), fmt_opt(tg.fd_limit, fmt_count)});
@@ -134,8 +133,8 @@ void measurement_lines(const CapacityReport& r, Section& s) {
 
 std::string stable_window_line(const CapacityReport& r) {
   for (const PhaseStats& p : r.phases) {
-    if (!p.warmup_rule.empty()) return "Stable window: warm-up dropped by the rule \"" +
-                                       p.warmup_rule + "\".";
+    if (!p.warmup_rule.empty())
+      return "Stable window: warm-up dropped by the rule \"" + p.warmup_rule + "\".";
   }
   return "Figures as given by the input (no warm-up dropped).";
 }
@@ -171,7 +170,8 @@ Section knee_section(const CapacityReport& r) {
 Section usl_section(const CapacityReport& r) {
   Section s;
   s.title = "Universal Scalability Law";
-  s.lines.push_back("X(N) = γN / (1 + α(N−1) + βN(N−1)), least squares with α, β in [0, 1], γ ≥ 0.");
+  s.lines.push_back(
+      "X(N) = γN / (1 + α(N−1) + βN(N−1)), least squares with α, β in [0, 1], γ ≥ 0.");
   const UslFit& u = r.usl;
   if (!r.left_out_of_scaling.empty()) {
     s.lines.push_back("- Fitted without the " + std::to_string(r.left_out_of_scaling.size()) +
@@ -187,9 +187,9 @@ Section usl_section(const CapacityReport& r) {
                     param(u.params.beta) + ", γ = " + fmt_number(u.params.gamma) +
                     " req/s per user, R² = " + fmt_number(u.r_squared, 3) + ".");
   if (u.peak_users) {
-    s.lines.push_back("- Peak at N* = √((1−α)/β) = " + fmt_number(*u.peak_users, 4) +
-                      " users, predicted throughput X(N*) = " +
-                      fmt_opt(u.peak_throughput, fmt_rps) + " req/s.");
+    s.lines.push_back(
+        "- Peak at N* = √((1−α)/β) = " + fmt_number(*u.peak_users, 4) +
+        " users, predicted throughput X(N*) = " + fmt_opt(u.peak_throughput, fmt_rps) + " req/s.");
   } else if (u.peak_throughput) {
     s.lines.push_back("- No peak (β = 0): throughput levels off towards γ/α = " +
                       fmt_rps(*u.peak_throughput) + " req/s.");

@@ -1,12 +1,12 @@
 #include "analysis/report_loader.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
-#include <sys/stat.h>
-
 #include <nlohmann/json.hpp>
 
 #include "util/bounded_json.h"

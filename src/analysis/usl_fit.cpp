@@ -1,12 +1,11 @@
 #include "analysis/usl_fit.h"
 
+#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <set>
-
-#include <Eigen/Dense>
 #include <unsupported/Eigen/LevenbergMarquardt>
 
 namespace loadwatch::analysis {
@@ -101,9 +100,9 @@ UslFit fit_usl(const std::vector<double>& n, const std::vector<double>& x) {
   std::set<double> distinct(n.begin(), n.begin() + static_cast<std::ptrdiff_t>(count));
   fit.points = distinct.size();
   if (distinct.size() < kUslMinPoints) {
-    fit.reason = format_reason("too few phases: %g distinct user counts, the fit needs %g",
-                               static_cast<double>(distinct.size()),
-                               static_cast<double>(kUslMinPoints));
+    fit.reason =
+        format_reason("too few phases: %g distinct user counts, the fit needs %g",
+                      static_cast<double>(distinct.size()), static_cast<double>(kUslMinPoints));
     return fit;
   }
   for (std::size_t i = 0; i < count; ++i) {

@@ -30,9 +30,9 @@ struct UslFit {
   std::string reason;   // why not, in words, when !fitted
   UslParams params;
   double r_squared = 0;
-  std::optional<double> peak_users;  // N* = sqrt((1−α)/β); absent when β is negligible
+  std::optional<double> peak_users;       // N* = sqrt((1−α)/β); absent when β is negligible
   std::optional<double> peak_throughput;  // X(N*); or γ/α, the asymptote, when only α counts
-  std::size_t points = 0;  // distinct user counts
+  std::size_t points = 0;                 // distinct user counts
 };
 
 /// n and x the same length (users > 0, throughput >= 0); points need distinct n.

@@ -1,13 +1,12 @@
 // loadwatch capacity FILE.csv: the knee, the USL fit and the table from a CSV of step results.
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 #include <sstream>
 
-#include "cli/cli.h"
-#include "cli/cli_common.h"
 #include "analysis/render.h"
 #include "analysis/report_loader.h"
+#include "cli/cli.h"
+#include "cli/cli_common.h"
 #include "report/render_html.h"
 
 namespace loadwatch::analysis {
@@ -21,7 +20,8 @@ int run_capacity(int argc, char** argv) {
   std::string file, format_name = "table", columns;
   AnalysisOptions analysis;
   app.add_option("FILE", file, "CSV file, or - for stdin")->required();
-  app.add_option("--format", format_name, "table, markdown, json or html (one self-contained file)")->capture_default_str();
+  app.add_option("--format", format_name, "table, markdown, json or html (one self-contained file)")
+      ->capture_default_str();
   app.add_option("--columns", columns,
                  "Column names for a file without a header, comma-separated "
                  "(e.g. users,rps,p95_ms,error_pct)");

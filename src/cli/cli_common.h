@@ -2,7 +2,6 @@
 // What the analysis subcommands share: CLI11 parsing where a usage error is exit code 2.
 
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 #include <optional>
 #include <string>

@@ -1,15 +1,14 @@
 // loadwatch compare BASE CUR: the baseline gate for CI.
 #include <CLI/CLI.hpp>
-
 #include <fstream>
 #include <iostream>
 
-#include "cli/cli.h"
-#include "cli/cli_common.h"
 #include "analysis/compare.h"
 #include "analysis/junit.h"
 #include "analysis/render.h"
 #include "analysis/report_loader.h"
+#include "cli/cli.h"
+#include "cli/cli_common.h"
 #include "cli/url_report_loader.h"
 
 namespace loadwatch::analysis {

@@ -5,16 +5,16 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "cli/cli_common.h"
 #include "analysis/compare.h"
 #include "analysis/render.h"
 #include "analysis/report_loader.h"
+#include "cli/cli_common.h"
+#include "cli/url_report_loader.h"
 #include "report/prometheus_run.h"
 #include "report/prometheus_series_source.h"
 #include "report/render_html.h"
 #include "report/run_report.h"
 #include "report/timeline.h"
-#include "cli/url_report_loader.h"
 #include "util/bounded_json.h"
 #include "util/unix_time.h"
 
@@ -80,7 +80,7 @@ int run_report_cli(int argc, char** argv) {
       "loadwatch report"};
   RunClientOptions client;
   std::string file, prometheus, run_ref, instance, format_name = "table", baseline, output,
-      generator_target;
+                                                   generator_target;
   double lookback_hours = 24;
   app.add_option("--url", client.url, "loadwatch URL, e.g. http://127.0.0.1:9797");
   app.add_option("--user", client.user, "Basic auth user for --url");
@@ -180,7 +180,8 @@ int run_report_cli(int argc, char** argv) {
     }
     out = render_report_html(report_json, timeline, cmp);
   } else {
-    out = *format == analysis::Format::json ? report_json : analysis::render_report(report, *format);
+    out =
+        *format == analysis::Format::json ? report_json : analysis::render_report(report, *format);
     if (comparison && *format != analysis::Format::json) {
       out += "\n" + analysis::render_comparison(*comparison, *format, baseline, label);
     }

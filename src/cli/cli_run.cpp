@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "cli/run_client.h"
-#include "util/bounded_json.h"
 #include "config/config.h"
 #include "runs/run.h"
+#include "util/bounded_json.h"
 
 namespace loadwatch {
 
@@ -158,7 +158,8 @@ int list_runs(const RunClient& client) {
       double phases = json_number_or(run, "phase_count", 0);
       std::printf("%-40s %-11s %-19s %9s %6.0f  %s\n", json_string_or(run, "id").c_str(),
                   json_string_or(run, "state").c_str(), utc(start).c_str(), seconds.c_str(),
-                  phases >= 0 && phases < 1e9 ? phases : 0.0, json_string_or(run, "origin").c_str());
+                  phases >= 0 && phases < 1e9 ? phases : 0.0,
+                  json_string_or(run, "origin").c_str());
     }
     std::string next;
     try {

@@ -9,8 +9,7 @@ namespace loadwatch {
 const std::vector<Subcommand>& subcommands() {
   // One line per subcommand; each lives in the folder of its capability.
   static const std::vector<Subcommand> table = {
-      {"capacity", "knee, USL fit and table from a CSV of step results",
-       analysis::run_capacity},
+      {"capacity", "knee, USL fit and table from a CSV of step results", analysis::run_capacity},
       {"compare", "a run against a baseline, for CI (exit 1 on a regression)",
        analysis::run_compare},
       {"report", "a run's capacity report from a loadwatch or a Prometheus server (table, html...)",

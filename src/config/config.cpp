@@ -7,10 +7,10 @@
 #include <set>
 #include <string_view>
 
-#include "util/bounded_file.h"
 #include "config/collector_names.h"
-#include "procfs/fs_root.h"
 #include "config/yaml_reader.h"
+#include "procfs/fs_root.h"
+#include "util/bounded_file.h"
 
 namespace loadwatch {
 
@@ -54,7 +54,8 @@ class Parser : private YamlReader {
       if (!ok) {
         std::string list;
         for (const char* a : allowed) list += list.empty() ? a : std::string(", ") + a;
-        fail(it->first.Mark(), "unknown key \"" + key + "\" in " + what + " (allowed: " + list + ")");
+        fail(it->first.Mark(),
+             "unknown key \"" + key + "\" in " + what + " (allowed: " + list + ")");
       }
     }
   }
@@ -71,8 +72,8 @@ class Parser : private YamlReader {
       fail(node.Mark(), what + " must be an integer");
     }
     if (value < min || value > max) {
-      fail(node.Mark(), what + " must be between " + std::to_string(min) + " and " +
-                            std::to_string(max));
+      fail(node.Mark(),
+           what + " must be between " + std::to_string(min) + " and " + std::to_string(max));
     }
     return value;
   }
@@ -108,8 +109,9 @@ class Parser : private YamlReader {
       t.server_name = scalar(node["server_name"], "tls server_name");
       // It becomes the URL's host (see http_fetch.cpp): a bare DNS name or IPv4 address only.
       bool ok = !t.server_name.empty();
-      for (char c : t.server_name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) ||
-                                               c == '.' || c == '-' || c == '_');
+      for (char c : t.server_name)
+        ok =
+            ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_');
       if (!ok) fail(node["server_name"].Mark(), "tls server_name must be a host name");
     }
     if (node["insecure_skip_verify"]) {
@@ -269,8 +271,7 @@ class Parser : private YamlReader {
 
 }  // namespace
 
-SourceConfig make_source(const std::string& name, const std::string& kind,
-                         const std::string& url) {
+SourceConfig make_source(const std::string& name, const std::string& kind, const std::string& url) {
   SourceConfig s;
   set_source_field(s, "name", name);
   set_source_field(s, "kind", kind);

@@ -23,7 +23,7 @@ namespace loadwatch {
 struct Selector {
   enum class Kind { Pid, Pidfile, Comm, Exe, Cmdline, Unit, Port };
   Kind kind = Kind::Pid;
-  std::string value;          // as written, e.g. "/run/mb.pid", "node", "egg-cluster"
+  std::string value;  // as written, e.g. "/run/mb.pid", "node", "egg-cluster"
   /// Cmdline only: the compiled RE2 pattern (Latin-1, so it matches bytes: a command line
   /// need not be UTF-8). Shared, immutable: RE2 matching is thread-safe.
   std::shared_ptr<const re2::RE2> regex;
@@ -56,7 +56,7 @@ struct TargetConfig {
 /// How a source authenticates: file paths only. The secrets are read at each scrape (a
 /// rotated one is used without a reload) and live only for that scrape.
 struct SourceAuth {
-  std::string username;           // basic auth when non-empty, password from password_file
+  std::string username;  // basic auth when non-empty, password from password_file
   std::string password_file;
   std::string bearer_token_file;  // Authorization: Bearer when non-empty
 
@@ -98,8 +98,7 @@ Config parse_config(const std::string& yaml_text, const std::string& file);
 /// A source from its three required values, checked as the config file's are (the
 /// --source=NAME=KIND,URL quick form); the other settings keep their defaults. Throws
 /// std::invalid_argument.
-SourceConfig make_source(const std::string& name, const std::string& kind,
-                         const std::string& url);
+SourceConfig make_source(const std::string& name, const std::string& kind, const std::string& url);
 /// Reads (at most kMaxConfigFileBytes of a regular file) and parses a config file. Throws
 /// ConfigError (also for an unreadable, non-regular or too large file).
 Config load_config(const std::string& file);

@@ -24,13 +24,26 @@ std::chrono::milliseconds parse_duration(const std::string& text) {
       unit_ms = 1, p += 2;
     } else if (p < end) {
       switch (*p) {
-        case 's': unit_ms = 1000; break;
-        case 'm': unit_ms = 60'000; break;
-        case 'h': unit_ms = 3'600'000; break;
-        case 'd': unit_ms = 86'400'000; break;
-        case 'w': unit_ms = 7 * 86'400'000LL; break;
-        case 'y': unit_ms = 365 * 86'400'000LL; break;
-        default: break;
+        case 's':
+          unit_ms = 1000;
+          break;
+        case 'm':
+          unit_ms = 60'000;
+          break;
+        case 'h':
+          unit_ms = 3'600'000;
+          break;
+        case 'd':
+          unit_ms = 86'400'000;
+          break;
+        case 'w':
+          unit_ms = 7 * 86'400'000LL;
+          break;
+        case 'y':
+          unit_ms = 365 * 86'400'000LL;
+          break;
+        default:
+          break;
       }
       if (unit_ms) ++p;
     }

@@ -14,8 +14,8 @@ struct KindName {
   const char* name;
 };
 constexpr KindName kKinds[] = {
-    {Selector::Kind::Pid, "pid"},   {Selector::Kind::Pidfile, "pidfile"},
-    {Selector::Kind::Comm, "comm"}, {Selector::Kind::Exe, "exe"},
+    {Selector::Kind::Pid, "pid"},         {Selector::Kind::Pidfile, "pidfile"},
+    {Selector::Kind::Comm, "comm"},       {Selector::Kind::Exe, "exe"},
     {Selector::Kind::Cmdline, "cmdline"}, {Selector::Kind::Unit, "unit"},
     {Selector::Kind::Port, "port"},
 };
@@ -80,8 +80,12 @@ Selector make_selector(const std::string& kind, const std::string& value) {
   if (value.empty()) throw std::invalid_argument("selector " + kind + " needs a value");
   s.value = value;
   switch (s.kind) {
-    case Selector::Kind::Pid: parse_positive(value, 4194304, "pid"); break;
-    case Selector::Kind::Port: parse_positive(value, 65535, "port"); break;
+    case Selector::Kind::Pid:
+      parse_positive(value, 4194304, "pid");
+      break;
+    case Selector::Kind::Port:
+      parse_positive(value, 65535, "port");
+      break;
     case Selector::Kind::Comm:
       // The kernel keeps 15 bytes of comm (TASK_COMM_LEN 16): a longer name never matches.
       if (value.size() > 15) {
@@ -93,7 +97,8 @@ Selector make_selector(const std::string& kind, const std::string& value) {
     case Selector::Kind::Cmdline:
       s.regex = compile_cmdline_pattern(value);
       break;
-    default: break;
+    default:
+      break;
   }
   return s;
 }

@@ -169,9 +169,15 @@ void History::extract(const std::vector<prometheus::MetricFamily>& families) {
     };
     for (const auto& m : f.metric) {
       switch (f.type) {
-        case prometheus::MetricType::Counter: add(m, {}, m.counter.value, counter); break;
-        case prometheus::MetricType::Gauge: add(m, {}, m.gauge.value, counter); break;
-        case prometheus::MetricType::Untyped: add(m, {}, m.untyped.value, counter); break;
+        case prometheus::MetricType::Counter:
+          add(m, {}, m.counter.value, counter);
+          break;
+        case prometheus::MetricType::Gauge:
+          add(m, {}, m.gauge.value, counter);
+          break;
+        case prometheus::MetricType::Untyped:
+          add(m, {}, m.untyped.value, counter);
+          break;
         case prometheus::MetricType::Summary:
           for (const auto& q : m.summary.quantile) {
             add(m, {"", "quantile", q.quantile}, q.value, counter);
@@ -192,7 +198,8 @@ void History::extract(const std::vector<prometheus::MetricFamily>& families) {
           add(m, {"_sum"}, h.sample_sum, true);
           break;
         }
-        default: break;
+        default:
+          break;
       }
     }
   }
@@ -290,9 +297,12 @@ void History::evict_stale() {
     } else if (count_ == n) {
       // The oldest point moved on by one: carry its raw value forward.
       float d = s.ring[oldest % n];
-      if (std::isnan(d)) s.oldest_raw = std::nan("");
-      else if (d < 0) s.oldest_raw = anchor_at(s.anchors, oldest);
-      else s.oldest_raw += d;
+      if (std::isnan(d))
+        s.oldest_raw = std::nan("");
+      else if (d < 0)
+        s.oldest_raw = anchor_at(s.anchors, oldest);
+      else
+        s.oldest_raw += d;
     }
     while (!s.anchors.empty() && s.anchors.front().first < oldest) s.anchors.pop_front();
   }
@@ -378,15 +388,19 @@ HistoryColumns History::query(const HistoryQuery& q) const {
     std::size_t lo = 0, hi = count_;
     while (lo < hi) {
       std::size_t mid = (lo + hi) / 2;
-      if (time_[(first + mid) % n] <= q.since) lo = mid + 1;
-      else hi = mid;
+      if (time_[(first + mid) % n] <= q.since)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     begin = lo;
     hi = count_;
     while (lo < hi) {
       std::size_t mid = (lo + hi) / 2;
-      if (time_[(first + mid) % n] <= q.until) lo = mid + 1;
-      else hi = mid;
+      if (time_[(first + mid) % n] <= q.until)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     end = std::max(begin, lo);
     const std::size_t len = end - begin;
@@ -406,9 +420,12 @@ HistoryColumns History::query(const HistoryQuery& q) const {
       double raw = s.oldest_raw;
       for (std::size_t p = first + 1; p < first + begin; ++p) {
         float d = s.ring[p % n];
-        if (std::isnan(d)) raw = std::nan("");
-        else if (d < 0) raw = anchor_at(s.anchors, p);
-        else raw += d;
+        if (std::isnan(d))
+          raw = std::nan("");
+        else if (d < 0)
+          raw = anchor_at(s.anchors, p);
+        else
+          raw += d;
       }
       counters[c].raw = raw;
       for (const auto& a : s.anchors) {

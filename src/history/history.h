@@ -103,7 +103,7 @@ class History {
     /// Counters: (point number, raw value) where the increase is unknown; rebuilt raw values
     /// start from these. One per segment, so a handful.
     std::deque<std::pair<std::size_t, double>> anchors;
-    double oldest_raw = 0;    // counters: raw value at the oldest point held (NaN: a gap)
+    double oldest_raw = 0;      // counters: raw value at the oldest point held (NaN: a gap)
     std::size_t last_seen = 0;  // point number (not index) of the newest value
   };
   /// A value of a series already kept: its index in series_.

@@ -20,7 +20,7 @@ constexpr std::size_t kSuffixBytes = 7;
 
 std::size_t exposition_bytes(const prometheus::ClientMetric& metric, const std::string& name,
                              prometheus::MetricType type) {
-  std::size_t labels = 2;  // {}
+  std::size_t labels = 2;                                                           // {}
   for (const auto& l : metric.label) labels += l.name.size() + l.value.size() + 4;  // ="",
   const std::size_t series = series_count(metric, type);
   std::size_t bytes = series * (name.size() + labels + kValueBytes);

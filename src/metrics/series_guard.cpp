@@ -201,15 +201,16 @@ class Guard {
   }
 
   void check_quantiles(std::size_t i, std::size_t k) {
-    check_bounds(i, k, fams_[i].metric[k].summary.quantile,
-                 [](const auto& q) { return q.quantile; }, kMaxQuantilesPerSeries,
-                 drop_reason::kMaxQuantiles);
+    check_bounds(
+        i, k, fams_[i].metric[k].summary.quantile, [](const auto& q) { return q.quantile; },
+        kMaxQuantilesPerSeries, drop_reason::kMaxQuantiles);
   }
 
   void check_buckets(std::size_t i, std::size_t k) {
     auto& bs = fams_[i].metric[k].histogram.bucket;
-    check_bounds(i, k, bs, [](const auto& b) { return b.upper_bound; }, kMaxBucketsPerSeries,
-                 drop_reason::kMaxBuckets);
+    check_bounds(
+        i, k, bs, [](const auto& b) { return b.upper_bound; }, kMaxBucketsPerSeries,
+        drop_reason::kMaxBuckets);
     // The serializer adds le="+Inf" after the last bucket unless it is +Inf: in order, it
     // is written once. Buckets nearly always come sorted: check first, as stable_sort
     // allocates a buffer on every call.

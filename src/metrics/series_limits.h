@@ -39,7 +39,7 @@ inline constexpr const char* kDuplicate = "duplicate";           // the same ser
 inline constexpr const char* kReserved = "reserved";             // a family loadwatch exports
 inline constexpr const char* kNameCollision = "name_collision";  // X_count vs summary X, ...
 inline constexpr const char* kTypeConflict = "type_conflict";    // one name, two types
-inline constexpr const char* kPageBytes = "page_bytes";  // --metrics.push-max-bytes
+inline constexpr const char* kPageBytes = "page_bytes";          // --metrics.push-max-bytes
 }  // namespace drop_reason
 
 /// Dropped series by reason.

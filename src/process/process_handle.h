@@ -12,9 +12,8 @@
 // process exits, reads fail with ESRCH even if the PID is reused, so PID reuse can never
 // mix two processes' numbers.
 
-#include <sys/types.h>
-
 #include <dirent.h>
+#include <sys/types.h>
 
 #include <cstdint>
 #include <string>

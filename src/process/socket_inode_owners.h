@@ -18,8 +18,8 @@ namespace loadwatch {
 /// A known owner is re-verified every kRecheckUpdates updates with one readlink() of
 /// PID/fd/N (the link still reads "socket:[INODE]"): in between, the inode still being in
 /// the dump means the socket lives, and its holder rarely changes (a fork, then the parent
-/// exits), so a steady sample costs no syscall here. Unknown inodes are searched for together in one pass
-/// over /proc/PID/fd of every process, which costs like `ss -p` (~3 us a fd), so it runs
+/// exits), so a steady sample costs no syscall here. Unknown inodes are searched for together in
+/// one pass over /proc/PID/fd of every process, which costs like `ss -p` (~3 us a fd), so it runs
 /// only when an inode is new, and an inode whose owner was not found (another user's
 /// process without the capability, another PID namespace, a socket closed meanwhile) is
 /// searched again only every kRetryUpdates updates. Keeps no fd open between calls.

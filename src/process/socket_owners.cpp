@@ -130,8 +130,8 @@ bool SocketOwners::refresh(const FsRoot& proc, pid_t pid, Proc& p, const Pass& p
   std::size_t w = 0;
   for (std::size_t i = 0; i < p.fds.size(); ++i) {
     FdEntry e = p.fds[i];
-    const bool suspect = (e.kind == Kind::Tcp && !is_alive(e.inode)) ||
-                         (pass.reread_files && e.kind == Kind::File);
+    const bool suspect =
+        (e.kind == Kind::Tcp && !is_alive(e.inode)) || (pass.reread_files && e.kind == Kind::File);
     suspects += suspect;
     // The second pass of a sample leaves the slice to the first: it was just read.
     if (suspect || (!pass.second && i % kVerifySlices == slice)) {

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "util/bounded_file.h"
 #include "process/port_owner.h"
 #include "procfs/cgroup_unit.h"
+#include "util/bounded_file.h"
 
 namespace loadwatch {
 

@@ -6,8 +6,8 @@
 #include <charconv>
 #include <deque>
 
-#include "util/bounded_file.h"
 #include "procfs/tokenizer.h"
+#include "util/bounded_file.h"
 
 namespace loadwatch {
 

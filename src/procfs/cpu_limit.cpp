@@ -12,8 +12,8 @@ namespace loadwatch {
 
 namespace {
 
-constexpr int kMaxCpus = 1 << 16;          // bound on a range in a cpu list
-constexpr int kMaxCgroupDepth = 64;        // bound on the walk up to the root
+constexpr int kMaxCpus = 1 << 16;    // bound on a range in a cpu list
+constexpr int kMaxCgroupDepth = 64;  // bound on the walk up to the root
 constexpr const char* kV2Roots[] = {"fs/cgroup", "fs/cgroup/unified"};
 constexpr const char* kV1CpuRoots[] = {"fs/cgroup/cpu", "fs/cgroup/cpu,cpuacct",
                                        "fs/cgroup/cpuacct,cpu"};

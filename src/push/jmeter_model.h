@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "metrics/metric_sink.h"
+#include "metrics/series_limits.h"
 #include "push/graphite_parser.h"
 #include "push/influx_line_protocol.h"
 #include "runs/run_observer.h"
-#include "metrics/series_limits.h"
 
 namespace loadwatch {
 

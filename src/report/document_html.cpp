@@ -13,7 +13,8 @@ void lines_html(std::string& h, const std::vector<std::string>& lines) {
     if (item && !in_list) h += "<ul>\n";
     if (!item && in_list) h += "</ul>\n";
     in_list = item;
-    h += item ? "<li>" + html_escape(line.substr(2)) + "</li>\n" : "<p>" + html_escape(line) + "</p>\n";
+    h += item ? "<li>" + html_escape(line.substr(2)) + "</li>\n"
+              : "<p>" + html_escape(line) + "</p>\n";
   }
   if (in_list) h += "</ul>\n";
 }

@@ -18,7 +18,8 @@ bool names(const std::string& id, const std::string& ref) {
   std::string_view rest(id);
   rest.remove_prefix(kStamp);
   if (rest == ref) return true;
-  if (!rest.starts_with(ref) || rest.size() < ref.size() + 2 || rest[ref.size()] != '-') return false;
+  if (!rest.starts_with(ref) || rest.size() < ref.size() + 2 || rest[ref.size()] != '-')
+    return false;
   std::string_view n = rest.substr(ref.size() + 1);
   return std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
@@ -57,8 +58,8 @@ Run find_prometheus_run(SeriesSource& source, const std::string& ref, double now
     throw SeriesSourceError("no run \"" + ref + "\" in loadwatch_run_start_timestamp_seconds");
   }
   std::set<std::string> instances;
-  for (const auto& s : source.fetch_last("loadwatch_run_start_timestamp_seconds", {{"run", run.id}},
-                                         from, now)) {
+  for (const auto& s :
+       source.fetch_last("loadwatch_run_start_timestamp_seconds", {{"run", run.id}}, from, now)) {
     instances.insert(label(s, "instance"));
   }
   if (instances.size() > 1) {
@@ -70,8 +71,8 @@ Run find_prometheus_run(SeriesSource& source, const std::string& ref, double now
   if (instance && !instances.empty() && !instances.begin()->empty()) *instance = *instances.begin();
   run.name = name_of[run.id].empty() ? ref : name_of[run.id];
   std::map<std::string, std::string> match{{"run", run.id}};
-  for (const auto& s : source.fetch_last("loadwatch_run_phase_start_timestamp_seconds", match,
-                                         run.start, now)) {
+  for (const auto& s :
+       source.fetch_last("loadwatch_run_phase_start_timestamp_seconds", match, run.start, now)) {
     std::string phase = label(s, "phase");
     if (!s.labels.count("phase") || s.series.empty()) continue;
     run.phases.push_back({phase, s.series.v.back(), std::nullopt});
@@ -86,8 +87,8 @@ Run find_prometheus_run(SeriesSource& source, const std::string& ref, double now
             [](const RunPhase& a, const RunPhase& b) { return a.start < b.start; });
   // The end: as the daemon exported it once the run finished, else the last sample of the run.
   std::optional<double> end;
-  for (const auto& s : source.fetch_last("loadwatch_run_end_timestamp_seconds", match, run.start,
-                                         now)) {
+  for (const auto& s :
+       source.fetch_last("loadwatch_run_end_timestamp_seconds", match, run.start, now)) {
     if (!s.series.empty()) end = s.series.v.back();
   }
   if (!end) {

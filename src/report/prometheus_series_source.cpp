@@ -166,8 +166,8 @@ PrometheusSeriesSource::PrometheusSeriesSource(PrometheusSourceOptions options)
   while (!options_.url.empty() && options_.url.back() == '/') options_.url.pop_back();
 }
 
-std::string PrometheusSeriesSource::selector(const std::string& family,
-                                             const std::map<std::string, std::string>& match) const {
+std::string PrometheusSeriesSource::selector(
+    const std::string& family, const std::map<std::string, std::string>& match) const {
   std::string out = family + "{";
   bool first = true;
   auto add = [&](const std::string& k, const std::string& v) {
@@ -231,9 +231,10 @@ std::vector<LabeledSeries> PrometheusSeriesSource::fetch_last(
     const std::string& family, const std::map<std::string, std::string>& match, double from,
     double to) {
   auto range_ms = static_cast<long long>(std::ceil(std::max(to - from, 0.001) * 1000));
-  std::string query = "last_over_time(" + selector(family, match) + "[" +
-                      std::to_string(range_ms) + "ms])";
-  std::string body = get("/api/v1/query?query=" + url_encode(query) + "&time=" + format_seconds(to));
+  std::string query =
+      "last_over_time(" + selector(family, match) + "[" + std::to_string(range_ms) + "ms])";
+  std::string body =
+      get("/api/v1/query?query=" + url_encode(query) + "&time=" + format_seconds(to));
   return without_scrape_labels(parse_query_vector(body), !options_.instance.empty());
 }
 

@@ -21,10 +21,17 @@ std::string json_script_safe(const std::string& s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '<': out += "\\u003c"; break;
-      case '>': out += "\\u003e"; break;
-      case '&': out += "\\u0026"; break;
-      default: out += c;
+      case '<':
+        out += "\\u003c";
+        break;
+      case '>':
+        out += "\\u003e";
+        break;
+      case '&':
+        out += "\\u0026";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -66,8 +73,9 @@ std::string render_report_html(const std::string& report_json, const std::string
        "\n</style></head><body>\n<h1 id=\"title\">Run report</h1>\n<ul id=\"summary\"></ul>\n";
   if (comparison) {
     h += "<h2>Compared with " + html_escape(comparison->base_label) + "</h2>\n";
-    h += std::string("<p id=\"verdict\" class=\"verdict ") + (comparison->regressed ? "fail" : "pass") +
-         "\">" + (comparison->regressed ? "REGRESSION" : "within limits") + "</p>\n" +
+    h += std::string("<p id=\"verdict\" class=\"verdict ") +
+         (comparison->regressed ? "fail" : "pass") + "\">" +
+         (comparison->regressed ? "REGRESSION" : "within limits") + "</p>\n" +
          "<div id=\"comparison\">" + document_html(comparison->document, false) + "</div>\n";
   }
   h += "<h2>Scaling</h2>\n<div id=\"scaling\"></div>\n"

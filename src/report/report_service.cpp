@@ -1,16 +1,17 @@
 #include "report/report_service.h"
 
+#include <spdlog/spdlog.h>
+
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
-#include <spdlog/spdlog.h>
 
 #include "analysis/render.h"
-#include "util/bounded_file.h"
 #include "report/history_series_source.h"
 #include "report/run_report.h"
 #include "report/timeline.h"
 #include "util/atomic_file.h"
+#include "util/bounded_file.h"
 #include "util/unix_time.h"
 
 namespace loadwatch::report {

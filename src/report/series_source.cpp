@@ -44,8 +44,7 @@ Series sum_all(const std::vector<LabeledSeries>& all) {
   return sum_aligned(parts);
 }
 
-constexpr const char* kRollingLatency =
-    "the generator's rolling quantile (Locust: its last 10 s)";
+constexpr const char* kRollingLatency = "the generator's rolling quantile (Locust: its last 10 s)";
 constexpr const char* kReportedLatency =
     "the generator's own quantile (Locust: the whole test so far; JMeter: its last send interval)";
 
@@ -86,8 +85,8 @@ std::vector<analysis::GeneratorSourceSeries> generator_sources(
 }  // namespace
 
 std::vector<LabeledSeries> SeriesSource::fetch_last(const std::string& family,
-                                                   const std::map<std::string, std::string>& match,
-                                                   double from, double to) {
+                                                    const std::map<std::string, std::string>& match,
+                                                    double from, double to) {
   std::vector<LabeledSeries> out;
   for (auto& s : fetch(family, match, from, to)) {
     if (s.series.empty()) continue;
@@ -167,8 +166,10 @@ analysis::RunSeries load_run_series(SeriesSource& source, double from, double to
     rs.host.cpu_seconds_by_mode[mode] = sum_aligned(with_label(host_cpu, "mode", mode));
   }
   auto cpus = label_values(host_cpu, "cpu");
-  if (!cpus.empty()) rs.host.cores = static_cast<int>(cpus.size());
-  else rs.host.cores = source.host_cores();
+  if (!cpus.empty())
+    rs.host.cores = static_cast<int>(cpus.size());
+  else
+    rs.host.cores = source.host_cores();
   rs.host.time_wait = sum_all(fetch("loadwatch_tcp_connections", {{"state", "time_wait"}}));
   rs.host.listen_overflows = sum_all(fetch("loadwatch_tcp_listen_overflows_total"));
   rs.host.ephemeral_port_ratio = sum_all(fetch("loadwatch_tcp_ephemeral_port_usage_ratio"));

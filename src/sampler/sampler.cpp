@@ -2,10 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include "util/heap_trim.h"
 #include "history/history.h"
-#include "runs/run_book.h"
 #include "metrics/series_guard.h"
+#include "runs/run_book.h"
+#include "util/heap_trim.h"
 #include "util/unix_time.h"
 #include "version.h"
 
@@ -43,8 +43,12 @@ bool collector_enabled(const CollectorSpec& spec, const Options& options, const 
 }
 
 Sampler::Sampler(const Options& options, Config config, HttpServer* http, RunBook* runs)
-    : options_(options), config_(std::move(config)), proc_(options.procfs), sys_(options.sysfs),
-      http_(http), runs_(runs) {
+    : options_(options),
+      config_(std::move(config)),
+      proc_(options.procfs),
+      sys_(options.sysfs),
+      http_(http),
+      runs_(runs) {
   CollectorEnv env{options_, config_, proc_, sys_, http_, runs_, runs_};
   for (const auto& spec : collector_table()) {
     if (!collector_enabled(spec, options_, config_)) continue;

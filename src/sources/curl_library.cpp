@@ -52,8 +52,7 @@ Loaded load() {
          resolve(handle, "curl_url", a.url, e) &&
          resolve(handle, "curl_url_cleanup", a.url_cleanup, e) &&
          resolve(handle, "curl_url_set", a.url_set, e) &&
-         resolve(handle, "curl_url_get", a.url_get, e) &&
-         resolve(handle, "curl_free", a.free, e);
+         resolve(handle, "curl_url_get", a.url_get, e) && resolve(handle, "curl_free", a.free, e);
   if (!l.ok) return l;
   // curl_global_init is not thread-safe in every libcurl build: it runs here, once, first.
   using GlobalInit = decltype(&curl_global_init);

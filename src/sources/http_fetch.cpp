@@ -6,8 +6,8 @@
 #include <chrono>
 #include <tuple>
 
-#include "util/bounded_file.h"
 #include "sources/curl_library.h"
+#include "util/bounded_file.h"
 #include "version.h"
 
 namespace loadwatch {
@@ -229,9 +229,7 @@ FetchResult HttpFetcher::get(const std::string& url, const FetchOptions& options
     curl.easy_setopt(h, CURLOPT_PASSWORD, options.password.c_str());
   }
   // CURL_BLOB_COPY: libcurl keeps its own copy for the transfer.
-  auto blob = [](std::string& pem) {
-    return curl_blob{pem.data(), pem.size(), CURL_BLOB_COPY};
-  };
+  auto blob = [](std::string& pem) { return curl_blob{pem.data(), pem.size(), CURL_BLOB_COPY}; };
   if (!ca_pem.empty()) {
     curl_blob b = blob(ca_pem);
     curl.easy_setopt(h, CURLOPT_CAINFO_BLOB, &b);

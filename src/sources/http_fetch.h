@@ -34,7 +34,7 @@ struct FetchOptions {
   TlsClientConfig tls;                      // for https:// URLs
   /// Secrets the caller read for this request. Sent, never logged nor kept in the handle
   /// after the request.
-  std::string username;      // basic auth when non-empty (with password)
+  std::string username;  // basic auth when non-empty (with password)
   std::string password;
   std::string bearer_token;  // Authorization: Bearer when non-empty
 };

@@ -1,8 +1,8 @@
 #include "sources/locust.h"
 
 #include <algorithm>
-#include <chrono>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 
@@ -401,8 +401,8 @@ class LocustScraper : public SourceScraper {
                  : stats.state == "spawning" ? GeneratorActivity::Ramping
                                              : GeneratorActivity::Idle;
     s.users = stats.user_count;
-    s.at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-               .count();
+    s.at =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     // Three missed scrapes: the Locust is gone (e.g. --autoquit right after its test).
     auto quiet = 3 * config.interval + config.timeout;
     s.stale_after = std::max(15.0, std::chrono::duration<double>(quiet).count());

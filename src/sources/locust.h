@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "metrics/metric_sink.h"
-#include "runs/run_observer.h"
 #include "metrics/series_limits.h"
+#include "runs/run_observer.h"
 #include "sources/counter_carry.h"
 #include "sources/source_runner.h"
 

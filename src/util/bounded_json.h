@@ -4,11 +4,10 @@
 // nothing that copies, compares or frees it recurses further than the cap.
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace loadwatch {
 

@@ -17,13 +17,15 @@ class LineFormatter : public spdlog::formatter {
 
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
     auto t = std::chrono::system_clock::to_time_t(msg.time);
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch())
-                  .count() % 1000;
+    auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch()).count() %
+        1000;
     std::tm tm{};
     gmtime_r(&t, &tm);
     char ts[64];
     std::snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                  static_cast<int>(ms));
     auto level = spdlog::level::to_string_view(msg.level);
     std::string text(msg.payload.data(), msg.payload.size());
     std::string line;
@@ -46,10 +48,18 @@ class LineFormatter : public spdlog::formatter {
     std::string out;
     for (char c : s) {
       switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
         default:
           if (static_cast<unsigned char>(c) < 0x20) {
             char buf[8];
@@ -69,16 +79,21 @@ class LineFormatter : public spdlog::formatter {
 
 void setup_logging(const std::string& level, const std::string& format) {
   spdlog::level::level_enum lvl;
-  if (level == "debug") lvl = spdlog::level::debug;
-  else if (level == "info") lvl = spdlog::level::info;
-  else if (level == "warn") lvl = spdlog::level::warn;
-  else if (level == "error") lvl = spdlog::level::err;
-  else throw std::invalid_argument("unknown log level \"" + level + "\" (debug, info, warn, error)");
+  if (level == "debug")
+    lvl = spdlog::level::debug;
+  else if (level == "info")
+    lvl = spdlog::level::info;
+  else if (level == "warn")
+    lvl = spdlog::level::warn;
+  else if (level == "error")
+    lvl = spdlog::level::err;
+  else
+    throw std::invalid_argument("unknown log level \"" + level + "\" (debug, info, warn, error)");
   if (format != "logfmt" && format != "json") {
     throw std::invalid_argument("unknown log format \"" + format + "\" (logfmt, json)");
   }
-  auto logger = std::make_shared<spdlog::logger>(
-      "loadwatch", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto logger = std::make_shared<spdlog::logger>("loadwatch",
+                                                 std::make_shared<spdlog::sinks::stderr_sink_mt>());
   logger->set_formatter(std::make_unique<LineFormatter>(format == "json"));
   logger->set_level(lvl);
   logger->flush_on(spdlog::level::debug);

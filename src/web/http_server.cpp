@@ -24,27 +24,25 @@
 #include <malloc.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <spdlog/spdlog.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <utility>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <unordered_map>
-
-#include <spdlog/spdlog.h>
+#include <utility>
 
 #include "config/config_error.h"
 #include "web/basic_auth.h"
@@ -68,8 +66,8 @@ std::string lower(std::string s) {
 /// "HOST:PORT" / ":PORT" / "[::1]:PORT" → civetweb's listening_ports syntax.
 std::string civetweb_ports(const std::string& address) {
   auto colon = address.rfind(':');
-  if (colon == std::string::npos) throw std::runtime_error("listen address \"" + address +
-                                                           "\" is not HOST:PORT");
+  if (colon == std::string::npos)
+    throw std::runtime_error("listen address \"" + address + "\" is not HOST:PORT");
   std::string host = address.substr(0, colon);
   std::string port = address.substr(colon + 1);
   if (port.empty() || !std::all_of(port.begin(), port.end(), ::isdigit)) {
@@ -99,10 +97,14 @@ int worker_count(int max_connections) {
 /// agreement with it.
 const char* civetweb_protocol_floor(TlsVersion min) {
   switch (min) {
-    case TlsVersion::TLS10: return "2";
-    case TlsVersion::TLS11: return "3";
-    case TlsVersion::TLS12: return "4";
-    case TlsVersion::TLS13: return "5";
+    case TlsVersion::TLS10:
+      return "2";
+    case TlsVersion::TLS11:
+      return "3";
+    case TlsVersion::TLS12:
+      return "4";
+    case TlsVersion::TLS13:
+      return "5";
   }
   return "4";
 }
@@ -162,8 +164,8 @@ std::vector<std::string> HttpRequest::query_params(const std::string& name) cons
   std::vector<std::string> out;
   std::string value(query.size() + 1, '\0');
   for (std::size_t i = 0; i < 32; ++i) {
-    const int n = mg_get_var2(query.data(), query.size(), name.c_str(), value.data(),
-                              value.size(), i);
+    const int n =
+        mg_get_var2(query.data(), query.size(), name.c_str(), value.data(), value.size(), i);
     if (n < 0) break;
     out.emplace_back(value.data(), static_cast<std::size_t>(n));
   }
@@ -205,16 +207,26 @@ enum class Rejection {
 
 const char* rejection_name(Rejection r) {
   switch (r) {
-    case Rejection::unauthorized: return "unauthorized";
-    case Rejection::auth_busy: return "auth_busy";
-    case Rejection::bad_framing: return "bad_framing";
-    case Rejection::body_not_allowed: return "body_not_allowed";
-    case Rejection::body_too_large: return "body_too_large";
-    case Rejection::body_incomplete: return "body_incomplete";
-    case Rejection::body_memory: return "body_memory";
-    case Rejection::too_many_requests: return "too_many_requests";
-    case Rejection::transfer_timeout: return "transfer_timeout";
-    case Rejection::count_: break;
+    case Rejection::unauthorized:
+      return "unauthorized";
+    case Rejection::auth_busy:
+      return "auth_busy";
+    case Rejection::bad_framing:
+      return "bad_framing";
+    case Rejection::body_not_allowed:
+      return "body_not_allowed";
+    case Rejection::body_too_large:
+      return "body_too_large";
+    case Rejection::body_incomplete:
+      return "body_incomplete";
+    case Rejection::body_memory:
+      return "body_memory";
+    case Rejection::too_many_requests:
+      return "too_many_requests";
+    case Rejection::transfer_timeout:
+      return "transfer_timeout";
+    case Rejection::count_:
+      break;
   }
   return "?";
 }
@@ -257,10 +269,10 @@ struct HttpServer::Impl {
   std::unordered_map<std::string, Route> routes;
   std::vector<std::pair<std::string, Route>> prefix_routes;  // "/api/v1/runs/" for ".../*"
   mg_context* ctx = nullptr;
-  int workers = 0;                    // civetweb worker threads (max_connections, fd-capped)
-  std::atomic<int> in_flight{0};      // handlers running
-  std::atomic<int> connections{0};    // open connections (each holds a worker)
-  std::atomic<std::size_t> body_bytes{0};           // request bodies reserved
+  int workers = 0;                         // civetweb worker threads (max_connections, fd-capped)
+  std::atomic<int> in_flight{0};           // handlers running
+  std::atomic<int> connections{0};         // open connections (each holds a worker)
+  std::atomic<std::size_t> body_bytes{0};  // request bodies reserved
   std::atomic<std::size_t> released_since_trim{0};  // body bytes freed since malloc_trim
   std::array<std::atomic<std::uint64_t>, static_cast<size_t>(Rejection::count_)> rejected{};
   std::unique_ptr<TransferDeadlines> deadlines = std::make_unique<TransferDeadlines>();
@@ -269,9 +281,9 @@ struct HttpServer::Impl {
   int bound_port = 0;  // kept across listener restarts (a :0 address keeps its port)
 
   mutable std::mutex web_mutex;
-  std::shared_ptr<const WebState> web;       // never null after start()
-  std::string web_stamp;                     // file_stamp of the web config file at last load
-  std::string tls_stamp;                     // tls_files_stamp at last load
+  std::shared_ptr<const WebState> web;            // never null after start()
+  std::string web_stamp;                          // file_stamp of the web config file at last load
+  std::string tls_stamp;                          // tls_files_stamp at last load
   const TlsServerConfig* starting_tls = nullptr;  // for the init_ssl callback, during mg_start
 
   std::shared_ptr<const WebState> web_state() const {
@@ -306,7 +318,8 @@ struct HttpServer::Impl {
   /// minimum rate.
   Clock::duration transfer_allowance(std::size_t bytes) const {
     return std::chrono::milliseconds(2 * settings.request_timeout_ms) +
-           std::chrono::milliseconds(bytes * 1000 / std::max<std::size_t>(1, settings.min_transfer_rate));
+           std::chrono::milliseconds(bytes * 1000 /
+                                     std::max<std::size_t>(1, settings.min_transfer_rate));
   }
 
   static TransferDeadlines::Peer peer_of(const mg_request_info* info) {
@@ -387,11 +400,11 @@ struct HttpServer::Impl {
                     web);
     };
     auto no_memory = [&] {
-      return reject(conn, Rejection::body_memory,
-                    plain(503, "request bodies in progress hold more than " +
-                                   std::to_string(settings.max_body_memory) +
-                                   " bytes; retry later\n"),
-                    web);
+      return reject(
+          conn, Rejection::body_memory,
+          plain(503, "request bodies in progress hold more than " +
+                         std::to_string(settings.max_body_memory) + " bytes; retry later\n"),
+          web);
     };
     std::size_t expected = chunked ? 0 : static_cast<std::size_t>(info->content_length);
     if (expected > limit) return too_large();
@@ -405,8 +418,9 @@ struct HttpServer::Impl {
     reserved = want;
     req.body.reserve(chunked ? std::min<std::size_t>(want, 64 * 1024) : expected);
     auto started = Clock::now();
-    auto watch = deadlines->watch(peer_of(info), started + transfer_allowance(chunked ? 0 : expected),
-                                  TransferDeadlines::Direction::receive);
+    auto watch =
+        deadlines->watch(peer_of(info), started + transfer_allowance(chunked ? 0 : expected),
+                         TransferDeadlines::Direction::receive);
     bool failed = false;
     for (;;) {
       std::size_t size = req.body.size();
@@ -449,11 +463,11 @@ struct HttpServer::Impl {
                     web);
     }
     if (!chunked && req.body.size() != expected) {
-      return reject(conn, Rejection::body_incomplete,
-                    plain(400, "request body ended after " + std::to_string(req.body.size()) +
-                                   " of its " + std::to_string(expected) +
-                                   " bytes (Content-Length)\n"),
-                    web);
+      return reject(
+          conn, Rejection::body_incomplete,
+          plain(400, "request body ended after " + std::to_string(req.body.size()) + " of its " +
+                         std::to_string(expected) + " bytes (Content-Length)\n"),
+          web);
     }
     if (chunked && req.body.size() > limit) return too_large();
     return 0;
@@ -515,8 +529,7 @@ struct HttpServer::Impl {
       }
       case AuthResult::busy:
         return reject(conn, Rejection::auth_busy,
-                      plain(429, "too many password checks in progress; retry later\n"),
-                      web.get());
+                      plain(429, "too many password checks in progress; retry later\n"), web.get());
     }
     const Route* found = nullptr;
     if (auto it = routes.find(req.path); it != routes.end()) found = &it->second;
@@ -612,27 +625,37 @@ void HttpServer::Impl::start_listener(const TlsServerConfig& tls) {
   }
   workers = worker_count(settings.max_connections);
   if (workers < settings.max_connections) {
-    spdlog::warn("serving at most {} HTTP connections at once instead of {}: the soft "
-                 "RLIMIT_NOFILE is {} (raise LimitNOFILE= or ulimit -n)",
-                 workers, settings.max_connections, workers * 4);
+    spdlog::warn(
+        "serving at most {} HTTP connections at once instead of {}: the soft "
+        "RLIMIT_NOFILE is {} (raise LimitNOFILE= or ulimit -n)",
+        workers, settings.max_connections, workers * 4);
   }
   std::string threads = std::to_string(workers);
   std::string request_timeout = std::to_string(settings.request_timeout_ms);
   std::string keep_alive_timeout = std::to_string(settings.keep_alive_timeout_ms);
   std::string max_request = std::to_string(settings.max_header_bytes);
   std::vector<const char*> options = {
-      "listening_ports", ports.c_str(),
-      "num_threads", threads.c_str(),
-      "request_timeout_ms", request_timeout.c_str(),
-      "keep_alive_timeout_ms", keep_alive_timeout.c_str(),
-      "enable_keep_alive", "yes",
-      "max_request_size", max_request.c_str(),
-      "listen_backlog", "1024",
+      "listening_ports",
+      ports.c_str(),
+      "num_threads",
+      threads.c_str(),
+      "request_timeout_ms",
+      request_timeout.c_str(),
+      "keep_alive_timeout_ms",
+      keep_alive_timeout.c_str(),
+      "enable_keep_alive",
+      "yes",
+      "max_request_size",
+      max_request.c_str(),
+      "listen_backlog",
+      "1024",
       // Headers and body go out in separate writes: without TCP_NODELAY, Nagle holds the body
       // until the client's delayed ACK, 40 ms per response on a keep-alive connection.
-      "tcp_nodelay", "1",
+      "tcp_nodelay",
+      "1",
       // No document_root: no file serving. Listing off as well, belt and braces.
-      "enable_directory_listing", "no",
+      "enable_directory_listing",
+      "no",
   };
   if (tls.enabled()) {
     options.push_back("ssl_protocol_version");
@@ -696,8 +719,8 @@ bool HttpServer::reload_web_config(bool force) {
     spdlog::error("web config reload rejected, keeping the running one: {}", e.what());
     return false;
   }
-  bool restart = config.tls != current->config.tls || tls_files_stamp(config.tls) != im.tls_stamp ||
-                 !im.ctx;
+  bool restart =
+      config.tls != current->config.tls || tls_files_stamp(config.tls) != im.tls_stamp || !im.ctx;
   im.tls_stamp = tls_files_stamp(config.tls);
   auto next = std::make_shared<const WebState>(std::move(config));
   if (restart) {
@@ -709,7 +732,8 @@ bool HttpServer::reload_web_config(bool force) {
       try {
         im.start_listener(current->config.tls);
       } catch (const std::exception& e2) {
-        spdlog::critical("web config reload: {}; not serving HTTP until the next reload", e2.what());
+        spdlog::critical("web config reload: {}; not serving HTTP until the next reload",
+                         e2.what());
         im.tls_stamp.clear();  // retried on the next call
       }
       return false;
@@ -772,7 +796,8 @@ HttpServerStats HttpServer::stats() const {
   HttpServerStats out;
   out.connections = impl_->connections.load();
   // Before start(): what start() would run with.
-  out.max_connections = impl_->workers ? impl_->workers : worker_count(impl_->settings.max_connections);
+  out.max_connections =
+      impl_->workers ? impl_->workers : worker_count(impl_->settings.max_connections);
   out.body_bytes = impl_->body_bytes.load();
   out.max_body_memory = impl_->settings.max_body_memory;
   for (size_t i = 0; i < impl_->rejected.size(); ++i) {

@@ -11,12 +11,12 @@
 namespace loadwatch {
 
 struct HttpRequest {
-  std::string method;        // "GET", "POST"
-  std::string path;          // "/write"
-  std::string query;         // "db=jmeter" (undecoded, without '?')
+  std::string method;                          // "GET", "POST"
+  std::string path;                            // "/write"
+  std::string query;                           // "db=jmeter" (undecoded, without '?')
   std::map<std::string, std::string> headers;  // names lower-cased
-  std::string body;          // read fully (the Content-Length, or a complete chunked body)
-  std::string client;        // the peer's address, e.g. "127.0.0.1"
+  std::string body;    // read fully (the Content-Length, or a complete chunked body)
+  std::string client;  // the peer's address, e.g. "127.0.0.1"
   /// Value of one query parameter, URL-decoded; empty when absent.
   std::string query_param(const std::string& name) const;
   /// Every value of a repeated query parameter (`max=a&max=b`), URL-decoded, at most 32.
@@ -47,7 +47,7 @@ struct HttpServerSettings {
   int max_connections = 1200;
   /// Request bodies held in memory at once, over all requests; 503 beyond.
   std::size_t max_body_memory = 64u << 20;
-  std::string web_config_file;           // exporter-toolkit TLS/basic auth (may be empty)
+  std::string web_config_file;  // exporter-toolkit TLS/basic auth (may be empty)
   /// Time a connection may take to send its whole request line and headers (from its first
   /// byte or the end of the previous request, not per read); a silent or trickling client is
   /// dropped after it. Also bounds the TLS handshake.
@@ -62,9 +62,9 @@ struct HttpServerSettings {
 };
 /// What the server has turned away and holds right now (any thread).
 struct HttpServerStats {
-  int connections = 0;      // open connections (past the TLS handshake)
-  int max_connections = 0;  // worker threads, i.e. connections served at once
-  std::size_t body_bytes = 0;       // request body memory reserved right now
+  int connections = 0;         // open connections (past the TLS handshake)
+  int max_connections = 0;     // worker threads, i.e. connections served at once
+  std::size_t body_bytes = 0;  // request body memory reserved right now
   std::size_t max_body_memory = 0;
   /// Requests turned away since start, by reason: unauthorized, auth_busy, bad_framing,
   /// body_not_allowed, body_too_large, body_incomplete, body_memory, too_many_requests,

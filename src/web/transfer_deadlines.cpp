@@ -3,13 +3,12 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
 #include <cstring>
-
-#include <spdlog/spdlog.h>
 
 namespace loadwatch {
 
@@ -43,7 +42,8 @@ bool parse_address(const std::string& text, in6_addr& out) {
     return true;
   }
   std::string bare = text;
-  if (bare.size() > 2 && bare.front() == '[' && bare.back() == ']') bare = bare.substr(1, bare.size() - 2);
+  if (bare.size() > 2 && bare.front() == '[' && bare.back() == ']')
+    bare = bare.substr(1, bare.size() - 2);
   return inet_pton(AF_INET6, bare.c_str(), &out) == 1;
 }
 
@@ -141,8 +141,8 @@ void TransferDeadlines::run() {
         // Under the lock: the transfer's Watch (and so its connection) outlives the lookup.
         e.expired = true;
         ++expired_total_;
-        bool cut = shutdown_socket_of(
-            e.peer, e.direction == Direction::receive ? SHUT_RD : SHUT_RDWR);
+        bool cut =
+            shutdown_socket_of(e.peer, e.direction == Direction::receive ? SHUT_RD : SHUT_RDWR);
         spdlog::debug("http: transfer with {}:{} passed its deadline; socket {}", e.peer.address,
                       e.peer.port, cut ? "shut down" : "not found");
       } else {

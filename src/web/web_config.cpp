@@ -8,10 +8,10 @@
 #include <cctype>
 #include <set>
 
-#include "util/bounded_file.h"
 #include "config/config_error.h"
-#include "web/tls_context.h"
 #include "config/yaml_reader.h"
+#include "util/bounded_file.h"
+#include "web/tls_context.h"
 
 namespace loadwatch {
 
@@ -248,8 +248,8 @@ WebConfig load_web_config(const std::string& path) {
   std::string text;
   BoundedFile in(path);
   if (int err = in.read(kMaxWebConfigFileBytes, text); err != 0) {
-    throw ConfigError(path + ": cannot read web config file: " +
-                      in.describe(err, kMaxWebConfigFileBytes));
+    throw ConfigError(path +
+                      ": cannot read web config file: " + in.describe(err, kMaxWebConfigFileBytes));
   }
   WebConfig config = parse_web_config(text, path);
   if (config.tls.enabled()) {

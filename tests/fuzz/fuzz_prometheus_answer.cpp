@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
     auto series = data[0] % 2 == 0 ? loadwatch::report::parse_query_range(body)
-                                    : loadwatch::report::parse_query_vector(body);
+                                   : loadwatch::report::parse_query_vector(body);
     for (const auto& s : series) {
       for (std::size_t i = 0; i < s.series.v.size(); ++i) {
         if (!std::isfinite(s.series.v[i])) __builtin_trap();

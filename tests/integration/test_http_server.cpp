@@ -6,8 +6,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -39,7 +39,8 @@ struct Raw {
   }
   ~Raw() { close(fd); }
   void timeout(std::chrono::milliseconds t) {
-    timeval tv{static_cast<time_t>(t.count() / 1000), static_cast<suseconds_t>(t.count() % 1000 * 1000)};
+    timeval tv{static_cast<time_t>(t.count() / 1000),
+               static_cast<suseconds_t>(t.count() % 1000 * 1000)};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   }
   bool send(std::string_view data) {
@@ -91,13 +92,16 @@ struct Server {
   std::mutex mutex;
   std::vector<std::string> bodies;  // what the /echo handler received
   explicit Server(HttpServerSettings s) : http(with_port_0(std::move(s))) {
-    http.route("/echo", [this](const HttpRequest& req) {
-      std::lock_guard<std::mutex> lock(mutex);
-      bodies.push_back(req.body);
-      HttpResponse r;
-      r.body = std::to_string(req.body.size()) + "\n";
-      return r;
-    }, 1 << 20);
+    http.route(
+        "/echo",
+        [this](const HttpRequest& req) {
+          std::lock_guard<std::mutex> lock(mutex);
+          bodies.push_back(req.body);
+          HttpResponse r;
+          r.body = std::to_string(req.body.size()) + "\n";
+          return r;
+        },
+        1 << 20);
     http.route("/get", [](const HttpRequest&) {
       HttpResponse r;
       r.body = "ok\n";
@@ -169,19 +173,20 @@ TEST_CASE("http server: chunked bodies are read whole; malformed ones are 400") 
   srv.http.start();
   {
     Raw c(srv.port());
-    c.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-           "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");
+    c.send(
+        "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");
     std::string r = c.response();
     CHECK(status_of(r) == "HTTP/1.1 200 OK");
     REQUIRE(srv.received() == 1);
     CHECK(srv.bodies[0] == "hello world");
   }
   const char* bad[] = {
-      "zz\r\nhello\r\n0\r\n\r\n",        // not a hex size
-      "5\r\nhello world\r\n0\r\n\r\n",   // more data than the size said
-      "5\r\nhel",                        // cut off, then closed
-      "5\r\nhello\r\n",                  // no last chunk, then closed
-      "\r\n\r\n",                        // no size at all
+      "zz\r\nhello\r\n0\r\n\r\n",       // not a hex size
+      "5\r\nhello world\r\n0\r\n\r\n",  // more data than the size said
+      "5\r\nhel",                       // cut off, then closed
+      "5\r\nhello\r\n",                 // no last chunk, then closed
+      "\r\n\r\n",                       // no size at all
   };
   for (const char* body : bad) {
     Raw c(srv.port());
@@ -270,12 +275,14 @@ TEST_CASE("http server: request bodies together stay within max_body_memory (503
   Raw first(srv.port());
   first.send(head + "abc");  // reserves 600000 bytes, then waits for the rest
   auto deadline = Clock::now() + 3s;
-  while (srv.http.stats().body_bytes == 0 && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  while (srv.http.stats().body_bytes == 0 && Clock::now() < deadline)
+    std::this_thread::sleep_for(5ms);
   CHECK(srv.http.stats().body_bytes == 600000);
   {  // A compressed body reserves the route's whole cap (it may inflate to that): no room.
     Raw zipped(srv.port());
-    zipped.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\n"
-                "Content-Length: 3\r\n\r\nabc");
+    zipped.send(
+        "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\n"
+        "Content-Length: 3\r\n\r\nabc");
     CHECK(status_of(zipped.response()) == "HTTP/1.1 503 Service Unavailable");
   }
   {
@@ -293,8 +300,9 @@ TEST_CASE("http server: request bodies together stay within max_body_memory (503
   third.send(head + std::string(600000, 'y'));
   CHECK(status_of(third.response()) == "HTTP/1.1 200 OK");
   Raw zipped(srv.port());
-  zipped.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\n"
-              "Content-Length: 3\r\n\r\nabc");
+  zipped.send(
+      "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\n"
+      "Content-Length: 3\r\n\r\nabc");
   CHECK(status_of(zipped.response()) == "HTTP/1.1 200 OK");  // alone, it fits
   CHECK(srv.rejected("body_memory") == 2);
 }
@@ -332,7 +340,7 @@ TEST_CASE("http server: a trickled body or a slowly read response is cut at its 
     }
     double total = std::chrono::duration<double>(Clock::now() - t0).count();
     CAPTURE(total);
-    CHECK(total < 12.0);  // deadline 1 s + 16 MiB at 4 MiB/s
+    CHECK(total < 12.0);                       // deadline 1 s + 16 MiB at 4 MiB/s
     CHECK(srv.http.stats().connections == 0);  // the worker is free again
   }
   Raw c(srv.port());  // the server is fine

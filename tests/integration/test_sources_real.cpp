@@ -32,16 +32,16 @@
 #include "collectors/collector.h"
 #include "collectors/sources.h"
 #include "config/config.h"
-#include "metrics/metric_sink.h"
 #include "config/options.h"
+#include "metrics/metric_sink.h"
 #include "procfs/fs_root.h"
-#include "util/unix_time.h"
 #include "sources/http_fetch.h"
 #include "sources/source_runner.h"
 #include "tests/lib/eventually.h"
 #include "tests/lib/read_line.h"
 #include "tests/lib/sample_values.h"
 #include "tests/lib/sanitizers.h"
+#include "util/unix_time.h"
 
 using namespace loadwatch;
 using loadwatch::test::eventually;
@@ -261,8 +261,7 @@ struct SourcesHarness {
 /// `promtool check metrics` over the exposition of `fams`; returns its output ("" = clean).
 /// Empty optional when promtool is not installed.
 /// promtool's complaints about the page; "" when it is valid.
-std::string promtool_check(const std::vector<prometheus::MetricFamily>& fams,
-                           const fs::path& dir) {
+std::string promtool_check(const std::vector<prometheus::MetricFamily>& fams, const fs::path& dir) {
   if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
     return "promtool not installed (scripts/install-deps test installs it)";
   }
@@ -688,8 +687,8 @@ class U(HttpUser):
     double age = value(fams, "loadwatch_generator_data_age_seconds", {{"source", "locust"}});
     CHECK(age >= 0);
     CHECK(age <= 0.2 + 2.0 + (unix_now() - before));
-    CHECK(value(fams, "loadwatch_generator_data_age_uncertainty_seconds",
-                {{"source", "locust"}}) == 2);
+    CHECK(value(fams, "loadwatch_generator_data_age_uncertainty_seconds", {{"source", "locust"}}) ==
+          2);
   }
   REQUIRE(eventually([&] { return locust_now(web).state == "stopped"; }, 30s));
   // /stats/requests is memoized for 2 s (web.py DEFAULT_CACHE_TIME): let it settle. A fixed

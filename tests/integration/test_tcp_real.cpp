@@ -12,8 +12,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <signal.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -30,10 +30,10 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <utility>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "collectors/collector.h"
@@ -393,8 +393,7 @@ TEST_CASE("one destination with many client connections raises the ephemeral usa
   CHECK(ratio * range >= m);  // our destination alone holds m ephemeral ports
 }
 
-TEST_CASE("TIME_WAIT toward an unwatched port counts toward the ephemeral usage",
-          "[tcp][real]") {
+TEST_CASE("TIME_WAIT toward an unwatched port counts toward the ephemeral usage", "[tcp][real]") {
   // A load generator without keep-alive: its ephemeral ports end in TIME_WAIT toward one
   // destination. The listener's port is not watched (no tcp.ports, no target).
   std::uint16_t port = 0;
@@ -614,8 +613,8 @@ TEST_CASE("socket owner cache: a new socket nobody holds re-reads the plain file
   with_stranger.insert(with_stranger.begin(), 1);
   const auto reads = owners.stats().readlinks;
   owners.update(proc, {::getpid()}, with_stranger);
-  CHECK(owners.stats().readlinks - reads <= files + (fds + SocketOwners::kVerifySlices - 1) /
-                                                       SocketOwners::kVerifySlices);
+  CHECK(owners.stats().readlinks - reads <=
+        files + (fds + SocketOwners::kVerifySlices - 1) / SocketOwners::kVerifySlices);
   std::vector<std::uint64_t> got;
   owners.tcp_inodes(::getpid(), got);
   std::sort(got.begin(), got.end());

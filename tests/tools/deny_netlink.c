@@ -8,6 +8,9 @@
 // Raw classic BPF over struct seccomp_data (<linux/seccomp.h>); no libseccomp.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,10 +18,6 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 
 int main(int argc, char** argv) {
   if (argc < 2) {

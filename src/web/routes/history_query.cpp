@@ -31,9 +31,12 @@ std::vector<std::string> split_series(const std::string& s) {
   bool quoted = false, escaped = false;
   for (char c : s) {
     if (quoted) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') quoted = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        quoted = false;
     } else if (c == '"') {
       quoted = true;
     } else if (c == '{') {
@@ -56,8 +59,7 @@ std::optional<std::string> read_history_query(
   auto names = split_series(param("series"));
   if (names.empty()) return "series: give one or more series or family names";
   if (names.size() > kHistoryMaxSeriesPerRequest) {
-    return "series: at most " + std::to_string(kHistoryMaxSeriesPerRequest) +
-           " names per request";
+    return "series: at most " + std::to_string(kHistoryMaxSeriesPerRequest) + " names per request";
   }
   for (auto& n : names) q.select.push_back(HistorySelector{std::move(n), {}});
   std::string since = param("since"), until = param("until");

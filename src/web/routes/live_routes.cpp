@@ -1,13 +1,12 @@
 #include "web/routes/live_routes.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "history/history.h"
 #include "util/static_files.h"
@@ -31,7 +30,6 @@ HttpResponse error(int status, const std::string& message) {
            "\n";
   return r;
 }
-
 
 // Longest number put_value writes: a whole number below 1e15 ("-999999999999999", 16) or the
 // shortest form of a float ("-1.17549435e-38", 15).
@@ -79,8 +77,8 @@ HttpResponse static_file(const std::string& name, const char* content_type) {
 HttpResponse series_list(const History& history, const Sampler& sampler) {
   nlohmann::json data = nlohmann::json::array();
   for (const auto& s : history.list()) {
-    data.push_back({{"series", s.key}, {"family", s.family}, {"labels", s.labels},
-                    {"counter", s.counter}});
+    data.push_back(
+        {{"series", s.key}, {"family", s.family}, {"labels", s.labels}, {"counter", s.counter}});
   }
   HttpResponse r;
   r.content_type = "application/json";
@@ -115,8 +113,9 @@ HttpResponse history_response(const History& history, const HttpRequest& req) {
   }
   std::string out;
   out += "{\"status\":\"success\",\"series\":[\"time\"";
-  for (const auto& s : cols.series) out += "," + nlohmann::json(s.key).dump(-1, ' ', false,
-                                                                   nlohmann::json::error_handler_t::replace);
+  for (const auto& s : cols.series)
+    out +=
+        "," + nlohmann::json(s.key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   out += "],\"counter\":[false";
   for (const auto& s : cols.series) out += s.counter ? ",true" : ",false";
   out += std::string("],\"rate\":") + (q.rate ? "true" : "false") + ",\"data\":[";

@@ -88,7 +88,8 @@ RunSubresource report_subresource(const ReportService& service, const RunBook& b
       std::string base_id = req.query_param("baseline");
       if (!base_id.empty()) {
         auto base_run = plausible_run_id(base_id) ? book.find(base_id) : std::nullopt;
-        if (!base_run) return error(404, "not_found", "baseline: no run \"" + base_id.substr(0, 64) + "\"");
+        if (!base_run)
+          return error(404, "not_found", "baseline: no run \"" + base_id.substr(0, 64) + "\"");
         std::vector<analysis::Rule> rules;
         try {
           // The CLI's gate: max=p95=+20%&min=rps=-10% as --max/--min (the default without).

@@ -20,9 +20,8 @@ inline constexpr std::size_t kMaxRunsPageWithPhases = 10;
 inline constexpr std::size_t kMaxPhasesPerPage = 2000;
 
 /// Answers GET /api/v1/runs/{id}/SUFFIX for a run that exists (e.g. its report).
-using RunSubresource =
-    std::function<std::optional<HttpResponse>(const Run& run, std::string_view suffix,
-                                              const HttpRequest& req)>;
+using RunSubresource = std::function<std::optional<HttpResponse>(
+    const Run& run, std::string_view suffix, const HttpRequest& req)>;
 
 /// Adds the routes. Writes (POST) answer 403 unless `writes_enabled` (--web.enable-run-api).
 /// `book` must outlive the server.

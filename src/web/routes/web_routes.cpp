@@ -1,14 +1,13 @@
 #include "web/routes/web_routes.h"
 
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <ctime>
+#include <nlohmann/json.hpp>
 
-#include "util/unix_time.h"
-#include "version.h"
 #include "util/gzip.h"
 #include "util/html_escape.h"
+#include "util/unix_time.h"
+#include "version.h"
 #include "web/routes/live_routes.h"
 
 namespace loadwatch {
@@ -111,15 +110,19 @@ HttpResponse landing(const Sampler& sampler) {
 <a href="/-/healthy">Health</a> · <a href="/-/ready">Readiness</a></p>
 <h2>Targets</h2>
 <table><tr><th>Name</th><th>Selector</th><th>State</th><th>PIDs</th></tr>
-)" + (rows.empty() ? std::string("<tr><td colspan=\"4\">no targets configured</td></tr>\n") : rows) +
+)" +
+           (rows.empty() ? std::string("<tr><td colspan=\"4\">no targets configured</td></tr>\n")
+                         : rows) +
            R"(</table>
 <h2>Sources</h2>
 <table><tr><th>Name</th><th>Kind</th><th>State</th><th>Last error</th><th>Last success</th></tr>
-)" + (sources.empty() ? std::string("<tr><td colspan=\"5\">no sources configured</td></tr>\n")
-                      : sources) +
+)" +
+           (sources.empty() ? std::string("<tr><td colspan=\"5\">no sources configured</td></tr>\n")
+                            : sources) +
            R"(</table>
 <h2>Charts</h2><div id="live-run"></div><div id="charts"><p id="live-status">Loading the history…</p></div>
-<h2>Collectors</h2><ul>)" + collectors + R"(</ul>
+<h2>Collectors</h2><ul>)" +
+           collectors + R"(</ul>
 <script src="/static/uPlot.iife.min.js"></script><script src="/static/live.js"></script>
 </body></html>
 )";
@@ -130,14 +133,17 @@ HttpResponse targets_json(const Sampler& sampler) {
   nlohmann::json out = nlohmann::json::array();
   if (auto snap = sampler.latest()) {
     for (const auto& t : snap->targets()) {
-      out.push_back({{"name", t.name}, {"selector", t.selector}, {"up", t.up}, {"pids", t.pids},
+      out.push_back({{"name", t.name},
+                     {"selector", t.selector},
+                     {"up", t.up},
+                     {"pids", t.pids},
                      {"listen_ports", t.listen_ports}});
     }
   }
   HttpResponse r;
   r.content_type = "application/json";
-  r.body = nlohmann::json{{"status", "success"}, {"data", out}}.dump(-1, ' ', false,
-                                                     nlohmann::json::error_handler_t::replace) +
+  r.body = nlohmann::json{{"status", "success"}, {"data", out}}.dump(
+               -1, ' ', false, nlohmann::json::error_handler_t::replace) +
            "\n";
   return r;
 }
@@ -158,8 +164,8 @@ HttpResponse sources_json(const Sampler& sampler) {
   }
   HttpResponse r;
   r.content_type = "application/json";
-  r.body = nlohmann::json{{"status", "success"}, {"data", out}}.dump(-1, ' ', false,
-                                                     nlohmann::json::error_handler_t::replace) +
+  r.body = nlohmann::json{{"status", "success"}, {"data", out}}.dump(
+               -1, ' ', false, nlohmann::json::error_handler_t::replace) +
            "\n";
   return r;
 }

@@ -16,11 +16,11 @@
 #include <openssl/ssl.h>
 
 #undef SSL_get_peer_certificate
-X509 *SSL_get_peer_certificate(const SSL *s);
+X509* SSL_get_peer_certificate(const SSL* s);
 
 /* OpenSSL 3: "SSL_get_peer_certificate() is an alias of SSL_get1_peer_certificate()" (it
  * returns a reference the caller frees, as civetweb does). */
-X509 *SSL_get_peer_certificate(const SSL *s) { return SSL_get1_peer_certificate(s); }
+X509* SSL_get_peer_certificate(const SSL* s) { return SSL_get1_peer_certificate(s); }
 
 /* Referenced by loadwatch, so a linker with --as-needed keeps this library. */
 int loadwatch_ssl_compat(void) { return 1; }

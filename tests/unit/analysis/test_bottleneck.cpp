@@ -62,12 +62,10 @@ TEST_CASE("the checks run in the documented order and the first finding is the v
   before.host.listen_overflows = 0;
   Bottleneck b = find_bottleneck(p, &before, &before);
   REQUIRE(b.assessed);
-  CHECK(checks_of(b) == std::vector<Check>{Check::target_cpu, Check::generator_cpu,
-                                           Check::host_cpu,   Check::throttling,
-                                           Check::memory,     Check::iowait,
-                                           Check::mock,       Check::listen_overflows,
-                                           Check::ports,      Check::fds,
-                                           Check::softirq});
+  CHECK(checks_of(b) == std::vector<Check>{Check::target_cpu, Check::generator_cpu, Check::host_cpu,
+                                           Check::throttling, Check::memory, Check::iowait,
+                                           Check::mock, Check::listen_overflows, Check::ports,
+                                           Check::fds, Check::softirq});
   CHECK_THAT(b.summary, Catch::StartsWith("the target's CPU (app)"));
   CHECK_THAT(b.summary, Catch::Contains("0.98 of one core"));
   CHECK(b.findings[0].value == 0.98);

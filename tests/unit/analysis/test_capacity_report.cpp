@@ -1,7 +1,6 @@
 #include <catch2/catch.hpp>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "analysis/capacity_csv.h"
 #include "analysis/capacity_report.h"
@@ -136,14 +135,16 @@ TEST_CASE("bad report JSON is refused with the field named") {
              Catch::Contains("phases[0].error_ratio: must be 0..1"));
   CHECK_THAT(load_error(head + R"("phases":[{"name":"a","users":2.5}]})"),
              Catch::Contains("phases[0].users: expected an integer"));
-  CHECK_THAT(load_error(head + R"("phases":[{"name":"a","targets":[{"name":"t","cpu_cores":-1}]}]})"),
-             Catch::Contains("phases[0].targets[0].cpu_cores: must not be negative"));
+  CHECK_THAT(
+      load_error(head + R"("phases":[{"name":"a","targets":[{"name":"t","cpu_cores":-1}]}]})"),
+      Catch::Contains("phases[0].targets[0].cpu_cores: must not be negative"));
   CHECK_THAT(load_error(head + R"("phases":[{"name":"a","generator_target":"nope"}]})"),
              Catch::Contains("generator_target"));
   CHECK_THAT(load_error(head + R"("phases":[{"name":"a"}],"knee":{"phase_index":3}})"),
              Catch::Contains("knee.phase_index"));
-  CHECK_THAT(load_error(head + R"("phases":[{"name":"a","host":{"cpu_cores_by_mode":{"user":"x"}}}]})"),
-             Catch::Contains("phases[0].host.cpu_cores_by_mode.user"));
+  CHECK_THAT(
+      load_error(head + R"("phases":[{"name":"a","host":{"cpu_cores_by_mode":{"user":"x"}}}]})"),
+      Catch::Contains("phases[0].host.cpu_cores_by_mode.user"));
   // The minimum: a format, a version and phases.
   CHECK(load_error(head + R"("phases":[{"name":"a","users":1,"rps":2}]})") == "loaded");
 }

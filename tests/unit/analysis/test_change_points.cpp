@@ -2,7 +2,6 @@
 // setups the report meets: Locust's /stats/requests scraped every 5 s (its web UI caches that
 // answer for 2 s), a push without timestamps, and the Locust listener's 1 s pushes.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <random>
 
@@ -270,8 +269,10 @@ TEST_CASE("a phase's quantiles come from the histogram between the rate's change
   for (double t = 0; t <= 120; t += 1) {
     if (t > 0) {
       n += 100;
-      if (t <= 60) slow += 100;
-      else fast += 90, slow += 10;
+      if (t <= 60)
+        slow += 100;
+      else
+        fast += 90, slow += 10;
     }
     s.requests.add(kT0 + t, n);
     s.failures.add(kT0 + t, 0);
@@ -335,8 +336,8 @@ CapacityReport watched_report(const StepLoad& load, double interval, unsigned se
   std::vector<PhaseWindow> phases;
   for (std::size_t i = 0; i < load.rates.size(); ++i) {
     double start = kT0 + load.step * static_cast<double>(i);
-    phases.push_back({std::to_string(i + 1), static_cast<std::int64_t>(i + 1), start,
-                      start + load.step});
+    phases.push_back(
+        {std::to_string(i + 1), static_cast<std::int64_t>(i + 1), start, start + load.step});
   }
   return report_from_series(std::nullopt, phases, run);
 }
@@ -344,7 +345,8 @@ CapacityReport watched_report(const StepLoad& load, double interval, unsigned se
 }  // namespace
 
 TEST_CASE("two watchers of one run (sources at 1 s and 5 s) pass the documented gate") {
-  std::vector<Rule> rules = {parse_rule(Bound::min, "rps=-10%"), parse_rule(Bound::max, "p95=+20%")};
+  std::vector<Rule> rules = {parse_rule(Bound::min, "rps=-10%"),
+                             parse_rule(Bound::max, "p95=+20%")};
   for (double step : {15.0, 30.0, 60.0}) {
     StepLoad load{{100, 200, 300, 300}, step};
     for (unsigned seed = 1; seed <= 10; ++seed) {
@@ -356,7 +358,8 @@ TEST_CASE("two watchers of one run (sources at 1 s and 5 s) pass the documented 
         CHECK(c.exit_code() == 0);
         CHECK_FALSE(c.regressed());
       }
-      for (const PhaseStats& p : coarse.phases) CHECK((p.rps ? *p.rps > 0 : !p.rps_unavailable.empty()));
+      for (const PhaseStats& p : coarse.phases)
+        CHECK((p.rps ? *p.rps > 0 : !p.rps_unavailable.empty()));
     }
   }
 }

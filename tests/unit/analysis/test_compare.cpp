@@ -7,8 +7,8 @@ using namespace loadwatch::analysis;
 
 namespace {
 
-PhaseStats phase(const std::string& name, std::optional<std::int64_t> users, double rps,
-                 double p95, double errors) {
+PhaseStats phase(const std::string& name, std::optional<std::int64_t> users, double rps, double p95,
+                 double errors) {
   PhaseStats p;
   p.name = name;
   p.users = users;
@@ -85,7 +85,8 @@ TEST_CASE("the default rule is p95 at most 20 % above the baseline") {
 }
 
 TEST_CASE("a run 30 % slower is a regression; the same run passes") {
-  CapacityReport base = report({phase("50", 50, 1000, 0.100, 0), phase("100", 100, 1500, 0.150, 0)});
+  CapacityReport base =
+      report({phase("50", 50, 1000, 0.100, 0), phase("100", 100, 1500, 0.150, 0)});
   CapacityReport slower = base;
   for (auto& p : slower.phases) *p.p95_seconds *= 1.3;
   Comparison c = compare_reports(base, slower, default_rules());
@@ -122,11 +123,12 @@ TEST_CASE("every rule is judged, and each on its own bound") {
 }
 
 TEST_CASE("phases are matched by user count first, then by name") {
-  CapacityReport base = report({phase("warm", std::nullopt, 10, 0.1, 0), phase("s1", 50, 100, 0.1, 0),
-                                phase("s2", 100, 200, 0.2, 0)});
+  CapacityReport base = report({phase("warm", std::nullopt, 10, 0.1, 0),
+                                phase("s1", 50, 100, 0.1, 0), phase("s2", 100, 200, 0.2, 0)});
   // The current run names its steps differently and lists them in another order.
-  CapacityReport cur = report({phase("step-100", 100, 200, 0.2, 0), phase("step-50", 50, 100, 0.1, 0),
-                               phase("warm", std::nullopt, 10, 0.1, 0), phase("extra", 150, 1, 1, 0)});
+  CapacityReport cur =
+      report({phase("step-100", 100, 200, 0.2, 0), phase("step-50", 50, 100, 0.1, 0),
+              phase("warm", std::nullopt, 10, 0.1, 0), phase("extra", 150, 1, 1, 0)});
   Comparison c = compare_reports(base, cur, default_rules());
   REQUIRE(c.phases.size() == 3);
   CHECK(c.phases[0].current_phase == "warm");
@@ -165,8 +167,8 @@ TEST_CASE("phases at 0 users (a generator's drain) are listed and never judged")
   CHECK(compare_reports(base, report({phase("users=0", 0, 1, 0.1, 0)}), default_rules())
             .exit_code() == 2);
   // A baseline with nothing but idle phases gates nothing: bad input, not a pass.
-  Comparison idle_only = compare_reports(report({phase("users=0", 0, 3, 0.1, 0)}), cur,
-                                         default_rules());
+  Comparison idle_only =
+      compare_reports(report({phase("users=0", 0, 3, 0.1, 0)}), cur, default_rules());
   CHECK(idle_only.phases.empty());
   CHECK(idle_only.exit_code() == 2);
 }
@@ -196,7 +198,8 @@ TEST_CASE("JUnit XML counts one testcase per phase and rule") {
   CapacityReport base = report({phase("50", 50, 100, 0.1, 0), phase("100", 100, 150, 0.2, 0),
                                 phase("150 <&>", 150, 150, 0.3, 0)});
   CapacityReport cur = report({phase("50", 50, 100, 0.1, 0), phase("100", 100, 150, 0.3, 0)});
-  std::vector<Rule> rules = {parse_rule(Bound::max, "p95=+20%"), parse_rule(Bound::min, "rps=-10%")};
+  std::vector<Rule> rules = {parse_rule(Bound::max, "p95=+20%"),
+                             parse_rule(Bound::min, "rps=-10%")};
   std::string xml = junit_xml(compare_reports(base, cur, rules), "gate \"x\"");
   CHECK_THAT(xml, Catch::StartsWith("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"));
   CHECK_THAT(xml, Catch::Contains("tests=\"5\" failures=\"1\" errors=\"1\""));

@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -59,9 +58,9 @@ TEST_CASE("a counter per second: the rate of each interval, a restart left out")
 
 TEST_CASE("the warm-up rule: 20 % of the phase, at least 30 s, at most half") {
   WarmupRule rule;
-  CHECK(rule.warmup_seconds(300) == Approx(60));   // 20 %
-  CHECK(rule.warmup_seconds(100) == Approx(30));   // the 30 s floor
-  CHECK(rule.warmup_seconds(40) == Approx(20));    // never more than half
+  CHECK(rule.warmup_seconds(300) == Approx(60));  // 20 %
+  CHECK(rule.warmup_seconds(100) == Approx(30));  // the 30 s floor
+  CHECK(rule.warmup_seconds(40) == Approx(20));   // never more than half
   CHECK(rule.warmup_seconds(0) == 0);
   CHECK(rule.describe() == "first 20% of the phase, at least 30 s, at most 50%");
 }
@@ -71,7 +70,8 @@ TEST_CASE("a phase is summarised from the run's series with the documented windo
   RunSeries run;
   GeneratorSeries& g = run.generator;
   // 50 req/s during warm-up, then 100 req/s; 1 failure per second after warm-up.
-  g.requests = per_second(0, 500, [](double t) { return t <= 160 ? 50 * t : 8000 + 100 * (t - 160); });
+  g.requests =
+      per_second(0, 500, [](double t) { return t <= 160 ? 50 * t : 8000 + 100 * (t - 160); });
   g.failures = per_second(0, 500, [](double t) { return t <= 160 ? 0 : t - 160; });
   g.p95_seconds = per_second(0, 500, [](double t) { return t < 160 ? 0.5 : 0.040; });
   g.p50_seconds = per_second(0, 500, [](double) { return 0.010; });
@@ -81,7 +81,8 @@ TEST_CASE("a phase is summarised from the run's series with the documented windo
   app.cpu_seconds = per_second(0, 500, [](double t) { return 1.5 * t; });
   app.busiest_process_cores = per_second(0, 500, [](double) { return 0.96; });
   app.rss_bytes = per_second(0, 500, [](double t) { return 100e6 + 1000 * t; });
-  app.open_fds = per_second(0, 500, [](double t) { return t == 120 ? 900 : 100; });  // peak in warm-up
+  app.open_fds =
+      per_second(0, 500, [](double t) { return t == 120 ? 900 : 100; });  // peak in warm-up
   app.max_fds = per_second(0, 500, [](double) { return 1024; });
   app.cpu_limit_cores = 2;
   TargetSeries gen;
@@ -109,10 +110,10 @@ TEST_CASE("a phase is summarised from the run's series with the documented windo
   CHECK(*p.stable_start == kT0 + 160);
   CHECK(*p.stable_seconds == 240);
   CHECK_THAT(p.warmup_rule, Catch::Contains("20%"));
-  CHECK(*p.rps == Approx(100));              // the warm-up's 50 req/s is dropped
-  CHECK(*p.p95_seconds == Approx(0.040));    // ... and its slow p95
+  CHECK(*p.rps == Approx(100));            // the warm-up's 50 req/s is dropped
+  CHECK(*p.p95_seconds == Approx(0.040));  // ... and its slow p95
   CHECK(*p.p50_seconds == Approx(0.010));
-  CHECK_FALSE(p.p99_seconds);                // not reported: not invented
+  CHECK_FALSE(p.p99_seconds);  // not reported: not invented
   CHECK(*p.error_ratio == Approx(0.01));
 
   const TargetPhaseStats* t = p.target("app");
@@ -169,11 +170,11 @@ TEST_CASE("a run's report from its series: phases summarised, then analysed") {
   }
   std::vector<PhaseWindow> windows;
   for (int i = 0; i < 6; ++i) {
-    windows.push_back({"step " + std::to_string(i + 1), 10 * (i + 1), kT0 + 120 * i,
-                       kT0 + 120 * i + 119});
+    windows.push_back(
+        {"step " + std::to_string(i + 1), 10 * (i + 1), kT0 + 120 * i, kT0 + 120 * i + 119});
   }
-  CapacityReport r = report_from_series(RunInfo{"r1", "checkout", {}, kT0, kT0 + 720, "finished"},
-                                        windows, run);
+  CapacityReport r =
+      report_from_series(RunInfo{"r1", "checkout", {}, kT0, kT0 + 720, "finished"}, windows, run);
   REQUIRE(r.phases.size() == 6);
   CHECK(*r.phases[2].rps == Approx(600));
   REQUIRE(r.knee.phase);

@@ -20,10 +20,12 @@ TEST_CASE("collector_table() and kCollectorNames agree, name by name and in orde
 TEST_CASE("a config accepts every collector of the table and refuses another name") {
   for (const auto& spec : collector_table()) {
     INFO(spec.name);
-    const Config c = parse_config(std::string("allow_empty: true\ncollectors:\n  ") + spec.name + ": false\n", "t");
+    const Config c = parse_config(
+        std::string("allow_empty: true\ncollectors:\n  ") + spec.name + ": false\n", "t");
     CHECK(c.collectors.at(spec.name) == false);
   }
-  CHECK_THROWS_AS(parse_config("allow_empty: true\ncollectors:\n  nosuch: true\n", "t"), ConfigError);
+  CHECK_THROWS_AS(parse_config("allow_empty: true\ncollectors:\n  nosuch: true\n", "t"),
+                  ConfigError);
   CHECK_FALSE(is_collector_name(""));
   CHECK_FALSE(is_collector_name("Stat"));
 }

@@ -6,8 +6,8 @@
 #include "collectors/collector.h"
 #include "collectors/targets.h"
 #include "config/config.h"
-#include "metrics/metric_sink.h"
 #include "config/options.h"
+#include "metrics/metric_sink.h"
 #include "procfs/fs_root.h"
 #include "procfs/proc_boot_time.h"
 

@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "util/bounded_file.h"
 #include "config/config.h"
 #include "flags.h"
+#include "util/bounded_file.h"
 
 using namespace loadwatch;
 
@@ -45,7 +45,7 @@ tcp:
   CHECK(c.targets[1].children);
   REQUIRE(c.sources.size() == 2);
   CHECK(c.sources[0].interval == std::chrono::seconds(5));
-  CHECK(c.sources[1].url == "http://127.0.0.1:8089");  // trailing slash dropped
+  CHECK(c.sources[1].url == "http://127.0.0.1:8089");       // trailing slash dropped
   CHECK(c.sources[1].interval == std::chrono::seconds(5));  // default
   CHECK(c.sources[1].timeout == std::chrono::seconds(2));
   CHECK(c.tcp.ports == std::vector<std::uint16_t>{3000, 2525});
@@ -53,9 +53,9 @@ tcp:
 
 TEST_CASE("a config that asks for nothing needs allow_empty") {
   // An empty or half-written file must not switch monitoring off.
-  for (const char* text : {"", "# nothing\n", "targets: []\n", "tcp:\n", "tcp:\n  ports: []\n",
-                           "collectors:\n", "collectors: {}\n", "targets:\nsources:\n",
-                           "allow_empty: false\n"}) {
+  for (const char* text :
+       {"", "# nothing\n", "targets: []\n", "tcp:\n", "tcp:\n  ports: []\n", "collectors:\n",
+        "collectors: {}\n", "targets:\nsources:\n", "allow_empty: false\n"}) {
     CAPTURE(text);
     CHECK(error_of(text) ==
           "lw.yml: no targets and no sources (an empty or half-written file?); add "
@@ -80,9 +80,7 @@ TEST_CASE("a config with only tcp ports or only collectors asks for something") 
 }
 
 TEST_CASE("config errors name file:line:col") {
-  SECTION("broken YAML") {
-    CHECK(error_of("targets:\n  - name: [a\n").rfind("lw.yml:", 0) == 0);
-  }
+  SECTION("broken YAML") { CHECK(error_of("targets:\n  - name: [a\n").rfind("lw.yml:", 0) == 0); }
   SECTION("unknown top-level key") {
     CHECK(error_of("targets: []\ntargetz: []\n") ==
           "lw.yml:2:1: unknown key \"targetz\" in config (allowed: targets, sources, tcp, "
@@ -111,7 +109,8 @@ TEST_CASE("config errors name file:line:col") {
           "lw.yml:2:56: interval: not a valid duration string: \"5 s\"");
   }
   SECTION("bad selector") {
-    CHECK(error_of("targets:\n  - {name: a, match: {pod: 1}}\n").rfind("lw.yml:2:23: unknown key", 0) == 0);
+    CHECK(error_of("targets:\n  - {name: a, match: {pod: 1}}\n")
+              .rfind("lw.yml:2:23: unknown key", 0) == 0);
     CHECK(error_of("targets:\n  - {name: a, match: {pid: abc}}\n") ==
           "lw.yml:2:28: invalid pid \"abc\"");
     CHECK(error_of("targets:\n  - {name: a, match: {comm: 'a-very-long-command-name'}}\n")
@@ -119,7 +118,8 @@ TEST_CASE("config errors name file:line:col") {
   }
   SECTION("missing pieces") {
     CHECK(error_of("targets:\n  - {name: a}\n").find("needs match") != std::string::npos);
-    CHECK(error_of("sources:\n  - {name: a, kind: locust}\n").find("needs url") != std::string::npos);
+    CHECK(error_of("sources:\n  - {name: a, kind: locust}\n").find("needs url") !=
+          std::string::npos);
     CHECK(error_of("sources:\n  - {name: a, kind: k6, url: 'http://x'}\n")
               .find("unknown source kind \"k6\"") != std::string::npos);
   }
@@ -231,8 +231,10 @@ TEST_CASE("tls and auth errors name file:line:col", "[config][tls]") {
     CHECK(error_of(https + "    tls: yes\n") == "lw.yml:5:10: tls must be a mapping");
     CHECK(error_of(https + "    tls: {insecure_skip_verify: maybe}\n") ==
           "lw.yml:5:33: tls insecure_skip_verify must be true or false");
-    CHECK(error_of(https + "    tls: {ca_file: [a]}\n") == "lw.yml:5:20: tls ca_file must be a string");
-    CHECK(error_of(https + "    basic_auth: alice\n") == "lw.yml:5:17: basic_auth must be a mapping");
+    CHECK(error_of(https + "    tls: {ca_file: [a]}\n") ==
+          "lw.yml:5:20: tls ca_file must be a string");
+    CHECK(error_of(https + "    basic_auth: alice\n") ==
+          "lw.yml:5:17: basic_auth must be a mapping");
     CHECK(error_of(https + "    bearer_token_file: {a: b}\n") ==
           "lw.yml:5:24: bearer_token_file must be a string");
     CHECK(error_of(https + "    bearer_token_file: ''\n") ==
@@ -287,8 +289,8 @@ TEST_CASE("duplicate keys are errors at the second one, in every mapping") {
 TEST_CASE("keys must be scalars, and a file holds one document") {
   CHECK(error_of("targets:\n  - {name: a, match: {pid: 1}}\n? [a, b]\n: c\n") ==
         "lw.yml:3:3: a mapping key must be a plain string");
-  CHECK(error_of("targets:\n  - {name: a, match: {pid: 1}}\n{x: 1}: 2\n").find(
-            "a mapping key must be a plain string") != std::string::npos);
+  CHECK(error_of("targets:\n  - {name: a, match: {pid: 1}}\n{x: 1}: 2\n")
+            .find("a mapping key must be a plain string") != std::string::npos);
   CHECK(error_of("targets:\n  - {name: a, match: {pid: 1}}\n---\ntargets: []\n") ==
         "lw.yml:3:1: a second YAML document; one file holds one document");
   // Anchors and aliases are not expanded while checking: a "billion laughs" costs its size.
@@ -332,7 +334,7 @@ TEST_CASE("cmdline: an unanchored search over bytes") {
   auto sel = make_selector("cmdline", "node .*server");
   const RE2& re = *sel.regex;
   CHECK(RE2::PartialMatch("/usr/bin/node /srv/app/server.js", re));  // search, not full match
-  CHECK(RE2::PartialMatch("node \xff\xfe legacy server", re));        // any byte, not only UTF-8
+  CHECK(RE2::PartialMatch("node \xff\xfe legacy server", re));       // any byte, not only UTF-8
   CHECK_FALSE(RE2::PartialMatch("node app.js", re));
   // UTF-8 in a pattern matches its bytes.
   CHECK(RE2::PartialMatch("jmeter -t 压测.jmx", *make_selector("cmdline", "压测\\.jmx").regex));
@@ -346,8 +348,7 @@ TEST_CASE("cmdline: an unanchored search over bytes") {
 TEST_CASE("--source builds the value, not YAML text") {
   Options o;
   o.sources = {"q=prometheus,http://127.0.0.1:9/m?q='x'",
-               "inj=locust,http://h/', interval: 1ms, x: '",
-               "brace=prometheus,http://h/{a: b}"};
+               "inj=locust,http://h/', interval: 1ms, x: '", "brace=prometheus,http://h/{a: b}"};
   Config c;
   merge_flag_targets(c, o);
   REQUIRE(c.sources.size() == 3);
@@ -404,7 +405,8 @@ TEST_CASE("load_config reads a regular file only, at most the cap, and never blo
   CHECK(load_config(dir + "/link.yml").targets.size() == 1);
   std::ofstream(dir + "/empty.yml").flush();
   CHECK(error(dir + "/empty.yml") ==
-        dir + "/empty.yml: no targets and no sources (an empty or half-written file?); add "
-              "`allow_empty: true` to run with host metrics only");
+        dir +
+            "/empty.yml: no targets and no sources (an empty or half-written file?); add "
+            "`allow_empty: true` to run with host metrics only");
   std::filesystem::remove_all(dir);
 }

@@ -1,15 +1,13 @@
 // The in-memory history: what it keeps, gaps, counters as increases and rates, the ring
 // dropping the oldest points, the series cap, and readers running while the sampler records.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
-#include "metrics/exposition.h"
 #include "history/history.h"
+#include "metrics/exposition.h"
 #include "metrics/metric_sink.h"
 #include "sources/generator_families.h"
 #include "web/routes/live_routes.h"
@@ -133,7 +131,7 @@ TEST_CASE("the request duration histogram: _bucket{le}, _count, _sum as counters
 
 TEST_CASE("counters: raw values rebuilt exactly, rates per second, gaps stay gaps") {
   History h;
-  h.record(sample(1e6, 100), 1000);      // a large counter: float alone would lose the 0.25
+  h.record(sample(1e6, 100), 1000);  // a large counter: float alone would lose the 0.25
   h.record(sample(1e6 + 0.25, 200), 1001);
   h.record(sample(0, 0, /*with_app=*/false), 1002);  // the target is gone for one sample
   h.record(sample(1e6 + 3, 300), 1004);
@@ -146,10 +144,10 @@ TEST_CASE("counters: raw values rebuilt exactly, rates per second, gaps stay gap
   CHECK(v[4] == static_cast<float>(1e6 + 4));
   auto rate = h.query(q("loadwatch_process_cpu_seconds_total", true));
   auto& r = rate.values.at(0);
-  CHECK(std::isnan(r[0]));              // no earlier point
-  CHECK(r[1] == Approx(0.25));          // the increase survives the large total
-  CHECK(std::isnan(r[3]));              // right after a gap: unknown
-  CHECK(r[4] == Approx(0.5));           // 1 over 2 s
+  CHECK(std::isnan(r[0]));      // no earlier point
+  CHECK(r[1] == Approx(0.25));  // the increase survives the large total
+  CHECK(std::isnan(r[3]));      // right after a gap: unknown
+  CHECK(r[4] == Approx(0.5));   // 1 over 2 s
   auto rss = h.query(q("loadwatch_process_resident_memory_bytes", true));  // gauges as they are
   CHECK(rss.values.at(0)[4] == 400.0f);
 }
@@ -175,7 +173,12 @@ TEST_CASE("the ring drops the oldest points and keeps raw counter values right")
   auto raw = h.query(q("loadwatch_process_cpu_seconds_total"));
   CHECK(raw.time == std::vector<double>{1006, 1007, 1008, 1009});
   CHECK(raw.values[0] == std::vector<float>{112, 114, 116, 118});
-  auto since = h.query([] { auto x = q("loadwatch_process_resident_memory_bytes"); x.since = 1007; x.until = 1008; return x; }());
+  auto since = h.query([] {
+    auto x = q("loadwatch_process_resident_memory_bytes");
+    x.since = 1007;
+    x.until = 1008;
+    return x;
+  }());
   CHECK(since.time == std::vector<double>{1008});
   CHECK(since.values[0] == std::vector<float>{8});
 }
@@ -218,14 +221,15 @@ TEST_CASE("the history endpoint: uPlot columns, null for gaps, errors name the p
   h.record(sample(1, 5), 100);
   h.record(sample(0, 0, false), 101);
   HttpRequest req;
-  req.query = "series=loadwatch_process_resident_memory_bytes%7Btarget%3D%22app%22%7D,"
-              "loadwatch_cpu_seconds_total&since=99.5&rate=1";
+  req.query =
+      "series=loadwatch_process_resident_memory_bytes%7Btarget%3D%22app%22%7D,"
+      "loadwatch_cpu_seconds_total&since=99.5&rate=1";
   auto r = history_response(h, req);
   REQUIRE(r.status == 200);
   auto j = nlohmann::json::parse(r.body);
-  CHECK(j["series"] == nlohmann::json::array(
-                           {"time", "loadwatch_process_resident_memory_bytes{target=\"app\"}",
-                            "loadwatch_cpu_seconds_total{mode=\"softirq\"}"}));
+  CHECK(j["series"] ==
+        nlohmann::json::array({"time", "loadwatch_process_resident_memory_bytes{target=\"app\"}",
+                               "loadwatch_cpu_seconds_total{mode=\"softirq\"}"}));
   CHECK(j["data"][0] == nlohmann::json::array({100.0, 101.0}));
   CHECK(j["data"][1][0] == 5);
   CHECK(j["data"][1][1].is_null());
@@ -236,7 +240,8 @@ TEST_CASE("the history endpoint: uPlot columns, null for gaps, errors name the p
   auto empty = nlohmann::json::parse(history_response(h, none).body);
   CHECK(empty["data"] == nlohmann::json::array({nlohmann::json::array(), nlohmann::json::array(),
                                                 nlohmann::json::array()}));
-  for (const char* bad : {"since=abc&series=x", "series=", "series=x&rate=2", "series=x&until=1e999"}) {
+  for (const char* bad :
+       {"since=abc&series=x", "series=", "series=x&rate=2", "series=x&until=1e999"}) {
     HttpRequest b;
     b.query = bad;
     auto e = history_response(h, b);
@@ -323,10 +328,26 @@ TEST_CASE("an answer from `since` is the tail of the whole answer, across the ri
 TEST_CASE("the history endpoint's numbers parse back to the columns' values exactly") {
   // Whole numbers are written as integers, others in their shortest form: either way the
   // JSON number read back as a float is the float the history holds; NaN is null.
-  const float values[] = {0.0f,     -0.0f,        1.0f,      -7.0f,        65536.0f,
-                          1e8f + 8, 123456789012.0f, 9.99e14f, 1e15f,      -3e17f,
-                          3.4e38f,  0.1f,         0.37848607f, -0.117489085f, 1.17549435e-38f,
-                          1e-45f,   2.5f,         1234.5677f, 16777217.0f, 0.3333333f};
+  const float values[] = {0.0f,
+                          -0.0f,
+                          1.0f,
+                          -7.0f,
+                          65536.0f,
+                          1e8f + 8,
+                          123456789012.0f,
+                          9.99e14f,
+                          1e15f,
+                          -3e17f,
+                          3.4e38f,
+                          0.1f,
+                          0.37848607f,
+                          -0.117489085f,
+                          1.17549435e-38f,
+                          1e-45f,
+                          2.5f,
+                          1234.5677f,
+                          16777217.0f,
+                          0.3333333f};
   constexpr int kSeries = 7;
   History h(HistorySettings{64, 100});
   for (int i = 0; i < 60; ++i) {
@@ -409,7 +430,9 @@ TEST_CASE("a point kept aside while readers hold the lock is written with the ne
     const int at = i - 299 + static_cast<int>(k);
     INFO("sample " << at);
     if (!app_kept) break;
-    if (present(at)) CHECK(all.values[0][k] == static_cast<float>(at));
-    else CHECK(std::isnan(all.values[0][k]));
+    if (present(at))
+      CHECK(all.values[0][k] == static_cast<float>(at));
+    else
+      CHECK(std::isnan(all.values[0][k]));
   }
 }

@@ -84,7 +84,8 @@ TEST_CASE("the registry keeps at most its budget and reads the same without it")
     for (pid_t pid : {100, 101, 103, 200, 300}) {
       ProcessRecord* rec = reg.member(pid);
       REQUIRE(rec);
-      seen.push_back(rec->stat.utime + rec->open_fds.value_or(0) * 1000 + rec->status.voluntary_ctxt_switches);
+      seen.push_back(rec->stat.utime + rec->open_fds.value_or(0) * 1000 +
+                     rec->status.voluntary_ctxt_switches);
     }
     CHECK(budget.used() <= budget.limit());
     CHECK(static_cast<long>(reg.fds_kept()) == budget.used());

@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <vector>
 
 #include "process/process_handle.h"
@@ -31,10 +31,10 @@ TEST_CASE("parse_socket_link: the inode of \"socket:[N]\" only", "[process]") {
   CHECK(inode == 12345);
   CHECK(parse_socket_link("socket:[18446744073709551615]", inode));
   CHECK(inode == 18446744073709551615ULL);
-  for (const char* bad : {"", "socket:[", "socket:[]", "socket:[12345", "socket:12345]",
-                          "socket:[12a]", "socket:[-1]", "socket:[+1]", "socket:[ 1]",
-                          "socket:[18446744073709551616]", "pipe:[12345]",
-                          "anon_inode:[eventfd]", "/tmp/socket:[1]", "socket:[1]x"}) {
+  for (const char* bad :
+       {"", "socket:[", "socket:[]", "socket:[12345", "socket:12345]", "socket:[12a]",
+        "socket:[-1]", "socket:[+1]", "socket:[ 1]", "socket:[18446744073709551616]",
+        "pipe:[12345]", "anon_inode:[eventfd]", "/tmp/socket:[1]", "socket:[1]x"}) {
     INFO(bad);
     CHECK_FALSE(parse_socket_link(bad, inode));
   }
@@ -46,8 +46,8 @@ TEST_CASE("parse_pid_name: positive decimal PIDs only", "[process]") {
   CHECK(pid == 1);
   CHECK(parse_pid_name("4194304", pid));
   CHECK(pid == 4194304);
-  for (const char* bad : {"", "0", "-1", "self", "thread-self", "net", "12a", " 12", "+12",
-                          "99999999999"}) {
+  for (const char* bad :
+       {"", "0", "-1", "self", "thread-self", "net", "12a", " 12", "+12", "99999999999"}) {
     INFO(bad);
     CHECK_FALSE(parse_pid_name(bad, pid));
   }

@@ -11,13 +11,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "util/bounded_file.h"
 #include "config/config.h"
 #include "process/port_owner.h"
 #include "process/process_registry.h"
 #include "process/process_tree.h"
 #include "process/target_resolver.h"
 #include "procfs/cgroup_unit.h"
+#include "util/bounded_file.h"
 
 using namespace loadwatch;
 namespace fs = std::filesystem;
@@ -126,8 +126,8 @@ TEST_CASE("cmdline: the first 128 KiB of a long command line are matched", "[res
            fs::copy_options::recursive | fs::copy_options::copy_symlinks);
   const FsRoot proc((dir.path / "proc").string());
   // A JVM-like command line: 200 KiB of classpath, the main class at the end.
-  std::string cmdline = std::string("java\0-cp\0", 9) + std::string(200 << 10, 'x') +
-                        std::string("\0org.Main\0", 10);
+  std::string cmdline =
+      std::string("java\0-cp\0", 9) + std::string(200 << 10, 'x') + std::string("\0org.Main\0", 10);
   std::ofstream(dir.path / "proc/101/cmdline", std::ios::binary) << cmdline;
   auto matches = [&](const std::string& selector) {
     ProcessRegistry reg(proc);
@@ -141,7 +141,7 @@ TEST_CASE("cmdline: the first 128 KiB of a long command line are matched", "[res
     return std::find(roots.begin(), roots.end(), 101) != roots.end();
   };
   CHECK(matches("cmdline:^java -cp x{1000}"));
-  CHECK(matches("cmdline:(x+x+)+y|java"));  // exponential for a backtracking engine
+  CHECK(matches("cmdline:(x+x+)+y|java"));     // exponential for a backtracking engine
   CHECK_FALSE(matches("cmdline:org\\.Main"));  // past kMaxCmdlineBytes
   CHECK(kMaxCmdlineBytes == 128u << 10);
 }

@@ -1,7 +1,6 @@
 // The CPUs a process may use: affinity lists, cgroup v2 cpu.max and v1 CFS quotas, over a
 // fixture tree laid out as the kernel does (a quota on an ancestor counts; the smallest wins).
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 

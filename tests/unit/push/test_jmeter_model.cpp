@@ -520,7 +520,8 @@ TEST_CASE("jmeter graphite: the figures' age runs from the last aggregate count'
   double last = -1;
   std::istringstream in(capture);
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind("loadwatch.it.all.a.count ", 0) == 0) last = std::stod(line.substr(line.rfind(' ')));
+    if (line.rfind("loadwatch.it.all.a.count ", 0) == 0)
+      last = std::stod(line.substr(line.rfind(' ')));
   }
   REQUIRE(last > 1.7e9);
   JMeterModel m("graphite");
@@ -550,8 +551,9 @@ TEST_CASE("jmeter influx: the figures' age runs from the point's timestamp, in i
   CHECK(v["loadwatch_generator_data_age_uncertainty_seconds{source=perf}"] == 1);
 
   // A point without a timestamp gives no generator time: no age rather than a made-up one.
-  REQUIRE(m.ingest_influx("perf", "jmeter,transaction=all,statut=all count=1\n", 1700000011)
-              .taken == 1);
+  REQUIRE(
+      m.ingest_influx("perf", "jmeter,transaction=all,statut=all count=1\n", 1700000011).taken ==
+      1);
   v = flatten(m, 1700000012.0);
   CHECK(v.count("loadwatch_generator_data_age_seconds{source=perf}") == 0);
   CHECK(v.count("loadwatch_generator_data_age_uncertainty_seconds{source=perf}") == 0);

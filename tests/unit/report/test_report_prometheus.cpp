@@ -3,7 +3,6 @@
 // does (query_range reads at its step, last_over_time reads every sample). A phase of 4 s must
 // be found under a 24 h lookback, whose query_range step (7.855 s) passes over it.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <functional>
 
@@ -28,13 +27,13 @@ class FakePrometheus : public report::SeriesSource {
   std::vector<Stored> stored;
 
   /// Scrapes every second in [from, to): `exported(t)` lists what /metrics holds at t.
-  void scrape(double from, double to,
-              const std::function<std::vector<Stored>(double)>& exported) {
+  void scrape(double from, double to, const std::function<std::vector<Stored>(double)>& exported) {
     for (double t = from; t < to; t += 1) {
       std::vector<bool> seen(stored.size(), false);
       for (auto& e : exported(t)) {
         std::size_t i = 0;
-        while (i < stored.size() && (stored[i].family != e.family || stored[i].labels != e.labels)) ++i;
+        while (i < stored.size() && (stored[i].family != e.family || stored[i].labels != e.labels))
+          ++i;
         if (i == stored.size()) {
           stored.push_back({e.family, e.labels, {}});
           seen.push_back(false);
@@ -75,7 +74,8 @@ class FakePrometheus : public report::SeriesSource {
         for (const auto& p : s->samples) {
           if (p.first <= t) last = &p;
         }
-        if (last && !std::isnan(last->second) && t - last->first <= 300) ls.series.add(t, last->second);
+        if (last && !std::isnan(last->second) && t - last->first <= 300)
+          ls.series.add(t, last->second);
       }
       if (!ls.series.empty()) out.push_back(std::move(ls));
     }
@@ -127,9 +127,10 @@ std::vector<Stored> exported(double t) {
   const P phases[] = {{"warm", 10}, {"users=20", 20}, {"cool", std::nullopt}};
   const P& p = phases[static_cast<int>((t - kT0) / 4)];
   out.push_back(gauge("loadwatch_run_info",
-                      {{"run", id}, {"name", "step load"}, {"origin", "api"}, {"phase", p.name}}, 1));
-  out.push_back(gauge("loadwatch_run_phase_start_timestamp_seconds", {{"run", id}, {"phase", p.name}},
-                      kT0 + 4 * (&p - phases) + 0.25));
+                      {{"run", id}, {"name", "step load"}, {"origin", "api"}, {"phase", p.name}},
+                      1));
+  out.push_back(gauge("loadwatch_run_phase_start_timestamp_seconds",
+                      {{"run", id}, {"phase", p.name}}, kT0 + 4 * (&p - phases) + 0.25));
   if (p.users) {
     out.push_back(gauge("loadwatch_run_phase_users", {{"run", id}, {"phase", p.name}}, *p.users));
   }
@@ -187,7 +188,8 @@ TEST_CASE("the run's instance narrows the report; a run on several instances is 
     report::find_prometheus_run(two, "step-load", now, 3600, &instance);
     FAIL("a run exported by two instances must be refused");
   } catch (const report::SeriesSourceError& e) {
-    CHECK_THAT(e.what(), Catch::Contains("sut-1:9797, sut-2:9797") && Catch::Contains("--instance"));
+    CHECK_THAT(e.what(),
+               Catch::Contains("sut-1:9797, sut-2:9797") && Catch::Contains("--instance"));
   }
 }
 
@@ -216,9 +218,10 @@ TEST_CASE("instant query answers become one-point series; errors are refused") {
   CHECK_THROWS_AS(report::parse_query_vector(
                       R"({"status":"success","data":{"resultType":"matrix","result":[]}})"),
                   report::SeriesSourceError);
-  CHECK_THROWS_AS(report::parse_query_vector(
-                      R"({"status":"success","data":{"resultType":"vector","result":[{"value":[1]}]}})"),
-                  report::SeriesSourceError);
+  CHECK_THROWS_AS(
+      report::parse_query_vector(
+          R"({"status":"success","data":{"resultType":"vector","result":[{"value":[1]}]}})"),
+      report::SeriesSourceError);
 }
 
 TEST_CASE("query_range points go back to the time loadwatch took their sample") {
@@ -249,15 +252,17 @@ TEST_CASE("query_range points go back to the time loadwatch took their sample") 
 TEST_CASE("a run is found by its whole name, also with the suffix of a second run that second") {
   FakePrometheus prom;
   prom.scrape(kT0, kT0 + 5, [](double) {
-    return std::vector<Stored>{
-        gauge("loadwatch_run_start_timestamp_seconds", {{"run", "20270115T080000-step-load-2"}}, kT0),
-        gauge("loadwatch_run_start_timestamp_seconds", {{"run", "20270115T070000-load-x"}}, kT0 - 1)};
+    return std::vector<Stored>{gauge("loadwatch_run_start_timestamp_seconds",
+                                     {{"run", "20270115T080000-step-load-2"}}, kT0),
+                               gauge("loadwatch_run_start_timestamp_seconds",
+                                     {{"run", "20270115T070000-load-x"}}, kT0 - 1)};
   });
   CHECK(report::find_prometheus_run(prom, "step-load", kT0 + 10, 60).id ==
         "20270115T080000-step-load-2");
   CHECK(report::find_prometheus_run(prom, "load-x", kT0 + 10, 60).id == "20270115T070000-load-x");
   for (std::string ref : {"load", "step", "load-2", "x", "load-x-2"}) {
     INFO(ref);
-    CHECK_THROWS_AS(report::find_prometheus_run(prom, ref, kT0 + 10, 60), report::SeriesSourceError);
+    CHECK_THROWS_AS(report::find_prometheus_run(prom, ref, kT0 + 10, 60),
+                    report::SeriesSourceError);
   }
 }

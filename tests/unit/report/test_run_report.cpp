@@ -1,9 +1,8 @@
 // A run's report from the daemon's history: a synthetic step load recorded sample by sample
 // into a real History (capacity 4 requests in service, 50 ms each), read back through the
 // series-source interface; and Prometheus query_range answers parsed into the same series.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 
 #include "history/history.h"

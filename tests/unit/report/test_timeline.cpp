@@ -1,7 +1,6 @@
 // The run-over-time series the HTML report charts: a generator counter that moves only when a
 // scrape lands reads as its rate between changes, not as a sawtooth of per-sample differences.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "report/timeline.h"

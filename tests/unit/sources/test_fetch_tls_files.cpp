@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "util/bounded_file.h"
 #include "sources/http_fetch.h"
+#include "util/bounded_file.h"
 
 using namespace loadwatch;
 namespace fs = std::filesystem;

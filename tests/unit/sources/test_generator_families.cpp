@@ -110,8 +110,8 @@ TEST_CASE("request duration buckets: 0.1 ms to 235 s, twelve per doubling, short
 TEST_CASE("request duration histogram: per-bucket counts become cumulative, +Inf the count") {
   MetricSink sink;
   std::vector<double> counts(request_duration_bounds().size() + 1, 0);
-  counts[0] = 2;    // <= 0.1 ms
-  counts[96] = 5;   // (0.0235, 0.0256]
+  counts[0] = 2;      // <= 0.1 ms
+  counts[96] = 5;     // (0.0235, 0.0256]
   counts.back() = 1;  // over 105 s
   add_generator_histogram(sink, {{"source", "l"}}, counts, 3.5);
   REQUIRE(sink.families().size() == 1);

@@ -128,9 +128,9 @@ TEST_CASE("mb /metrics: imposter families kept, defaults dropped, labels normali
   }
   // Kept, not only allowed: every imposter family of the capture that has samples
   // (mb_blocked_ip_total has a TYPE line only; mb_process_* and mb_nodejs_* are dropped).
-  for (const char* name : {"mb_request_total", "mb_no_match_total",
-                           "mb_predicate_match_duration_seconds",
-                           "mb_response_generation_duration_seconds"}) {
+  for (const char* name :
+       {"mb_request_total", "mb_no_match_total", "mb_predicate_match_duration_seconds",
+        "mb_response_generation_duration_seconds"}) {
     INFO(name);
     CHECK(family(fams, name) != nullptr);
   }

@@ -20,8 +20,8 @@
 #include <thread>
 
 #include "sources/prometheus.h"
-#include "util/secret_file.h"
 #include "sources/source_runner.h"
+#include "util/secret_file.h"
 
 using namespace loadwatch;
 using namespace std::chrono_literals;
@@ -296,7 +296,8 @@ struct TempFile {
 
 }  // namespace
 
-TEST_CASE("secret files: trailing line breaks stripped, content never in errors", "[runner][auth]") {
+TEST_CASE("secret files: trailing line breaks stripped, content never in errors",
+          "[runner][auth]") {
   std::string secret, error;
   CHECK(read_secret_file(TempFile("s3cret\n").path, secret, error));
   CHECK(secret == "s3cret");
@@ -310,7 +311,8 @@ TEST_CASE("secret files: trailing line breaks stripped, content never in errors"
     CHECK(error == two.path + " has a line break or NUL byte inside");
     CHECK(secret.empty());
   }
-  CHECK_FALSE(read_secret_file(TempFile(std::string(kMaxSecretBytes + 1, 'x')).path, secret, error));
+  CHECK_FALSE(
+      read_secret_file(TempFile(std::string(kMaxSecretBytes + 1, 'x')).path, secret, error));
   CHECK(error.find("larger than") != std::string::npos);
   CHECK_FALSE(read_secret_file("/nonexistent/pw", secret, error));
   CHECK(error == "cannot read /nonexistent/pw: No such file or directory");

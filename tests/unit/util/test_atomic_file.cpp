@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "util/atomic_file.h"
 #include "tests/lib/temp_dir.h"
+#include "util/atomic_file.h"
 
 using namespace loadwatch;
 namespace fs = std::filesystem;

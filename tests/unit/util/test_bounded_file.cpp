@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "util/bounded_file.h"
 #include "tests/lib/temp_dir.h"
+#include "util/bounded_file.h"
 
 using namespace loadwatch;
 namespace fs = std::filesystem;

@@ -1,7 +1,7 @@
-#include "util/bounded_json.h"
-
 #include <catch2/catch.hpp>
 #include <string>
+
+#include "util/bounded_json.h"
 
 using namespace loadwatch;
 

@@ -1,8 +1,8 @@
 // Basic-auth parsing and bcrypt checks (the web config's basic_auth_users).
 #include <crypt.h>
 
-#include <catch2/catch.hpp>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
 #include <vector>

@@ -1,5 +1,6 @@
-#include <catch2/catch.hpp>
 #include <zlib.h>
+
+#include <catch2/catch.hpp>
 
 #include "util/gzip.h"
 #include "util/html_escape.h"

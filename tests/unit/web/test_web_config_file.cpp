@@ -3,13 +3,13 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
-#include "util/bounded_file.h"
 #include "config/config.h"
+#include "util/bounded_file.h"
 #include "web/tls_context.h"
 #include "web/web_config.h"
 
@@ -218,7 +218,8 @@ TEST_CASE("load_web_config loads the certificate and key, and refuses a mismatch
   }
 }
 
-TEST_CASE("load_web_config refuses what is not a regular file, without blocking or reading forever") {
+TEST_CASE(
+    "load_web_config refuses what is not a regular file, without blocking or reading forever") {
   Certs certs;
   auto error = [&](const std::string& path) {
     try {
@@ -238,9 +239,9 @@ TEST_CASE("load_web_config refuses what is not a regular file, without blocking 
                                          ": cannot read web config file: is a character device, "
                                          "not a regular file");
   std::ofstream(certs / "big.yml") << "# " << std::string(kMaxWebConfigFileBytes, 'x') << "\n";
-  CHECK(error(certs / "big.yml") ==
-        certs / "big.yml" + ": cannot read web config file: is larger than " +
-            std::to_string(kMaxWebConfigFileBytes) + " bytes");
+  CHECK(error(certs / "big.yml") == certs / "big.yml" +
+                                        ": cannot read web config file: is larger than " +
+                                        std::to_string(kMaxWebConfigFileBytes) + " bytes");
 }
 
 TEST_CASE("the certificate, key and CA files are read as regular files only, bounded") {
