@@ -28,7 +28,8 @@ const char* reason_text(const std::string& reason) {
 
 /// The collectors whose families come from outside and share the page's byte budget.
 bool is_push_collector(std::string_view name) {
-  return name == "influx" || name == "graphite" || name == "textfile" || name == "sources";
+  return name == "influx" || name == "graphite" || name == "locustpush" || name == "textfile" ||
+         name == "sources";
 }
 }  // namespace
 
