@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "sources/generator_families.h"
+#include "util/unix_time.h"
 #include "sources/json_events.h"
 
 namespace loadwatch {
@@ -388,8 +389,17 @@ class LocustScraper : public SourceScraper {
     result.families = sink.take();
     // Locust's web UI memoizes /stats/requests for 2 s (web.py, DEFAULT_CACHE_TIME; doubled
     // when building it took longer): the answer may describe a moment up to 2 s before it
-    // left. Workers report to a master every 3 s more (docs/sources.md).
+    // left. Workers report to a master every 3 s more (docs/sources.md). But counts that
+    // changed since the previous answer were computed after that answer left: scraped more
+    // often than the cache turns over, a change is dated to within the scrape interval.
+    double now = unix_now();
+    double requests = stats.aggregated ? stats.aggregated->requests : -1;
     result.data_age_uncertainty = kLocustStatsCacheSeconds;
+    if (requests != last_requests_ && last_answer_ > 0) {
+      result.data_age_uncertainty = std::clamp(now - last_answer_, 0.0, kLocustStatsCacheSeconds);
+    }
+    last_requests_ = requests;
+    last_answer_ = now;
     return result;
   }
 
@@ -411,6 +421,8 @@ class LocustScraper : public SourceScraper {
 
   RunObserver* runs_;
   LocustMapper mapper_;
+  double last_requests_ = -1;  // the aggregate request count of the last answer
+  double last_answer_ = 0;     // unix time the last answer was processed
 };
 
 }  // namespace

@@ -130,6 +130,8 @@ class CapacityRun(CapacityRunHelpers, unittest.TestCase):
             print("\nphases:", [(p["users"], round(p["start"] - run["start"], 1),
                                  round(p["end"] - run["start"], 1), p.get("stable_seconds"))
                                 for p in phases], file=sys.stderr)
+            print("unavailable:", {p["users"]: p["rps_unavailable"] for p in phases
+                                   if "rps_unavailable" in p}, file=sys.stderr)
             print("rps by users:", {u: round(v, 1) for u, v in rps.items()},
                   "knee:", rep["knee"], "usl:", rep["usl"], file=sys.stderr)
             capacity = K * 1000.0 / SERVICE_MS

@@ -260,3 +260,34 @@ TEST_CASE("locust scrape: figures dated by the answer, give or take Locust's 2 s
   CHECK(result.error == loadwatch::FetchError::Parse);
   CHECK_FALSE(result.data_age_uncertainty);
 }
+
+TEST_CASE("locust scrape: counts that changed since the last answer are dated to that interval") {
+  // The cache turned over between two answers when their counts differ: the new counts were
+  // computed after the previous answer left, so the uncertainty is the time between the two
+  // (at most the cache's 2 s); unchanged counts may be up to the cache's 2 s old.
+  auto scraper = loadwatch::make_locust_scraper(nullptr);
+  loadwatch::SourceConfig config;
+  config.name = "lc";
+  config.kind = "locust";
+  config.url = "http://127.0.0.1:8089";
+  auto body = [](int requests) {
+    return R"({"state": "running", "user_count": 2, "stats": [{"name": "Aggregated",)"
+           R"( "method": "", "num_requests": )" +
+           std::to_string(requests) + R"(, "num_failures": 0}]})";
+  };
+  std::vector<loadwatch::FetchResult> answers(1);
+  answers[0].body = body(10);
+  auto first = scraper->process(config, answers);
+  REQUIRE(first.data_age_uncertainty);
+  CHECK(*first.data_age_uncertainty == 2.0);  // nothing before it to compare with
+  answers.assign(1, {});
+  answers[0].body = body(10);
+  auto same = scraper->process(config, answers);
+  REQUIRE(same.data_age_uncertainty);
+  CHECK(*same.data_age_uncertainty == 2.0);
+  answers.assign(1, {});
+  answers[0].body = body(25);
+  auto moved = scraper->process(config, answers);
+  REQUIRE(moved.data_age_uncertainty);
+  CHECK(*moved.data_age_uncertainty < 0.5);  // the two answers were moments apart
+}
