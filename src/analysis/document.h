@@ -2,6 +2,7 @@
 // A report laid out once (titles, sentences, tables of formatted figures) and then written as
 // plain text or markdown; an HTML writer can take the same layout.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,11 @@ struct Table {
   std::vector<std::string> header;
   std::vector<bool> numeric;  // per column: right-aligned
   std::vector<std::vector<std::string>> rows;
+  /// For HTML: the table's id, and a row to mark with a class (the knee's phase); the text and
+  /// markdown renders say the same in a sentence.
+  std::string id;
+  std::optional<std::size_t> marked_row;
+  std::string mark;
 
   /// Drops the columns (from `first_optional` on) in which no row has a figure.
   void drop_empty_columns(std::size_t first_optional);

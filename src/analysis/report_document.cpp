@@ -53,6 +53,11 @@ Table phase_table(const CapacityReport& r) {
   }
   t.drop_empty_columns(2);
   t.drop_duplicate_column(0, 1);
+  t.id = "phases";
+  if (r.knee.phase) {
+    t.marked_row = r.knee.phase->index;
+    t.mark = "knee";
+  }
   return t;
 }
 

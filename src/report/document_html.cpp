@@ -6,7 +6,7 @@ namespace loadwatch::report {
 
 namespace {
 
-void lines_html(std::string& h, const std::vector<std::string>& lines) {
+void append_lines(std::string& h, const std::vector<std::string>& lines) {
   bool in_list = false;
   for (const std::string& line : lines) {
     bool item = line.rfind("- ", 0) == 0;
@@ -20,11 +20,14 @@ void lines_html(std::string& h, const std::vector<std::string>& lines) {
 }
 
 void table_html(std::string& h, const analysis::Table& t) {
-  h += "<table class=\"doc\">\n<tr>";
+  h += "<table class=\"doc\"";
+  if (!t.id.empty()) h += " id=\"" + html_escape(t.id) + "\"";
+  h += ">\n<tr>";
   for (const std::string& cell : t.header) h += "<th>" + html_escape(cell) + "</th>";
   h += "</tr>\n";
-  for (const auto& row : t.rows) {
-    h += "<tr>";
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const auto& row = t.rows[r];
+    h += t.marked_row == r ? "<tr class=\"" + html_escape(t.mark) + "\">" : std::string("<tr>");
     for (std::size_t i = 0; i < row.size(); ++i) {
       bool left = i < t.numeric.size() && !t.numeric[i];
       h += left ? "<td class=\"text\">" : "<td>";
@@ -37,16 +40,26 @@ void table_html(std::string& h, const analysis::Table& t) {
 
 }  // namespace
 
+std::string lines_html(const std::vector<std::string>& lines) {
+  std::string h;
+  append_lines(h, lines);
+  return h;
+}
+
+std::string section_html(const analysis::Section& s) {
+  std::string h;
+  if (!s.title.empty()) h += "<h3>" + html_escape(s.title) + "</h3>\n";
+  append_lines(h, s.lines);
+  for (const analysis::Table& t : s.tables) table_html(h, t);
+  append_lines(h, s.notes);
+  return h;
+}
+
 std::string document_html(const analysis::Document& doc, bool with_title) {
   std::string h;
   if (with_title && !doc.title.empty()) h += "<h2>" + html_escape(doc.title) + "</h2>\n";
-  if (with_title) lines_html(h, doc.lines);
-  for (const analysis::Section& s : doc.sections) {
-    if (!s.title.empty()) h += "<h3>" + html_escape(s.title) + "</h3>\n";
-    lines_html(h, s.lines);
-    for (const analysis::Table& t : s.tables) table_html(h, t);
-    lines_html(h, s.notes);
-  }
+  if (with_title) append_lines(h, doc.lines);
+  for (const analysis::Section& s : doc.sections) h += section_html(s);
   return h;
 }
 

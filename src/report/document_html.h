@@ -13,5 +13,9 @@ namespace loadwatch::report {
 /// "- " is a list item), its tables, its notes. The document's own title and lines come first
 /// when `with_title`.
 std::string document_html(const analysis::Document& doc, bool with_title = true);
+/// One section: its heading (h3), sentences, tables and notes.
+std::string section_html(const analysis::Section& section);
+/// Sentences as paragraphs; a run of lines starting "- " as one list.
+std::string lines_html(const std::vector<std::string>& lines);
 
 }  // namespace loadwatch::report

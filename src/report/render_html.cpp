@@ -1,5 +1,7 @@
 #include "report/render_html.h"
 
+#include "analysis/render.h"
+#include "analysis/report_loader.h"
 #include "report/document_html.h"
 #include "util/html_escape.h"
 #include "util/static_files.h"
@@ -52,6 +54,13 @@ std::string script_safe(const std::string& s) {
   return out;
 }
 
+/// "Run report: NAME": the run's name, else its id, else where the phases came from.
+std::string page_title(const analysis::CapacityReport& r) {
+  std::string what = r.input;
+  if (r.run) what = r.run->name.empty() ? r.run->id : r.run->name;
+  return "Run report: " + what;
+}
+
 }  // namespace
 
 std::string render_report_html(const std::string& report_json, const std::string& timeline_json,
@@ -70,7 +79,20 @@ std::string render_report_html(const std::string& report_json, const std::string
        "text-align:right}th{background:#f3f3f3}tr.knee td{background:#fde2e2;font-weight:bold}"
        "td:first-child,td.text{text-align:left}.verdict{font-weight:bold;font-size:16px}"
        ".fail{color:#c00}.pass{color:#080}pre{background:#f7f7f7;padding:6px;overflow:auto}"
-       "\n</style></head><body>\n<h1 id=\"title\">Run report</h1>\n<ul id=\"summary\"></ul>\n";
+       "h3{margin:14px 0 6px}table.doc{margin-bottom:8px}"
+       "\n</style></head><body>\n";
+  // Every sentence and table is the capacity document's, as the text and markdown reports
+  // write them; the script below only draws the charts.
+  analysis::CapacityReport report =
+      analysis::report_from_json(report_json.empty() ? std::string_view("{}") : report_json);
+  analysis::Document doc = analysis::capacity_document(report);
+  h += "<h1 id=\"title\">" + html_escape(page_title(report)) + "</h1>\n";
+  h += lines_html(doc.lines);
+  h += "<div id=\"summary\">";
+  for (const auto& s : doc.sections) {
+    if (s.tables.empty()) h += section_html(s);  // the knee, the fit, what saturated first
+  }
+  h += "</div>\n";
   if (comparison) {
     h += "<h2>Compared with " + html_escape(comparison->base_label) + "</h2>\n";
     h += std::string("<p id=\"verdict\" class=\"verdict ") +
@@ -78,8 +100,11 @@ std::string render_report_html(const std::string& report_json, const std::string
          (comparison->regressed ? "REGRESSION" : "within limits") + "</p>\n" +
          "<div id=\"comparison\">" + document_html(comparison->document, false) + "</div>\n";
   }
-  h += "<h2>Scaling</h2>\n<div id=\"scaling\"></div>\n"
-       "<h2>Phases</h2>\n<p id=\"saturated\"></p>\n<table id=\"phases\"></table>\n"
+  h += "<h2>Scaling</h2>\n<div id=\"scaling\"></div>\n<div id=\"tables\">";
+  for (const auto& s : doc.sections) {
+    if (!s.tables.empty()) h += section_html(s);
+  }
+  h += "</div>\n"
        "<section id=\"timeline-section\"><h2>Time series</h2>\n<div id=\"timeline\"></div>"
        "</section>\n"
        "<p style=\"font-size:12px;color:#777\">loadwatch run report; charts by uPlot (MIT).</p>\n";

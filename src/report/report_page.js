@@ -1,43 +1,17 @@
-// Draws the run report from the JSON inlined in the page (no request leaves the file).
+// Draws the run report's charts from the JSON inlined in the page (no request leaves the file).
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("report-data").textContent);
   var rep = data.report, tl = data.timeline || {series: []};
   var phases = rep.phases || [];
-  function fmt(v, d) { return v == null ? "" : (+v).toFixed(d == null ? 1 : d); }
-  function el(tag, text, cls) {
-    var e = document.createElement(tag);
-    if (text != null) e.textContent = text;
-    if (cls) e.className = cls;
-    return e;
-  }
   var width = Math.min(1100, document.body.clientWidth - 20);
   // Value axes start at 0, so noise on a flat line does not look like a knee (zooming in with
   // the mouse still narrows them).
   function fromZero(u, min, max) { return [Math.min(0, min), max > 0 ? max * 1.05 : 1]; }
 
-  // Header.
-  var run = rep.run || {};
-  document.getElementById("title").textContent = "Run report: " + (run.name || run.id || rep.input || "");
-  var summary = document.getElementById("summary");
-  var lines = [];
-  if (run.id) lines.push("run " + run.id + " (" + (run.status || "") + ")");
-  var knee = rep.knee || {};
-  lines.push(knee.phase != null ? "Throughput knee: " + knee.phase + " at " + knee.users + " users, " +
-             fmt(knee.rps) + " req/s (Kneedle, sensitivity " + knee.sensitivity + ")"
-                                : "Throughput knee: " + (knee.reason || "none"));
-  var lk = rep.latency_knee || {};
-  lines.push(lk.phase != null ? "Latency knee: " + lk.phase + " at " + lk.users + " users"
-                              : "Latency knee: " + (lk.reason || "none"));
-  var usl = rep.usl || {};
-  lines.push(usl.fitted ? "USL: alpha " + (+usl.alpha).toPrecision(3) + ", beta " + (+usl.beta).toPrecision(3) +
-             ", gamma " + fmt(usl.gamma, 2) + ", R\u00b2 " + fmt(usl.r_squared, 3) +
-             (usl.peak_users != null ? ", peak at " + fmt(usl.peak_users) + " users" : "") +
-             (usl.peak_rps != null ? ", " + fmt(usl.peak_rps) + " req/s" : "")
-                        : "USL: " + (usl.reason || "not fitted"));
-  var bn = rep.bottleneck || {};
-  lines.push("Saturated first: " + (bn.summary || bn.reason || "not assessed"));
-  lines.forEach(function (l) { summary.appendChild(el("li", l)); });
+  // The sentences and tables are in the page already (written by loadwatch, once, in C++);
+  // this script only draws the charts from the figures.
+  var knee = rep.knee || {}, usl = rep.usl || {};
 
   // Scaling chart: throughput and latency against users, the USL curve and the knee.
   var pts = phases.filter(function (p) { return p.users > 0 && p.rps != null; })
@@ -85,47 +59,6 @@
     }]}
   }, scaleData, document.getElementById("scaling"));
   document.getElementById("scaling").setAttribute("data-knee-users", kneeUsers == null ? "" : kneeUsers);
-
-  // Per-phase table.
-  var table = document.getElementById("phases");
-  // Every figure with its bound; a missing req/s shows its reason, never a number.
-  var head = ["phase", "users", "stable s", "req/s", "req/s \u00b1 %", "p50 ms", "p95 ms", "p95 bound ms", "p99 ms",
-              "errors %", "target CPU cores", "host CPU busy"];
-  var latency = phases.filter(function (p) { return p.latency_window; })[0];
-  if (latency) lines.push("Latency: " + latency.latency_window);
-  (rep.left_out_of_scaling || []).forEach(function (l) { lines.push("Left out of the knee and the fit: " + l); });
-  summary.textContent = "";
-  lines.forEach(function (l) { summary.appendChild(el("li", l)); });
-  var rows = phases.map(function (p, i) {
-    var cpu = (p.targets || []).map(function (t) {
-      return t.name + " " + fmt(t.cpu_cores, 2) + (t.busiest_process_core_share != null ?
-             " (busiest " + fmt(t.busiest_process_core_share, 2) + ")" : "");
-    }).join(", ");
-    var busy = null, modes = (p.host || {}).cpu_cores_by_mode || {};
-    Object.keys(modes).forEach(function (m) { if (m !== "idle" && m !== "iowait") busy = (busy || 0) + modes[m]; });
-    var ms = function (v) { return v == null ? null : v * 1000; };
-    var pm = p.rps && p.rps_low != null && p.rps_high != null ? (p.rps_high - p.rps_low) / 2 / p.rps * 100 : null;
-    var bound = p.p95_low_seconds != null && p.p95_high_seconds != null ?
-        fmt(ms(p.p95_low_seconds)) + "\u2013" + fmt(ms(p.p95_high_seconds)) : null;
-    return [p.name + (i === knee.phase_index ? " \u25c0 knee" : ""), p.users, fmt(p.stable_seconds, 0),
-     p.rps != null ? fmt(p.rps) : (p.rps_unavailable ? "unavailable: " + p.rps_unavailable : null),
-     pm == null ? null : "\u00b1" + fmt(pm), fmt(ms(p.p50_seconds)), fmt(ms(p.p95_seconds)), bound,
-     fmt(ms(p.p99_seconds)),
-     fmt(p.error_ratio == null ? null : p.error_ratio * 100, 2), cpu, fmt(busy, 2)]
-      .map(function (c) { return c == null ? "" : String(c); });
-  });
-  // A column no phase has a figure for is left out, not shown blank.
-  var keep = head.map(function (h, c) { return c < 2 || rows.some(function (r) { return r[c] !== ""; }); });
-  var tr = el("tr");
-  head.forEach(function (h, c) { if (keep[c]) tr.appendChild(el("th", h)); });
-  table.appendChild(tr);
-  rows.forEach(function (cells, i) {
-    var r = el("tr", null, i === knee.phase_index ? "knee" : "");
-    cells.forEach(function (c, k) { if (keep[k]) r.appendChild(el("td", c)); });
-    table.appendChild(r);
-  });
-  if (bn.summary) document.getElementById("saturated").textContent = "Saturated first at " + (bn.phase || "the knee") +
-    ": " + bn.summary;
 
   // Time series with phase bands.
   var series = tl.series || [];

@@ -233,10 +233,17 @@ class ReportHtml(unittest.TestCase):
             shade = d.execute_script(SHADE_AT, (p["start"] + p["stable_start"]) / 2,
                                      (p["stable_start"] + p["end"]) / 2)
             self.assertGreater(shade["stable"], shade["warmup"] + 10, shade)
+            # The knee's phase is the one marked row of the phase table, and the sentences the
+            # text report writes are on the page (written once, in C++).
             marked = d.find_elements(By.CSS_SELECTOR, "#phases tr.knee")
             self.assertEqual(len(marked), 1)
-            self.assertIn("knee", marked[0].text)
-            self.assertIn("USL", d.find_element(By.ID, "summary").text)
+            self.assertEqual(marked[0].find_elements(By.TAG_NAME, "td")[0].text,
+                             report["knee"]["phase"])
+            text = self.run_lw("report", "--file", saved, "--format", "table")
+            for line in ("Throughput knee:", "Latency knee:", "What saturated first"):
+                sentence = next(l.strip("- ") for l in text.splitlines() if line in l)
+                self.assertIn(sentence, d.find_element(By.ID, "summary").text)
+            self.assertIn("Universal Scalability Law", d.find_element(By.ID, "summary").text)
             errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
             self.assertEqual(errors, [])
             os.makedirs(SHOTS, exist_ok=True)
