@@ -7,8 +7,8 @@
 #include <cstdint>
 
 #include "sources/generator_families.h"
-#include "util/unix_time.h"
 #include "sources/json_events.h"
+#include "util/unix_time.h"
 
 namespace loadwatch {
 
