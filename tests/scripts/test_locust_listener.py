@@ -222,14 +222,14 @@ class LocustListener(unittest.TestCase):
             # The run and its phases at the generator's own step times.
             changes = [(at, u) for at, u in steps if u]
             stop = [at for at, u in steps if u is None][0]
-            runs = json.loads(lw.get("/api/v1/runs")[2])["data"]
+            runs = json.loads(lw.get("/api/v1/runs?phases=1")[2])["data"]
             mine = [r for r in runs if r["origin"] == "locust:steps"]
             self.assertEqual(len(mine), 1, runs)
             run = mine[0]
             deadline = time.time() + 10
             while run["state"] != "finished" and time.time() < deadline:
                 time.sleep(0.2)
-                run = [r for r in json.loads(lw.get("/api/v1/runs")[2])["data"]
+                run = [r for r in json.loads(lw.get("/api/v1/runs?phases=1")[2])["data"]
                        if r["origin"] == "locust:steps"][0]
             self.assertEqual(run["state"], "finished", run)
             self.assertEqual([p["users"] for p in run["phases"]], USERS)
