@@ -48,7 +48,10 @@ void check_config(const std::string& text) {
     return;
   }
   // Anything else than ConfigError escapes here and libFuzzer reports it.
-  if (config.targets.empty() && config.sources.empty() && !config.allow_empty) __builtin_trap();
+  // A file that asks for nothing is refused unless it says allow_empty.
+  bool asks_nothing = config.targets.empty() && config.sources.empty() &&
+                      config.tcp.ports.empty() && config.collectors.empty();
+  if (asks_nothing && !config.allow_empty) __builtin_trap();
   std::set<std::string> names;
   for (const auto& t : config.targets) {
     if (t.name.empty() || !names.insert(t.name).second) __builtin_trap();

@@ -1,7 +1,7 @@
 // libFuzzer harness: Graphite plaintext streams, line by line through the parser, JMeter's
 // path split and the model, as the listener does.
 // clang-format off
-// FUZZ_SOURCES: src/push/graphite_parser.cpp src/push/influx_line_protocol.cpp src/push/jmeter_model.cpp src/metrics/metric_sink.cpp src/sources/generator_families.cpp src/metrics/series_guard.cpp src/metrics/exposition.cpp
+// FUZZ_SOURCES: src/push/graphite_parser.cpp src/push/influx_line_protocol.cpp src/push/jmeter_model.cpp src/metrics/metric_sink.cpp src/sources/generator_families.cpp src/metrics/series_guard.cpp src/metrics/page_budget.cpp src/metrics/exposition.cpp
 // clang-format on
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,6 @@
 // libFuzzer harness: InfluxDB line protocol bodies, through the parser and the JMeter model.
 // clang-format off
-// FUZZ_SOURCES: src/push/influx_line_protocol.cpp src/push/graphite_parser.cpp src/push/jmeter_model.cpp src/metrics/metric_sink.cpp src/sources/generator_families.cpp src/metrics/series_guard.cpp src/metrics/exposition.cpp
+// FUZZ_SOURCES: src/push/influx_line_protocol.cpp src/push/graphite_parser.cpp src/push/jmeter_model.cpp src/metrics/metric_sink.cpp src/sources/generator_families.cpp src/metrics/series_guard.cpp src/metrics/page_budget.cpp src/metrics/exposition.cpp
 // clang-format on
 #include <cstddef>
 #include <cstdint>

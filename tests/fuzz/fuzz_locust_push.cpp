@@ -1,7 +1,7 @@
 // libFuzzer harness: Locust listener push bodies, through the bounded reader and the model,
 // out to the exposition, which must stay valid whatever came in.
 // clang-format off
-// FUZZ_SOURCES: src/push/locust_push_parser.cpp src/push/locust_push_model.cpp src/sources/json_events.cpp src/sources/generator_families.cpp src/metrics/metric_sink.cpp src/metrics/series_guard.cpp src/metrics/exposition.cpp
+// FUZZ_SOURCES: src/push/locust_push_parser.cpp src/push/locust_push_model.cpp src/sources/json_events.cpp src/sources/generator_families.cpp src/metrics/metric_sink.cpp src/metrics/series_guard.cpp src/metrics/page_budget.cpp src/metrics/exposition.cpp
 // clang-format on
 #include <cmath>
 #include <cstddef>

@@ -1,7 +1,7 @@
 // libFuzzer harness: arbitrary bytes through a push or a source into the sample, then the
 // /metrics page checked by the project's parser in strict mode.
 // clang-format off
-// FUZZ_SOURCES: src/push/jmeter_model.cpp src/push/influx_line_protocol.cpp src/push/graphite_parser.cpp src/sources/prom_text_parser.cpp src/sources/prometheus.cpp src/sources/locust.cpp src/sources/mountebank.cpp src/sources/counter_carry.cpp src/sources/json_events.cpp src/sources/generator_families.cpp src/metrics/metric_sink.cpp src/metrics/series_guard.cpp src/metrics/exposition.cpp collectors/textfile_content.cpp
+// FUZZ_SOURCES: src/push/jmeter_model.cpp src/push/influx_line_protocol.cpp src/push/graphite_parser.cpp src/sources/prom_text_parser.cpp src/sources/prometheus.cpp src/sources/locust.cpp src/sources/mountebank.cpp src/sources/counter_carry.cpp src/sources/json_events.cpp src/sources/generator_families.cpp src/metrics/metric_sink.cpp src/metrics/series_guard.cpp src/metrics/page_budget.cpp src/metrics/exposition.cpp collectors/textfile_content.cpp
 // FUZZ_LIBS:
 // clang-format on
 //

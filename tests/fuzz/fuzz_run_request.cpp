@@ -2,9 +2,10 @@
 // the start-up loader reads them (src/runs/run_store.cpp, run.cpp, run_rules.cpp). Any input
 // either fails with the documented exception or yields a run that obeys the one validator
 // (run_problem) and survives the stored form.
-// FUZZ_SOURCES: src/runs/run_request.cpp src/runs/run.cpp src/runs/run_rules.cpp
-// src/runs/run_store.cpp src/util/bounded_file.cpp src/util/atomic_file.cpp src/util/heap_trim.cpp
-// src/metrics/exposition.cpp FUZZ_LIBS:
+// clang-format off
+// FUZZ_SOURCES: src/runs/run_request.cpp src/runs/run.cpp src/runs/run_rules.cpp src/runs/run_store.cpp src/util/bounded_file.cpp src/util/atomic_file.cpp src/util/heap_trim.cpp src/metrics/exposition.cpp
+// FUZZ_LIBS:
+// clang-format on
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>

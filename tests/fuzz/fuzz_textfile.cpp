@@ -1,7 +1,7 @@
 // libFuzzer harness: what the textfile collector makes of a *.prom file (parse_textfile),
 // and the page it ends up on.
 // clang-format off
-// FUZZ_SOURCES: collectors/textfile_content.cpp src/sources/prom_text_parser.cpp src/metrics/series_guard.cpp src/metrics/exposition.cpp src/metrics/metric_sink.cpp
+// FUZZ_SOURCES: collectors/textfile_content.cpp src/sources/prom_text_parser.cpp src/metrics/series_guard.cpp src/metrics/page_budget.cpp src/metrics/exposition.cpp src/metrics/metric_sink.cpp
 // FUZZ_LIBS:
 // clang-format on
 //
