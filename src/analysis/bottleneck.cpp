@@ -163,6 +163,10 @@ void check_host_cpu(const PhaseStats& at, std::vector<Finding>& out) {
   auto used = host_cpu_used(h);
   std::optional<Finding> f;
   std::string figures;
+  // Tasks a cgroup quota holds back count as waiting in PSI and as runnable in the run queue:
+  // on a host whose CPUs are mostly idle those are the quota's (the throttling check), not
+  // the host's, so pressure and the queue judge the host only when it is half busy or more.
+  bool busy_enough = !used || !h.cores || *used / *h.cores >= kHostBusyForPressure;
   if (used && h.cores) {
     figures = format("%.2f of %g cores busy", *used, *h.cores);
     auto steal = h.cpu_cores_by_mode.find("steal");
@@ -177,7 +181,7 @@ void check_host_cpu(const PhaseStats& at, std::vector<Finding>& out) {
   if (h.cpu_pressure_ratio) {
     figures += (figures.empty() ? "" : "; ") +
                format("a task waited for a CPU %.0f %% of the time", *h.cpu_pressure_ratio * 100);
-    if (!f && *h.cpu_pressure_ratio >= kCpuPressureRatio) {
+    if (!f && busy_enough && *h.cpu_pressure_ratio >= kCpuPressureRatio) {
       f = Finding{Check::host_cpu, "host", "", *h.cpu_pressure_ratio, kCpuPressureRatio};
     }
   }
@@ -185,7 +189,7 @@ void check_host_cpu(const PhaseStats& at, std::vector<Finding>& out) {
     figures += (figures.empty() ? "" : "; ") +
                format("run queue %.1f for %g cores", *h.run_queue_mean, *h.cores);
     double per_core = *h.run_queue_mean / *h.cores;
-    if (!f && per_core > kRunQueuePerCore) {
+    if (!f && busy_enough && per_core > kRunQueuePerCore) {
       f = Finding{Check::host_cpu, "host", "", per_core, kRunQueuePerCore};
     }
   }

@@ -24,6 +24,8 @@ inline constexpr double kSoftirqShare = 0.20;           // softirq >= 20 % of al
 inline constexpr double kHostCpuSaturation = 0.90;
 inline constexpr double kCpuPressureRatio = 0.50;
 inline constexpr double kRunQueuePerCore = 1.0;
+/// CPU pressure and the run queue judge the host only when this share of its cores is busy.
+inline constexpr double kHostBusyForPressure = 0.50;
 inline constexpr double kThrottledPeriodRatio = 0.25;  // the quota ran out in >= 25 % of periods
 // Memory: a task stalled on memory >= 10 % of the time, or swap traffic >= 1 MiB/s (4 KiB pages).
 inline constexpr double kMemoryPressureRatio = 0.10;

@@ -255,6 +255,28 @@ TEST_CASE("CPU pressure or a long run queue name the host CPU below 90 % busy") 
   CHECK_THAT(b.summary, Catch::Contains("run queue 3.5 for 2 cores"));
 }
 
+TEST_CASE("on a mostly idle host, pressure and the run queue are a quota's, not the host's") {
+  // Tasks a cgroup quota holds back wait in PSI and stay runnable: with 0.15 of 2 cores busy
+  // they do not make the host's CPU the limit; the throttled target is named instead.
+  PhaseStats p = busy_host();
+  p.host.cpu_busy_cores = 0.15;
+  p.host.cpu_pressure_ratio = 0.53;
+  p.host.run_queue_mean = 2.4;
+  TargetPhaseStats t = cpu_target("generator", 0.10, 0.10);
+  t.cpu_limit_cores = 0.15;
+  t.throttled_period_ratio = 0.8;
+  p.targets = {t};
+  Bottleneck b = find_bottleneck(p, nullptr, nullptr);
+  REQUIRE_FALSE(b.findings.empty());
+  CHECK(b.findings[0].check == Check::throttling);
+  for (const auto& f : b.findings) CHECK(f.check != Check::host_cpu);
+  // Half the cores busy: the same pressure is the host's again.
+  p.host.cpu_busy_cores = 1.0;
+  b = find_bottleneck(p, nullptr, nullptr);
+  REQUIRE_FALSE(b.findings.empty());
+  CHECK(b.findings[0].check == Check::host_cpu);
+}
+
 TEST_CASE("a target whose quota keeps running out is throttled") {
   PhaseStats p;
   p.host.cores = 4;
