@@ -135,13 +135,25 @@ int run_report_cli(int argc, char** argv) {
     } else {
       double now = unix_now();
       // The run's instance narrows every query, so a fleet's other hosts are not added in.
+      // Without --instance, a run several instances exported is one run across their hosts.
+      std::vector<std::string> fleet;
       Run run = [&] {
         PrometheusSeriesSource runs({prometheus, instance});
-        return find_prometheus_run(runs, run_ref, now, lookback_hours * 3600, &instance);
+        return find_prometheus_run(runs, run_ref, now, lookback_hours * 3600, &instance,
+                                   instance.empty() ? &fleet : nullptr);
       }();
-      PrometheusSeriesSource source({prometheus, instance});
       RunSeriesOptions options;
       if (!generator_target.empty()) options.generator_target = generator_target;
+      if (!fleet.empty()) {
+        if (!baseline.empty()) return usage_error("--baseline: with one instance (--instance)");
+        std::string out;
+        if (int rc = prometheus_fleet_report(prometheus, fleet, run.id, now, lookback_hours * 3600,
+                                             options, format_name, out)) {
+          return rc;
+        }
+        return write_output(out, output);
+      }
+      PrometheusSeriesSource source({prometheus, instance});
       analysis::RunSeries series;
       auto rep = report_for_run(run, source, now, options, &series);
       report_json = analysis::render_report_json(rep);

@@ -7,8 +7,10 @@ burns one core per request (capacity_server.py, cpu: one Python process, so its 
 first) and a loadwatch watching it; "gen" runs Locust, stepped by `run exec --phase-every`,
 and a loadwatch with Locust as its source. Checked against the peers' own counts: the fleet's
 req/s per phase against the requests the server itself logged in that phase's window; the
-phases against the instants on both hosts; the verdict names sut's server. Also: a start that
-one loadwatch refuses is undone on the others. Skipped (exit 77) without namespaces.
+phases against the instants on both hosts; every host judged at one phase. A Prometheus on gen
+scrapes both: `report --prometheus --run ID` finds both instances and agrees with the direct
+report. Also: a start one loadwatch refuses is undone on the others. Skipped (exit 77)
+without namespaces.
 """
 import json
 import os
@@ -66,6 +68,13 @@ def check(hosts, work, procs, failures):
                              stdout=log, stderr=log))
     procs.append(hosts.popen("gen", [BINARY, "--web.listen-address=%s:%d" % (gen, LW_PORT),
                                      "--config.file=" + cfg, *common], stdout=log, stderr=log))
+    prom_cfg = os.path.join(work, "prometheus.yml")
+    with open(prom_cfg, "w") as f:
+        f.write("global: {scrape_interval: 1s}\nscrape_configs:\n  - job_name: loadwatch\n"
+                "    static_configs: [{targets: ['%s:%d', '%s:%d']}]\n" % (sut, LW_PORT, gen, LW_PORT))
+    procs.append(hosts.popen("gen", [
+        "prometheus", "--config.file=" + prom_cfg, "--storage.tsdb.path=" + os.path.join(work, "tsdb"),
+        "--web.listen-address=127.0.0.1:9090", "--log.level=warn"], stdout=log, stderr=log))
     # A third loadwatch whose run API is read-only: a start must fail there and be undone.
     procs.append(hosts.popen("sut", [BINARY, "--web.listen-address=%s:%d" % (sut, LW_PORT + 1)],
                              stdout=log, stderr=log))
@@ -150,6 +159,37 @@ def check(hosts, work, procs, failures):
         failures.append("fewer than 2 phases with req/s: %r" % rep["fleet"]["phases"])
     else:
         print("ok: the fleet's req/s matches the server's own count in %d phases" % checked)
+    # Prometheus: the run both instances exported is one run across their hosts.
+    def scraped_end():
+        r = hosts.run("gen", ["curl", "-sf", "--max-time", "5", "http://127.0.0.1:9090/api/v1/query",
+                              "--data-urlencode", 'query=loadwatch_run_end_timestamp_seconds{run="%s"}'
+                              % run_id])
+        return r.returncode == 0 and len(json.loads(r.stdout)["data"]["result"]) == 2
+    eventually(scraped_end, 20, 0.5, "Prometheus scraped the run's end on both hosts")
+    r = hosts.run("gen", [BINARY, "report", "--prometheus", "http://127.0.0.1:9090", "--run", run_id,
+                          "--format", "json"])
+    if r.returncode != 0:
+        raise AssertionError("report --prometheus: %d %s" % (r.returncode, r.stderr))
+    prom = json.loads(r.stdout)
+    by_addr = {"%s:%d" % (sut, LW_PORT): "sut", "%s:%d" % (gen, LW_PORT): "gen"}
+    prom_roles = {by_addr.get(h["name"], h["name"]): h["role"] for h in prom["hosts"]}
+    if prom_roles != roles:
+        failures.append("Prometheus roles %r, direct %r" % (prom_roles, roles))
+    agreed = 0
+    for d, p in zip(rep["fleet"]["phases"], prom["fleet"]["phases"]):
+        if "rps" not in d or "rps" not in p:
+            continue
+        # The same samples, scraped at 1 s: within the direct figure's bound, widened by 10 %.
+        if not d["rps_low"] * 0.9 <= p["rps"] <= d["rps_high"] * 1.1:
+            failures.append("phase %s: Prometheus req/s %.1f, direct %.1f [%.1f, %.1f]"
+                            % (d["name"], p["rps"], d["rps"], d["rps_low"], d["rps_high"]))
+        agreed += 1
+    if len(prom["fleet"]["phases"]) != len(rep["fleet"]["phases"]) or agreed < 2:
+        failures.append("Prometheus phases %d, direct %d, %d compared" % (
+            len(prom["fleet"]["phases"]), len(rep["fleet"]["phases"]), agreed))
+    else:
+        print("ok: report --prometheus finds both instances; req/s agrees in %d phases" % agreed)
+
     # Every host judged at the same phase; the summary names a host and what saturated there.
     # (Which host saturates is left to a set-up with CPU quotas: here both namespaces share
     # the machine's two cores with whatever else runs.)
