@@ -108,7 +108,7 @@ class Serving(unittest.TestCase):
             self.assertEqual(status, 200)
             self.assertIn(b'"name":"self"', body)
             self.assertEqual(lw.get("/nope")[0], 404)
-            # civetweb's directory handling must be unreachable: no file serving at all.
+            # No file serving at all: a directory-like path is a plain 404.
             self.assertEqual(lw.get("/metrics/")[0], 404)
             self.assertEqual(lw.get("/..%2f..%2fetc/passwd")[0], 404)
 
@@ -146,7 +146,7 @@ class Serving(unittest.TestCase):
             self.assertIn("in use", p.stderr)
 
     def test_first_request_after_listen_is_served(self):
-        """The very first connection the listener accepts gets a route, not civetweb's own 404.
+        """The very first connection the listener accepts gets a route, not a library's own 404.
         On one CPU with many workers to start, the window in which civetweb accepted but had no
         handler yet was hit about one start in five; eight starts make a regression likely seen."""
         for attempt in range(8):
