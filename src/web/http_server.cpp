@@ -74,6 +74,8 @@ constexpr auto kMaxConnectionAge = std::chrono::minutes(5);
 /// After a response with Connection: close, what the client still sends is read and dropped
 /// this long, so that closing with unread data (a TCP reset) does not destroy the response.
 constexpr auto kLinger = std::chrono::seconds(1);
+constexpr auto kTrimCheck = std::chrono::seconds(2);
+constexpr int kTrimAfterDrop = 64;  // connections fewer than at the peak
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -263,6 +265,8 @@ struct ServerCore {
   std::atomic<std::size_t> body_bytes{0};
   std::atomic<std::size_t> released_since_trim{0};
   std::atomic<std::uint64_t> next_id{0};
+  std::atomic<int> sessions{0};       // connection objects alive (handshakes included)
+  std::atomic<int> sessions_peak{0};  // the most since the last trim check
   std::array<std::atomic<std::uint64_t>, static_cast<size_t>(Rejection::count_)> rejected{};
   std::unique_ptr<HandlerPool> pool;       // handlers
   std::unique_ptr<HandlerPool> auth_pool;  // password checks: never behind a slow handler
@@ -331,9 +335,15 @@ class Session final : public ConnectionTable::Member,
         stream_(std::forward<StreamArgs>(args)...),
         timer_(stream_.get_executor()),
         peer_(std::move(peer)),
-        id_(++core.next_id) {}
+        id_(++core.next_id) {
+    int now = ++core.sessions;
+    int peak = core.sessions_peak.load();
+    while (now > peak && !core.sessions_peak.compare_exchange_weak(peak, now)) {
+    }
+  }
 
   ~Session() override {
+    --core_.sessions;
     if (counted_) --core_.connections;  // never closed: the listener stopped
     core_.release_body(std::exchange(reserved_, 0));
     core_.table->leave(peer_, id_);
@@ -752,6 +762,7 @@ struct HttpServer::Impl : ServerCore {
   std::unique_ptr<asio::io_context> io;
   std::unique_ptr<tcp::acceptor> acceptor;
   std::unique_ptr<asio::steady_timer> accept_retry;
+  std::unique_ptr<asio::steady_timer> trim_timer;
   std::vector<std::thread> io_threads;
   std::shared_ptr<asio::ssl::context> tls;  // null: plain HTTP
   int bound_port = 0;                       // kept across listener restarts (":0" keeps its port)
@@ -759,6 +770,9 @@ struct HttpServer::Impl : ServerCore {
   std::string tls_stamp;                    // tls_files_stamp at last load
 
   void accept();
+  /// After a flood (TLS handshakes above all), glibc's arenas keep the freed connection memory:
+  /// every kTrimCheck, give it back once the connections are far fewer than at their peak.
+  void trim_after_floods();
   void admit(tcp::socket socket);
   /// Starts serving with this TLS config (plain HTTP when it is not enabled).
   void start_listener(const TlsServerConfig& tls_config);
@@ -780,6 +794,16 @@ void HttpServer::Impl::accept() {
       return;
     }
     accept();
+  });
+}
+
+void HttpServer::Impl::trim_after_floods() {
+  trim_timer->expires_after(kTrimCheck);
+  trim_timer->async_wait([this](beast::error_code ec) {
+    if (ec) return;
+    int now = sessions.load();
+    if (sessions_peak.exchange(now) - now >= kTrimAfterDrop) malloc_trim(0);
+    trim_after_floods();
   });
 }
 
@@ -881,7 +905,9 @@ void HttpServer::Impl::start_listener(const TlsServerConfig& tls_config) {
   io = std::move(ctx);
   acceptor = std::move(acc);
   accept_retry = std::make_unique<asio::steady_timer>(*io);
+  trim_timer = std::make_unique<asio::steady_timer>(*io);
   accept();
+  trim_after_floods();
   for (int i = 0; i < kIoThreads; ++i) {
     io_threads.emplace_back([this] {
       for (;;) {
@@ -904,6 +930,7 @@ void HttpServer::Impl::stop_listener() {
     beast::error_code ignored;
     acceptor->close(ignored);
     accept_retry->cancel();
+    trim_timer->cancel();
   });
   pool->stop();  // waits for the running handlers; their responses are dropped below
   auth_pool->stop();
@@ -911,6 +938,7 @@ void HttpServer::Impl::stop_listener() {
   for (auto& t : io_threads) t.join();
   io_threads.clear();
   accept_retry.reset();
+  trim_timer.reset();
   acceptor.reset();
   io.reset();  // destroys the connections still open
   pool.reset();
