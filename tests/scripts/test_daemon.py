@@ -171,6 +171,28 @@ class Serving(unittest.TestCase):
                 proc.terminate()
                 proc.wait(10)
 
+    def test_listens_on_ipv6_loopback(self):
+        try:
+            with socket.socket(socket.AF_INET6) as s:
+                s.bind(("::1", 0))
+                port = s.getsockname()[1]
+        except OSError as e:
+            raise unittest.SkipTest("no IPv6 loopback here: %s" % e)
+        proc = subprocess.Popen([BINARY, "--web.listen-address=[::1]:%d" % port],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            def answered():
+                try:
+                    with socket.create_connection(("::1", port), timeout=5) as conn:
+                        conn.sendall(b"GET /-/healthy HTTP/1.0\r\n\r\n")
+                        return conn.recv(64).startswith(b"HTTP/1.1 200 ")
+                except OSError:
+                    return False
+            lwtest.eventually(answered, timeout=15, what="/-/healthy on [::1]")
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
     def test_sigterm_exits_cleanly_within_2s(self):
         lw = Loadwatch(["--target=self=comm:loadwatch"])
         with lw:
