@@ -900,8 +900,10 @@ void HttpServer::Impl::start_listener(const TlsServerConfig& tls_config) {
   const int slots = std::max(1, settings.max_requests);
   pool = std::make_unique<HandlerPool>(std::min(kPoolThreads, slots), slots,
                                        std::max(std::min(2, slots), slots / 4));
-  auth_pool = std::make_unique<HandlerPool>(kAuthThreads, 2 * BasicAuth::kMaxWaiting,
-                                            BasicAuth::kMaxWaitingPerClient);
+  // Twice bcrypt's own share per address: logins of one client that arrive together wait for
+  // the first one's result (then cached) instead of getting 429; room for 8 such addresses.
+  auth_pool = std::make_unique<HandlerPool>(kAuthThreads, 4 * BasicAuth::kMaxWaiting,
+                                            2 * BasicAuth::kMaxWaitingPerClient);
   io = std::move(ctx);
   acceptor = std::move(acc);
   accept_retry = std::make_unique<asio::steady_timer>(*io);
