@@ -14,7 +14,7 @@ class HttpCollector final : public Collector {
     if (!server_) return;
     HttpServerStats s = server_->stats();
     out.gauge("loadwatch_http_connections",
-              "Open HTTP connections, idle and slow ones included (each holds a worker).", {},
+              "Open HTTP connections (past the TLS handshake), idle and slow ones included.", {},
               s.connections);
     out.gauge("loadwatch_http_max_connections",
               "HTTP connections served at once (--web.max-connections, capped by RLIMIT_NOFILE).",
@@ -27,7 +27,7 @@ class HttpCollector final : public Collector {
               static_cast<double>(s.max_body_memory));
     for (const auto& [reason, n] : s.rejected) {
       out.counter("loadwatch_http_rejected_requests_total",
-                  "HTTP requests turned away or cut off by a limit, by reason.",
+                  "HTTP requests and connections turned away or cut off by a limit, by reason.",
                   {{"reason", reason}}, static_cast<double>(n));
     }
   }

@@ -1,7 +1,6 @@
 # Install layout (FHS) and the .deb: `cmake --install BUILD [--prefix /usr]`, `cpack`.
 # Included by the top-level CMakeLists.txt. With PREFIX=/usr (the .deb):
 #   /usr/bin/loadwatch
-#   /usr/lib/loadwatch/lib{ssl,crypto}.so          civetweb TLS on OpenSSL 3 (src/web/tls_compat)
 #   /usr/lib/systemd/system/loadwatch.service
 #   /usr/lib/sysusers.d/loadwatch.conf             the loadwatch system user
 #   /etc/loadwatch/loadwatch.yml, /etc/default/loadwatch     (conffiles)
@@ -9,10 +8,6 @@
 #   /usr/share/doc/loadwatch/{README.md,service.md,soak.md,runs.md}, .../examples/{loadwatch.yml,web-config.example.yml}
 #   /usr/share/doc/loadwatch/{copyright,changelog.gz}, /usr/share/man/man1/loadwatch.1.gz
 # With any other prefix, /etc becomes PREFIX/etc and the unit's paths follow.
-
-# Private libraries: PREFIX/lib/loadwatch (not the multiarch libdir: nothing else links them).
-install(TARGETS loadwatch_ssl_compat loadwatch_crypto_compat LIBRARY DESTINATION lib/loadwatch)
-set_target_properties(loadwatch PROPERTIES INSTALL_RPATH "$ORIGIN/../lib/loadwatch")
 
 install(FILES systemd/loadwatch.sysusers DESTINATION lib/sysusers.d RENAME loadwatch.conf)
 install(DIRECTORY dashboards/grafana/ DESTINATION ${CMAKE_INSTALL_DATADIR}/loadwatch/dashboards
@@ -86,7 +81,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 # postinst, as debhelper's dh_installsysusers depends on it (deb-systemd-helper and
 # deb-systemd-invoke come from init-system-helpers, which is Essential).
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "libc6 (>= 2.36), libstdc++6, libgcc-s1, libprometheus-cpp-core1.0, libcivetweb1 (>= 1.15), libspdlog1.10, libfmt9, libyaml-cpp0.7, zlib1g, libcurl4, libsystemd0, libmnl0, libcrypt1, libssl3, libre2-9, systemd | systemd-standalone-sysusers | systemd-sysusers")
+    "libc6 (>= 2.36), libstdc++6, libgcc-s1, libprometheus-cpp-core1.0, libspdlog1.10, libfmt9, libyaml-cpp0.7, zlib1g, libcurl4, libsystemd0, libmnl0, libcrypt1, libssl3, libre2-9, systemd | systemd-standalone-sysusers | systemd-sysusers")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     "${CMAKE_SOURCE_DIR}/packaging/debian/conffiles;${CMAKE_SOURCE_DIR}/packaging/debian/postinst;${CMAKE_SOURCE_DIR}/packaging/debian/prerm;${CMAKE_SOURCE_DIR}/packaging/debian/postrm")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)

@@ -28,7 +28,7 @@ ParsedFlags parse_flags(int argc, char** argv) {
   app.add_option("--web.max-requests", o.max_requests, "Concurrent HTTP requests before 503")
       ->check(CLI::Range(1, 10000));
   app.add_option("--web.max-connections", o.max_connections,
-                 "HTTP connections served at once (idle and slow ones included); more wait")
+                 "HTTP connections open at once (idle and slow ones included), 64 per address")
       ->check(CLI::Range(8, 100000));
   app.add_option("--sample.interval", interval, "How often /proc is sampled (500ms, 1s, 2m)");
   app.add_option("--history.points", o.history_points,

@@ -78,7 +78,7 @@ std::optional<std::pair<std::string, std::string>> parse_basic_authorization(
 }
 
 bool crypt_matches(const std::string& password, const std::string& hash) {
-  // struct crypt_data is ~32 KiB: too big for civetweb's small worker stacks.
+  // struct crypt_data is ~32 KiB: too big for a small thread stack.
   auto data = std::make_unique<crypt_data>();
   std::memset(data.get(), 0, sizeof *data);
   const char* out = crypt_rn(password.c_str(), hash.c_str(), data.get(), sizeof *data);
@@ -147,19 +147,30 @@ void BasicAuth::leave_bcrypt(const std::string& client) const {
   queue_cv_.notify_all();
 }
 
+std::optional<AuthResult> BasicAuth::cached_result(const Key& key) const {
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  if (cache_.count(key)) return AuthResult::ok;
+  if (failures_.count(key)) return AuthResult::denied;
+  return std::nullopt;
+}
+
+std::optional<AuthResult> BasicAuth::check_without_bcrypt(std::string_view authorization) const {
+  if (users_.empty()) return AuthResult::ok;
+  auto credentials = parse_basic_authorization(authorization);
+  if (!credentials) return AuthResult::denied;
+  auto& [user, password] = *credentials;
+  std::optional<AuthResult> r = cached_result(cache_key(user, password));
+  OPENSSL_cleanse(password.data(), password.size());
+  return r;
+}
+
 AuthResult BasicAuth::check(std::string_view authorization, const std::string& client) const {
   if (users_.empty()) return AuthResult::ok;
   auto credentials = parse_basic_authorization(authorization);
   if (!credentials) return AuthResult::denied;
   auto& [user, password] = *credentials;
   Key key = cache_key(user, password);
-  auto cached_result = [&]() -> std::optional<AuthResult> {
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    if (cache_.count(key)) return AuthResult::ok;
-    if (failures_.count(key)) return AuthResult::denied;
-    return std::nullopt;
-  };
-  if (auto r = cached_result()) {
+  if (auto r = cached_result(key)) {
     OPENSSL_cleanse(password.data(), password.size());
     return *r;
   }
@@ -168,7 +179,7 @@ AuthResult BasicAuth::check(std::string_view authorization, const std::string& c
     return AuthResult::busy;
   }
   // The same credentials may have been checked while this one waited (a scraper's retry).
-  std::optional<AuthResult> result = cached_result();
+  std::optional<AuthResult> result = cached_result(key);
   if (!result) {
     auto it = users_.find(user);
     bool known = it != users_.end();

@@ -34,8 +34,8 @@ enum class AuthResult {
   busy,    // not checked: too many password checks are waiting (this client's or in all): 429
 };
 
-/// Checks credentials against a fixed user table. Thread-safe: check() runs on many civetweb
-/// workers at once.
+/// Checks credentials against a fixed user table. Thread-safe: the HTTP server calls it from
+/// several threads at once.
 ///
 /// bcrypt is slow on purpose, so a client sending wrong passwords in a loop must not be able to
 /// keep the CPU busy or make valid clients wait behind it:
@@ -63,6 +63,10 @@ class BasicAuth {
   /// `authorization`: the request's Authorization header value ("" when absent); `client`:
   /// the peer's address, the unit of fairness for the bcrypt queue.
   AuthResult check(std::string_view authorization, const std::string& client = "") const;
+  /// What check() would answer without running bcrypt (no users, malformed or missing
+  /// credentials, a cached result); nullopt when it would have to. Costs a hash lookup, so it
+  /// may run where bcrypt must not (an I/O thread).
+  std::optional<AuthResult> check_without_bcrypt(std::string_view authorization) const;
   /// Cached successful checks (for tests).
   std::size_t cached() const;
   /// Cached failed checks (for tests).
@@ -71,6 +75,7 @@ class BasicAuth {
  private:
   using Key = std::array<std::uint8_t, 32>;
   Key cache_key(const std::string& user, const std::string& password) const;
+  std::optional<AuthResult> cached_result(const Key& key) const;
   /// Waits for this client's turn at bcrypt; false (at once) when the queue is full.
   bool enter_bcrypt(const std::string& client) const;
   void leave_bcrypt(const std::string& client) const;

@@ -1,5 +1,6 @@
 #pragma once
-// The one HTTP port (civetweb): /metrics, /, /-/healthy, /-/ready, /api/..., push endpoints.
+// The one HTTP port (Boost.Beast/Asio): /metrics, /, /-/healthy, /-/ready, /api/..., push
+// endpoints.
 
 #include <cstdint>
 #include <functional>
@@ -38,21 +39,27 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 struct HttpServerSettings {
   std::string listen_address = ":9797";  // HOST:PORT, [::1]:PORT or :PORT
-  /// Requests whose handler runs at once; 503 beyond. Reading a request and writing its
-  /// response do not count: slow clients are bounded by the deadlines and max_connections.
+  /// Requests whose handler is queued or runs at once; 503 beyond. A quarter of them (at least
+  /// 2) for one client address. Reading a request and writing its response do not count: slow
+  /// clients are bounded by the deadlines and max_connections.
   int max_requests = 40;
-  /// Connections served at once, each on its own civetweb worker thread (~19 KiB RSS each),
-  /// so that this many idle or slow clients do not delay a scrape. Further connections wait in
-  /// the listen backlog. Lowered to a quarter of the soft RLIMIT_NOFILE when that is less.
+  /// Connections open at once (a few KiB each, no thread). When full, the oldest connection of
+  /// the address holding the most that only waits for a request head is closed for a new one;
+  /// when none waits, the new one is closed at once. Lowered to a quarter of the soft
+  /// RLIMIT_NOFILE when that is less.
   int max_connections = 1200;
+  /// Connections one client address may hold; past it, its own oldest connection waiting for a
+  /// head makes room, or the new one is closed at once.
+  int max_connections_per_address = 64;
   /// Request bodies held in memory at once, over all requests; 503 beyond.
   std::size_t max_body_memory = 64u << 20;
   std::string web_config_file;  // exporter-toolkit TLS/basic auth (may be empty)
-  /// Time a connection may take to send its whole request line and headers (from its first
-  /// byte or the end of the previous request, not per read); a silent or trickling client is
-  /// dropped after it. Also bounds the TLS handshake.
+  /// Time a connection may take to send its whole request line and headers (the first request:
+  /// from the accept, TLS handshake included; later ones: from their first byte; not per read);
+  /// a silent or trickling client is dropped after it.
   int request_timeout_ms = 5000;
-  /// How long an idle keep-alive connection is kept between two requests.
+  /// How long an idle keep-alive connection is kept between two requests. A connection also
+  /// ends after 1,000 requests or 5 minutes (its last response says Connection: close).
   int keep_alive_timeout_ms = 10000;
   /// Longest request line + headers; larger requests get 400.
   std::size_t max_header_bytes = 16384;
@@ -63,17 +70,20 @@ struct HttpServerSettings {
 /// What the server has turned away and holds right now (any thread).
 struct HttpServerStats {
   int connections = 0;         // open connections (past the TLS handshake)
-  int max_connections = 0;     // worker threads, i.e. connections served at once
+  int max_connections = 0;     // connections held at once (max_connections, fd-capped)
   std::size_t body_bytes = 0;  // request body memory reserved right now
   std::size_t max_body_memory = 0;
-  /// Requests turned away since start, by reason: unauthorized, auth_busy, bad_framing,
-  /// body_not_allowed, body_too_large, body_incomplete, body_memory, too_many_requests,
-  /// transfer_timeout (every reason, zeros included).
+  /// Requests and connections turned away since start, by reason: unauthorized, auth_busy,
+  /// bad_framing, body_not_allowed, body_too_large, body_incomplete, body_memory,
+  /// too_many_requests, transfer_timeout, bad_request, header_too_large, address_requests
+  /// (requests), address_connections, connections_full (connections closed at once or to make
+  /// room); every reason, zeros included.
   std::vector<std::pair<std::string, std::uint64_t>> rejected;
 };
 
-/// civetweb behind a small route table. Handlers run on civetweb worker threads, possibly
-/// several at once: they must be thread-safe. Routes are added before start().
+/// Boost.Beast/Asio behind a small route table: two I/O threads for every connection, handlers
+/// on a small pool, possibly several at once: they must be thread-safe. Routes are added before
+/// start().
 class HttpServer {
  public:
   explicit HttpServer(HttpServerSettings settings);

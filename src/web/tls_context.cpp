@@ -1,12 +1,9 @@
-// exporter-toolkit semantics (Go crypto/tls) mapped onto OpenSSL. We configure civetweb's own
-// SSL_CTX from its init_ssl callback rather than through its ssl_* options because
-// - civetweb's ssl_certificate wants the key and the certificate in one PEM file, while the web
-//   config keeps them apart (cert_file, key_file);
-// - civetweb's ssl_verify_peer knows two of Go's five client_auth_types (yes = Require-and-verify,
-//   optional = Verify-if-given): Request/RequireAny (a certificate, not verified) need our own
+// exporter-toolkit semantics (Go crypto/tls) mapped onto OpenSSL, on the SSL_CTX the HTTP
+// server's Asio ssl::context wraps:
+// - the key and the certificate come from their own files (cert_file, key_file);
+// - Go's five client_auth_types: Request/RequireAny (a certificate, not verified) need our own
 //   verify callback;
-// - civetweb's ssl_protocol_version sets only a floor; max_version needs
-//   SSL_CTX_set_max_proto_version.
+// - min_version and max_version both hold (SSL_CTX_set_{min,max}_proto_version).
 #include "web/tls_context.h"
 
 #include <openssl/err.h>

@@ -5,7 +5,7 @@
 
 namespace loadwatch {
 
-/// Configures `ssl_ctx` (an SSL_CTX*, e.g. the one civetweb hands to its init_ssl callback):
+/// Configures `ssl_ctx` (an SSL_CTX*, the one the HTTP server's ssl::context wraps):
 /// certificate chain and key from their own files, client-certificate policy, protocol range,
 /// TLS 1.2 cipher suites, curves. Throws std::runtime_error with OpenSSL's reason.
 /// Not thread-safe for one ctx; call before the context serves connections.

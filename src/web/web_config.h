@@ -19,7 +19,7 @@ struct WebConfig {
   std::map<std::string, std::string> users;
   /// http_server_config.headers, added to every response.
   std::vector<std::pair<std::string, std::string>> headers;
-  /// http_server_config.http2 (accepted for compatibility; civetweb serves HTTP/1.1 only).
+  /// http_server_config.http2 (accepted for compatibility; the server speaks HTTP/1.1 only).
   bool http2 = true;
 };
 

@@ -1,19 +1,18 @@
 // libFuzzer harness: the query of GET /api/v1/history (src/web/routes/history_query.cpp),
-// decoded as the server decodes it (civetweb's mg_get_var), then run against a small history.
+// decoded as the server decodes it (web/query_string.h), then run against a small history.
 // Any query string either gives a query whose answer keeps the history's invariants, or a
 // message for a 400 that is JSON-safe whatever bytes it quotes: never a 500.
 // clang-format off
-// FUZZ_SOURCES: src/web/routes/history_query.cpp src/history/history.cpp src/metrics/exposition.cpp
-// FUZZ_LIBS: -lcivetweb
+// FUZZ_SOURCES: src/web/routes/history_query.cpp src/history/history.cpp src/metrics/exposition.cpp src/web/query_string.cpp
+// FUZZ_LIBS:
 // clang-format on
-#include <civetweb.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "history/history.h"
+#include "web/query_string.h"
 #include "web/routes/history_query.h"
 
 namespace {
@@ -46,10 +45,8 @@ const loadwatch::History& history() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string query(reinterpret_cast<const char*>(data), size);
   auto param = [&query](const std::string& name) {
-    std::string value(query.size() + 1, '\0');
-    int n = mg_get_var(query.data(), query.size(), name.c_str(), value.data(), value.size());
-    value.resize(n < 0 ? 0 : static_cast<std::size_t>(n));
-    return value;
+    auto values = loadwatch::query_values(query, name, 1);
+    return values.empty() ? std::string() : values.front();
   };
   loadwatch::HistoryQuery q;
   if (auto why = loadwatch::read_history_query(param, q)) {

@@ -218,7 +218,7 @@ TEST_CASE("http server: ambiguous body framing is 400") {
     c.send(std::string("POST /echo HTTP/1.1\r\nHost: x\r\n") + h + "\r\n5\r\nhello\r\n0\r\n\r\n");
     std::string r = c.response();
     INFO(h);
-    CHECK(status_of(r).substr(0, 10) == "HTTP/1.1 4");  // civetweb says 411 to "-5"
+    CHECK(status_of(r).substr(0, 10) == "HTTP/1.1 4");  // 400 from the parser
   }
   CHECK(srv.received() == 0);
   // The same length twice is not ambiguous.
@@ -312,7 +312,7 @@ TEST_CASE("http server: a trickled body or a slowly read response is cut at its 
   s.min_transfer_rate = 4 << 20;  // 16 MiB response: 1 s + 4 s
   Server srv(s);
   srv.http.start();
-  {  // One body byte every 200 ms: civetweb's own timeout (500 ms without data) never fires.
+  {  // One body byte every 200 ms: the 500 ms without data never passes.
     Raw c(srv.port());
     c.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n");
     auto t0 = Clock::now();

@@ -1,4 +1,4 @@
-// The InfluxDB write endpoints through the real HTTP server (civetweb) on loopback, with
+// The InfluxDB write endpoints through the real HTTP server (web/http_server.h) on loopback, with
 // libcurl as the client.
 #include <curl/curl.h>
 

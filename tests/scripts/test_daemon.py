@@ -108,7 +108,7 @@ class Serving(unittest.TestCase):
             self.assertEqual(status, 200)
             self.assertIn(b'"name":"self"', body)
             self.assertEqual(lw.get("/nope")[0], 404)
-            # civetweb's directory handling must be unreachable: no file serving at all.
+            # No file serving at all: a directory-like path is a plain 404.
             self.assertEqual(lw.get("/metrics/")[0], 404)
             self.assertEqual(lw.get("/..%2f..%2fetc/passwd")[0], 404)
 
@@ -146,7 +146,7 @@ class Serving(unittest.TestCase):
             self.assertIn("in use", p.stderr)
 
     def test_first_request_after_listen_is_served(self):
-        """The very first connection the listener accepts gets a route, not civetweb's own 404.
+        """The very first connection the listener accepts gets a route, not a library's own 404.
         On one CPU with many workers to start, the window in which civetweb accepted but had no
         handler yet was hit about one start in five; eight starts make a regression likely seen."""
         for attempt in range(8):
@@ -170,6 +170,28 @@ class Serving(unittest.TestCase):
             finally:
                 proc.terminate()
                 proc.wait(10)
+
+    def test_listens_on_ipv6_loopback(self):
+        try:
+            with socket.socket(socket.AF_INET6) as s:
+                s.bind(("::1", 0))
+                port = s.getsockname()[1]
+        except OSError as e:
+            raise unittest.SkipTest("no IPv6 loopback here: %s" % e)
+        proc = subprocess.Popen([BINARY, "--web.listen-address=[::1]:%d" % port],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            def answered():
+                try:
+                    with socket.create_connection(("::1", port), timeout=5) as conn:
+                        conn.sendall(b"GET /-/healthy HTTP/1.0\r\n\r\n")
+                        return conn.recv(64).startswith(b"HTTP/1.1 200 ")
+                except OSError:
+                    return False
+            lwtest.eventually(answered, timeout=15, what="/-/healthy on [::1]")
+        finally:
+            proc.terminate()
+            proc.wait(10)
 
     def test_sigterm_exits_cleanly_within_2s(self):
         lw = Loadwatch(["--target=self=comm:loadwatch"])

@@ -158,8 +158,8 @@ class RequestLimits(unittest.TestCase):
 class NoFiles(unittest.TestCase):
     def test_directories_and_files_are_never_served(self):
         # Run in a directory holding a real subdirectory and file: with a document root,
-        # civetweb would answer "GET /static" with a 301 to "/static/" from the code path of
-        # CVE-2025-55763 (heap overflow, civetweb 1.14-1.16), and serve "/secret.txt".
+        # A server with a document root would answer "GET /static" with a 301 to "/static/"
+        # (civetweb 1.14-1.16 from the code path of CVE-2025-55763) and serve "/secret.txt".
         cwd = tempfile.mkdtemp(prefix="lw-nofiles-")
         os.mkdir(os.path.join(cwd, "static"))
         with open(os.path.join(cwd, "secret.txt"), "w") as f:

@@ -6,8 +6,8 @@
 # root (dpkg --root, scripts run with DPKG_ROOT): the user, the conffiles and the unit's
 # enablement are checked there. The maintainer scripts' calls to systemctl and the debhelper
 # tools are checked with logging stand-ins, with and without a running systemd. Extracted into
-# a scratch root (dpkg -x), the installed binary runs (--version), and serves TLS through the
-# packaged civetweb/OpenSSL 3 compat libraries (not the build tree's, not libssl-dev's).
+# a scratch root (dpkg -x), the installed binary runs (--version) and serves TLS with the
+# system's OpenSSL 3 (libssl3), nothing of libssl-dev's.
 set -euo pipefail
 src=${LOADWATCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=${LOADWATCH_BUILD_DIR:-$src/build}
@@ -59,7 +59,6 @@ done
 dpkg-deb -c "$deb" | awk '{print $6}' >"$tmp/contents"
 for want in ./usr/bin/loadwatch ./usr/lib/systemd/system/loadwatch.service \
   ./usr/lib/sysusers.d/loadwatch.conf ./etc/loadwatch/loadwatch.yml ./etc/default/loadwatch \
-  ./usr/lib/loadwatch/libssl.so ./usr/lib/loadwatch/libcrypto.so \
   ./usr/share/doc/loadwatch/service.md ./usr/share/doc/loadwatch/examples/web-config.example.yml \
   ./usr/share/loadwatch/rules/loadwatch.rules.yml ./usr/share/loadwatch/rules/loadwatch.alerts.yml \
   ./usr/share/doc/loadwatch/copyright ./usr/share/doc/loadwatch/changelog.gz \
@@ -82,8 +81,8 @@ version=$("$bin" --version)
 echo "$version" | grep -qE '^loadwatch, version [0-9]+\.[0-9]+\.[0-9]+ \(revision: [^,]+, build date: [^)]+\)$' &&
   ok "installed binary: $version" || fail "--version: $version"
 readelf -S "$bin" | grep -q '\.symtab' && fail "binary not stripped" || ok "binary is stripped"
-readelf -d "$bin" | grep -qF 'Library runpath: [$ORIGIN/../lib/loadwatch]' && ok "RUNPATH \$ORIGIN/../lib/loadwatch" ||
-  fail "RUNPATH: $(readelf -d "$bin" | grep -i path)"
+readelf -d "$bin" | grep -qiE 'R(UN)?PATH' && fail "RUNPATH: $(readelf -d "$bin" | grep -i path)" ||
+  ok "no RUNPATH: every library from the system"
 
 # Every library the installed binary needs comes from a package named in Depends (or the
 # package itself).
@@ -100,19 +99,15 @@ done < <(readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | while read
   echo "$lib $(ldd "$bin" | awk -v l="$lib" '$1 == l {print $3}')"
 done)
 [ "$missing" = 0 ] && ok "Depends covers every NEEDED library"
-resolved=$(ldd "$bin" | awk '$1 == "libssl.so" {print $3}')
-[ "$(readlink -f "$resolved")" = "$root/usr/lib/loadwatch/libssl.so" ] &&
-  ok "civetweb's libssl.so resolves to the packaged compat library" || fail "libssl.so => $resolved"
 
-# TLS through the packaged binary: the compat libraries make civetweb's OpenSSL 3 TLS work.
+# TLS through the packaged binary, on the system's OpenSSL 3.
 (cd "$tmp" &&
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
     -addext subjectAltName=IP:127.0.0.1 -keyout tls.key -out tls.crt) >/dev/null 2>&1
 printf 'tls_server_config: {cert_file: tls.crt, key_file: tls.key}\n' >"$tmp/web.yml"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-# LD_DEBUG=files logs every file the dynamic loader opens: civetweb's dlopen("libssl.so") must
-# reuse the packaged compat library (matched by SONAME) and never open libssl-dev's libssl.so,
-# which a host without libssl-dev lacks.
+# LD_DEBUG=files logs every file the dynamic loader opens: never libssl-dev's unversioned
+# libssl.so, which a host without libssl-dev lacks.
 LD_DEBUG=files LD_DEBUG_OUTPUT="$tmp/ld" \
   "$bin" --web.listen-address=127.0.0.1:"$port" --web.config.file="$tmp/web.yml" \
   --config.file="$root/etc/loadwatch/loadwatch.yml" >"$tmp/lw.log" 2>&1 &
@@ -126,12 +121,12 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 [ "$code" = 200 ] && ok "the installed binary serves HTTPS" || { fail "HTTPS: $code"; cat "$tmp/lw.log"; }
-grep -q "$root/usr/lib/loadwatch/libssl.so" "/proc/$pid/maps" 2>/dev/null &&
-  ok "and has the packaged libssl.so mapped" || fail "packaged libssl.so not mapped"
-if cat "$tmp"/ld.* | grep -E 'file=lib(ssl|crypto)\.so \[0\]; +dynamically loaded'; then
-  fail "civetweb opened an unversioned libssl.so/libcrypto.so of its own"
+grep -q "libssl.so.3" "/proc/$pid/maps" 2>/dev/null &&
+  ok "and has the system's libssl.so.3 mapped" || fail "libssl.so.3 not mapped"
+if cat "$tmp"/ld.* | grep -E 'file=lib(ssl|crypto)\.so \[0\]'; then
+  fail "an unversioned libssl.so/libcrypto.so was opened"
 else
-  ok "civetweb's TLS runs on the packaged compat libraries only"
+  ok "TLS runs on the versioned OpenSSL 3 libraries only"
 fi
 kill "$pid"
 wait "$pid" && ok "clean exit on SIGTERM" || fail "exit code $?"

@@ -108,6 +108,21 @@ TEST_CASE("BasicAuth: users, wrong passwords, unknown users, the success cache")
   CHECK(auth.cached_failures() == 4);
 }
 
+TEST_CASE("check_without_bcrypt answers only what needs no bcrypt") {
+  BasicAuth none({});
+  CHECK(none.check_without_bcrypt("") == AuthResult::ok);
+  BasicAuth auth({{"alice", bcrypt("s3cret", 4)}});
+  CHECK(auth.check_without_bcrypt("") == AuthResult::denied);
+  CHECK(auth.check_without_bcrypt("Bearer abc") == AuthResult::denied);
+  CHECK_FALSE(auth.check_without_bcrypt(basic("alice:s3cret")).has_value());  // not checked yet
+  CHECK_FALSE(auth.check_without_bcrypt(basic("alice:wrong")).has_value());
+  CHECK(auth.check(basic("alice:s3cret")) == AuthResult::ok);
+  CHECK(auth.check(basic("alice:wrong")) == AuthResult::denied);
+  CHECK(auth.check_without_bcrypt(basic("alice:s3cret")) == AuthResult::ok);  // cached
+  CHECK(auth.check_without_bcrypt(basic("alice:wrong")) == AuthResult::denied);
+  CHECK_FALSE(auth.check_without_bcrypt(basic("alice:other")).has_value());
+}
+
 namespace {
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
