@@ -44,10 +44,21 @@ targets=()
 for f in "$src"/tests/unit/*/test_*.cpp "$src"/tests/integration/test_*.cpp; do
   targets+=("$(basename "$f" .cpp)")
 done
+# The fuzzers build beside the tree, at the same priority (test_fuzz.sh; the replay below and
+# test_fuzz then find them built).
+LOADWATCH_SOURCE_DIR=$src LOADWATCH_BUILD_DIR=$parent bash "$src/tests/scripts/test_fuzz.sh" \
+  --build-only >"$parent/fuzz.build.log" 2>&1 &
+fuzz_build=$!
 if ! nice -n 19 cmake --build "$build" -j"$jobs" --target loadwatch "${targets[@]}" \
     >"$build.build.log" 2>&1; then
   echo "test_sanitizers: build failed:" >&2
   grep -E "error|Error" "$build.build.log" | head -30 >&2
+  wait $fuzz_build || true
+  exit 1
+fi
+if ! wait $fuzz_build; then
+  echo "test_sanitizers: the fuzzers' build failed:" >&2
+  tail -40 "$parent/fuzz.build.log" >&2
   exit 1
 fi
 built=$(date +%s)
