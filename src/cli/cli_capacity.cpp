@@ -44,7 +44,7 @@ int run_capacity(int argc, char** argv) {
     std::string text = read_input(file);
     CapacityReport report = report_from_csv(text, "csv:" + file, csv, analysis);
     // A CSV has no time series: the page draws the scaling chart and the tables.
-    std::cout << (html ? report::render_report_html(render_report_json(report), "{}")
+    std::cout << (html ? report::render_report_html(report, render_report_json(report), "{}")
                        : render_report(report, *format));
     if (*format != Format::json) std::cout << std::flush;
     return 0;

@@ -116,6 +116,7 @@ int run_report_cli(int argc, char** argv) {
   }
 
   std::string report_json, timeline;
+  std::optional<analysis::CapacityReport> fresh;  // built here: never read back from its JSON
   std::string label;
   try {
     if (!file.empty()) {
@@ -155,8 +156,8 @@ int run_report_cli(int argc, char** argv) {
       }
       PrometheusSeriesSource source({prometheus, instance});
       analysis::RunSeries series;
-      auto rep = report_for_run(run, source, now, options, &series);
-      report_json = analysis::render_report_json(rep);
+      fresh = report_for_run(run, source, now, options, &series);
+      report_json = analysis::render_report_json(*fresh);
       timeline = timeline_json(series).dump();
     }
     if (html) timeline = checked_timeline(timeline);
@@ -166,10 +167,14 @@ int run_report_cli(int argc, char** argv) {
   }
 
   analysis::CapacityReport report;
-  try {
-    report = analysis::report_from_json(report_json);
-  } catch (const std::exception& e) {
-    return usage_error(std::string("the report: ") + e.what());
+  if (fresh) {
+    report = std::move(*fresh);
+  } else {
+    try {
+      report = analysis::report_from_json(report_json);
+    } catch (const std::exception& e) {
+      return usage_error(std::string("the report: ") + e.what());
+    }
   }
   std::optional<analysis::Comparison> comparison;
   if (!baseline.empty()) {
@@ -189,7 +194,7 @@ int run_report_cli(int argc, char** argv) {
       cmp = HtmlComparison{analysis::comparison_document(*comparison, baseline, label),
                            comparison->regressed(), baseline};
     }
-    out = render_report_html(report_json, timeline, cmp);
+    out = render_report_html(report, report_json, timeline, cmp);
   } else {
     out =
         *format == analysis::Format::json ? report_json : analysis::render_report(report, *format);

@@ -1,7 +1,6 @@
 #include "report/render_html.h"
 
 #include "analysis/render.h"
-#include "analysis/report_loader.h"
 #include "report/document_html.h"
 #include "util/html_escape.h"
 #include "util/static_files.h"
@@ -63,7 +62,8 @@ std::string page_title(const analysis::CapacityReport& r) {
 
 }  // namespace
 
-std::string render_report_html(const std::string& report_json, const std::string& timeline_json,
+std::string render_report_html(const analysis::CapacityReport& report,
+                               const std::string& report_json, const std::string& timeline_json,
                                const std::optional<HtmlComparison>& comparison) {
   std::string h;
   h.reserve(80000 + report_json.size() + timeline_json.size());
@@ -83,8 +83,6 @@ std::string render_report_html(const std::string& report_json, const std::string
        "\n</style></head><body>\n";
   // Every sentence and table is the capacity document's, as the text and markdown reports
   // write them; the script below only draws the charts.
-  analysis::CapacityReport report =
-      analysis::report_from_json(report_json.empty() ? std::string_view("{}") : report_json);
   analysis::Document doc = analysis::capacity_document(report);
   h += "<h1 id=\"title\">" + html_escape(page_title(report)) + "</h1>\n";
   h += lines_html(doc.lines);

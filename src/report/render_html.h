@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "analysis/capacity_report.h"
 #include "analysis/document.h"
 
 namespace loadwatch::report {
@@ -15,8 +16,10 @@ struct HtmlComparison {
   std::string base_label;
 };
 
-/// `report_json`: render_report_json; `timeline_json`: timeline_json (may be "{}").
-std::string render_report_html(const std::string& report_json, const std::string& timeline_json,
+/// `report`: what the page writes out; `report_json`: the same report as render_report_json
+/// gives it, for the charts; `timeline_json`: timeline_json (may be "{}").
+std::string render_report_html(const analysis::CapacityReport& report,
+                               const std::string& report_json, const std::string& timeline_json,
                                const std::optional<HtmlComparison>& comparison = std::nullopt);
 
 }  // namespace loadwatch::report

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "analysis/render.h"
+#include "analysis/report_loader.h"
 #include "report/history_series_source.h"
 #include "report/run_report.h"
 #include "report/timeline.h"
@@ -87,7 +88,8 @@ std::optional<BuiltReport> ReportService::build(const Run& run) const {
   RunSeriesOptions options{generator_target_};
   analysis::RunSeries series;
   auto report = report_for_run(run, source, unix_now(), options, &series);
-  return BuiltReport{analysis::render_report_json(report), timeline_json(series).dump()};
+  std::string json = analysis::render_report_json(report);
+  return BuiltReport{std::move(json), timeline_json(series).dump(), std::move(report)};
 }
 
 std::optional<BuiltReport> ReportService::load_saved(const std::string& id) const {
@@ -95,7 +97,12 @@ std::optional<BuiltReport> ReportService::load_saved(const std::string& id) cons
   auto report = read_saved(reports_dir() + "/" + id + ".json");
   if (!report) return std::nullopt;
   auto timeline = read_saved(reports_dir() + "/" + id + ".timeline.json");
-  return BuiltReport{*report, timeline.value_or("{\"series\":[]}")};
+  return BuiltReport{*report, timeline.value_or("{\"series\":[]}"), std::nullopt};
+}
+
+const analysis::CapacityReport& BuiltReport::parsed() {
+  if (!report) report = analysis::report_from_json(report_json);
+  return *report;
 }
 
 std::optional<BuiltReport> ReportService::report(const Run& run, std::string* why) const {

@@ -20,6 +20,11 @@ namespace loadwatch::report {
 struct BuiltReport {
   std::string report_json;    // render_report_json
   std::string timeline_json;  // timeline_json
+  /// The report itself when it was built here; a saved one is read from its JSON on first use.
+  std::optional<analysis::CapacityReport> report;
+
+  /// The report: the one built here, else the saved JSON read (once).
+  const analysis::CapacityReport& parsed();
 };
 
 class ReportService {

@@ -4,15 +4,25 @@
 # crash, a sanitizer report or a harness assertion (__builtin_trap).
 #
 # Harness convention: a comment line `// FUZZ_SOURCES: a.cpp b.cpp` lists the repo-relative
-# sources to compile with it, an optional `// FUZZ_LIBS: -lfoo` the libraries to link; the
-# seed corpus is tests/fuzz/corpus/<harness name>/ (read, never written: new inputs go to a
-# scratch corpus in the build dir).
+# sources to compile with it, an optional `// FUZZ_LIBS: -lfoo` the libraries to link (an -I,
+# -isystem or -D there is a compile flag for the harness and its sources); the seed corpus is
+# tests/fuzz/corpus/<harness name>/ (read, never written: new inputs go to a scratch corpus in
+# the build dir).
+#
+# Each source is compiled once into an object the harnesses share (47 distinct sources stand
+# behind 93 listings), SANITIZE_JOBS at a time, through ccache when installed. -g1 (line tables)
+# is enough for a report's file:line and compiles faster than -g.
+#
+# --build-only: build the harnesses, nothing else. In the suite, sanitizer_build does this first
+# thing, at the lowest CPU priority beside the other tests (test_sanitizers.sh); test_fuzz then
+# only fuzzes, inside the CPU lock it shares with the capacity runs (tests/CMakeLists.txt).
 #
 # Env: LOADWATCH_SOURCE_DIR, LOADWATCH_BUILD_DIR (set by ctest), FUZZ_SECONDS (default 10),
 # FUZZ_ONLY (a harness name, to run one), CXX_FUZZ (default clang++), FUZZ_REPLAY=1 (run each
-# seed input once instead of fuzzing: the sanitizer pass, test_sanitizers.sh).
-# Builds and fuzzing run at nice 10: fuzzing is bounded in time, not in work, so in the suite it
-# yields the CPU to the tests beside it that measure throughput and latency.
+# seed input once instead of fuzzing: the sanitizer pass, test_sanitizers.sh), SANITIZE_JOBS
+# (parallel compiles, default 2).
+# Fuzzing runs at nice 10: it is bounded in time, not in work, so in the suite it yields the
+# CPU to the tests beside it that measure throughput and latency.
 set -euo pipefail
 
 src=${LOADWATCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -35,42 +45,111 @@ if [ ! -e "${harnesses[0]}" ]; then
   exit 1
 fi
 
-failed=0
-ran=0
+jobs=${SANITIZE_JOBS:-2}
+compile=("$cxx")
+if command -v ccache >/dev/null 2>&1; then compile=(ccache "$cxx"); fi
+flags=(-std=c++20 -O1 -g1 "-fsanitize=fuzzer-no-link,address,undefined"
+  -fno-sanitize-recover=undefined -I"$src/src" -I"$src")
+
+# Which objects each harness links, and which of them are out of date: an object is rebuilt
+# when its source is newer, or any header of src/, collectors/ or tests/lib/ (harnesses include
+# those) is newer.
+declare -A objects_of link_flags_of
+todo=()
+declare -A queued
 for harness in "${harnesses[@]}"; do
   name=$(basename "$harness" .cpp)
   if [ -n "${FUZZ_ONLY:-}" ] && [ "$name" != "$FUZZ_ONLY" ]; then continue; fi
   sources=$(sed -n 's|^// FUZZ_SOURCES:||p' "$harness" | head -1)
   libs=$(sed -n 's|^// FUZZ_LIBS:||p' "$harness" | head -1)
-  files=("$harness")
-  for s in $sources; do files+=("$src/$s"); done
-  bin="$build/$name"
-
-  # Rebuild only when the harness, a listed source or any header is newer than the binary.
-  stale=1
-  if [ -x "$bin" ]; then
-    stale=0
-    for f in "${files[@]}"; do [ "$f" -nt "$bin" ] && stale=1; done
-    # Harnesses include headers of src/, collectors/ and the shared test helpers in tests/lib/.
-    newer_header=$(find "$src/src" "$src/collectors" "$src/tests/lib" -name '*.h' -newer "$bin" | head -1)
-    if [ $stale = 0 ] && [ -n "$newer_header" ]; then
-      stale=1
+  extra=() link=()
+  for w in $libs; do
+    case "$w" in -I* | -isystem* | -D*) extra+=("$w") ;; *) link+=("$w") ;; esac
+  done
+  # Objects built with other flags go to a directory of their own.
+  objdir="$build/obj/$(printf '%s ' "${extra[@]}" | md5sum | cut -c1-8)"
+  files=("${harness#"$src"/}")
+  for s in $sources; do files+=("$s"); done
+  objs=()
+  for f in "${files[@]}"; do
+    obj="$objdir/${f//\//_}.o"
+    objs+=("$obj")
+    if [ -z "${queued[$obj]:-}" ]; then
+      queued[$obj]=1
+      if [ ! -e "$obj" ] || [ "$src/$f" -nt "$obj" ] ||
+         [ -n "$(find "$src/src" "$src/collectors" "$src/tests/lib" -name '*.h' -newer "$obj" \
+                 | head -1)" ]; then
+        todo+=("$src/$f" "$obj" "${extra[*]:-}")
+      fi
     fi
+  done
+  objects_of[$name]="${objs[*]}"
+  link_flags_of[$name]="${link[*]:-}"
+done
+
+compile_one() {  # SOURCE OBJECT EXTRA-FLAGS: one object, its errors in OBJECT.log
+  mkdir -p "$(dirname "$2")"
+  # shellcheck disable=SC2086 # $3 is a list of flags
+  if nice -n 19 "${compile[@]}" "${flags[@]}" $3 -c "$1" -o "$2.tmp" >"$2.log" 2>&1; then
+    mv "$2.tmp" "$2"
+  else
+    echo "test_fuzz: FAILED to compile $1:" >&2
+    tail -30 "$2.log" >&2
+    return 1
   fi
+}
+failed=0
+if [ ${#todo[@]} -gt 0 ]; then
+  echo "test_fuzz: compiling $((${#todo[@]} / 3)) objects, $jobs at a time"
+  started=$(date +%s)
+  running=0
+  for ((i = 0; i < ${#todo[@]}; i += 3)); do
+    if [ $running -ge "$jobs" ]; then
+      wait -n || failed=1
+      running=$((running - 1))
+    fi
+    compile_one "${todo[i]}" "${todo[i + 1]}" "${todo[i + 2]}" &
+    running=$((running + 1))
+  done
+  while [ $running -gt 0 ]; do
+    wait -n || failed=1
+    running=$((running - 1))
+  done
+  echo "test_fuzz: compiled in $(($(date +%s) - started)) s"
+fi
+
+for harness in "${harnesses[@]}"; do
+  name=$(basename "$harness" .cpp)
+  [ -n "${objects_of[$name]:-}" ] || continue
+  bin="$build/$name"
+  read -r -a objs <<<"${objects_of[$name]}"
+  stale=0
+  [ -x "$bin" ] || stale=1
+  for o in "${objs[@]}"; do
+    if [ ! -e "$o" ]; then stale=2; break; fi
+    [ "$o" -nt "$bin" ] && stale=1
+  done
+  if [ $stale = 2 ]; then failed=1; continue; fi  # its compile failed, reported above
   if [ $stale = 1 ]; then
-    echo "test_fuzz: building $name"
-    # shellcheck disable=SC2086 # $libs is a list of flags
-    if ! nice -n 10 "$cxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined \
-        -fno-sanitize-recover=undefined -I"$src/src" -I"$src" "${files[@]}" $libs -o "$bin.tmp" \
-        >"$build/$name.build.log" 2>&1; then
-      echo "test_fuzz: FAILED to build $name:" >&2
+    # shellcheck disable=SC2086 # a list of flags
+    if ! nice -n 19 "$cxx" -fsanitize=fuzzer,address,undefined "${objs[@]}" \
+        ${link_flags_of[$name]} -o "$bin.tmp" >"$build/$name.build.log" 2>&1; then
+      echo "test_fuzz: FAILED to link $name:" >&2
       tail -30 "$build/$name.build.log" >&2
       failed=1
       continue
     fi
     mv "$bin.tmp" "$bin"
   fi
+done
+if [ "${1:-}" = --build-only ]; then exit $failed; fi
 
+ran=0
+for harness in "${harnesses[@]}"; do
+  name=$(basename "$harness" .cpp)
+  if [ -n "${FUZZ_ONLY:-}" ] && [ "$name" != "$FUZZ_ONLY" ]; then continue; fi
+  bin="$build/$name"
+  [ -x "$bin" ] || continue  # its build failed, reported above
   seeds="$src/tests/fuzz/corpus/$name"
   if [ "${FUZZ_REPLAY:-}" = 1 ]; then
     # Each committed seed once (libFuzzer runs the files it is given and exits).

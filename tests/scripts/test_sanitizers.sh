@@ -29,8 +29,11 @@ compiler=()
 if [ -n "${CXX_SANITIZE:-}" ]; then compiler=(-DCMAKE_CXX_COMPILER="$CXX_SANITIZE"); fi
 
 # -O1: sanitized code at -O0 makes the timing-sensitive tests several times slower. -g1 (line
-# tables) is enough for a report's file:line, and compiles faster than -g.
+# tables) is enough for a report's file:line, and compiles faster than -g. A unity build (eight
+# files of the library in one compile) parses the heavy headers once a batch: about 0.7 of the
+# CPU in this configuration (docs/development.md, "How long the suite takes").
 if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
+    -DCMAKE_UNITY_BUILD=ON \
     -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
     "${launcher[@]}" "${compiler[@]}" >"$build.configure.log" 2>&1; then
@@ -44,10 +47,21 @@ targets=()
 for f in "$src"/tests/unit/*/test_*.cpp "$src"/tests/integration/test_*.cpp; do
   targets+=("$(basename "$f" .cpp)")
 done
+# The fuzzers build beside the tree, at the same priority (test_fuzz.sh; the replay below and
+# test_fuzz then find them built).
+LOADWATCH_SOURCE_DIR=$src LOADWATCH_BUILD_DIR=$parent bash "$src/tests/scripts/test_fuzz.sh" \
+  --build-only >"$parent/fuzz.build.log" 2>&1 &
+fuzz_build=$!
 if ! nice -n 19 cmake --build "$build" -j"$jobs" --target loadwatch "${targets[@]}" \
     >"$build.build.log" 2>&1; then
   echo "test_sanitizers: build failed:" >&2
   grep -E "error|Error" "$build.build.log" | head -30 >&2
+  wait $fuzz_build || true
+  exit 1
+fi
+if ! wait $fuzz_build; then
+  echo "test_sanitizers: the fuzzers' build failed:" >&2
+  tail -40 "$parent/fuzz.build.log" >&2
   exit 1
 fi
 built=$(date +%s)

@@ -6,7 +6,6 @@
 
 #include "analysis/compare.h"
 #include "analysis/render.h"
-#include "analysis/report_loader.h"
 #include "report/render_html.h"
 #include "util/heap_trim.h"
 
@@ -100,8 +99,7 @@ RunSubresource report_subresource(const ReportService& service, const RunBook& b
         auto base = service.report(*base_run, &why);
         if (!base) return error(404, "not_found", "baseline: " + why);
         try {
-          auto c = analysis::compare_reports(analysis::report_from_json(base->report_json),
-                                             analysis::report_from_json(built->report_json), rules);
+          auto c = analysis::compare_reports(base->parsed(), built->parsed(), rules);
           cmp = HtmlComparison{analysis::comparison_document(c, base_id, run.id), c.regressed(),
                                base_id};
         } catch (const std::exception& e) {
@@ -109,7 +107,7 @@ RunSubresource report_subresource(const ReportService& service, const RunBook& b
         }
       }
       auto html = std::make_shared<const std::string>(
-          render_report_html(built->report_json, built->timeline_json, cmp));
+          render_report_html(built->parsed(), built->report_json, built->timeline_json, cmp));
       note_heap_freed(built->report_json.size() + built->timeline_json.size());
       if (!cache_key.empty()) cache->put(cache_key, html);
       return html_response(*html);
@@ -122,8 +120,7 @@ RunSubresource report_subresource(const ReportService& service, const RunBook& b
     auto f = analysis::parse_format(format);
     if (!f) return error(400, "bad_data", "format: expected json, table, markdown or timeline");
     try {
-      return text(200, "text/plain; charset=utf-8",
-                  analysis::render_report(analysis::report_from_json(built->report_json), *f));
+      return text(200, "text/plain; charset=utf-8", analysis::render_report(built->parsed(), *f));
     } catch (const std::exception& e) {
       return error(500, "internal", e.what());
     }
