@@ -101,19 +101,6 @@ def stored_run(k, phases):
     return rid, json.dumps(doc)
 
 
-def concurrently(n, work):
-    """Runs work(i) in n threads at once; returns their results."""
-    out = [None] * n
-    def one(i):
-        out[i] = work(i)
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(300)
-    return out
-
-
 def textfile_body(target_bytes):
     # Short series, as many as fit: the worst case for parsed size per byte of file.
     lines = []
@@ -288,7 +275,7 @@ def main():
                     if not token:
                         break
                 return (200, pages, size, worst)
-            got = concurrently(40, reader)
+            got = lwtest.concurrently(40, reader)
             return {"readers": 40, "statuses": sorted({g[0] for g in got}),
                     "pages_each": max(g[1] for g in got),
                     "largest_answer_bytes": max(g[2] for g in got),
@@ -313,7 +300,7 @@ def main():
                 t = time.time()
                 status, body = get(path, timeout=300)
                 return (status, len(body), time.time() - t)
-            got = concurrently(20, reader)
+            got = lwtest.concurrently(20, reader)
             return {"readers": 20, "statuses": sorted({g[0] for g in got}),
                     "answer_bytes": max(g[1] for g in got),
                     "slowest_answer_s": round(max(g[2] for g in got), 2)}
