@@ -36,6 +36,9 @@ void AnswerBuilder::work() {
     task();
     task = nullptr;  // its captures are freed here, on this thread
     lock.lock();
+    // A burst is over: its scratch is free, in blocks too many to count. The sampler gives it
+    // back to the kernel after its next sample (one malloc_trim per sample at most).
+    if (queue_.empty()) trim_heap_soon();
   }
 }
 
@@ -64,7 +67,6 @@ HttpResponse AnswerBuilder::build(const HttpHandler& handler, const HttpRequest&
     finished.wait(lock, [&] { return done; });
   }
   if (failed) std::rethrow_exception(failed);
-  note_heap_freed(answer->body.size());  // the answer's scratch goes with the body it made
   return std::move(*answer);
 }
 

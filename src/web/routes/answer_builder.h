@@ -35,8 +35,8 @@ class AnswerBuilder {
 
   /// Runs handler(req) on a builder thread, waits for it and returns its answer (or throws its
   /// exception). Called from a builder thread, it runs inline: a nested call never deadlocks.
-  /// The answer's body is noted as freed heap (util/heap_trim), so a burst of big answers is
-  /// given back to the kernel at the next sample. Thread-safe.
+  /// When the builders run out of work, the heap is trimmed at the next sample
+  /// (util/heap_trim), so a burst of big answers is given back to the kernel. Thread-safe.
   HttpResponse build(const HttpHandler& handler, const HttpRequest& req);
 
   /// `handler`, built here on every request: what a route that builds a big answer registers.
