@@ -111,6 +111,7 @@ class GraphiteCollector : public Collector {
       : listener_(std::move(listener)), model_(std::move(model)) {}
   void collect(SampleContext& ctx, MetricSink& out) override {
     if (!listener_) return;
+    model_->forget_quiet(ctx.now);
     model_->collect(out, ctx.now);
     out.gauge("loadwatch_push_connections", "Open connections of a push listener.",
               {{"protocol", "graphite"}}, listener_->connections());

@@ -19,7 +19,10 @@ namespace {
 class InfluxCollector : public Collector {
  public:
   explicit InfluxCollector(std::shared_ptr<JMeterModel> model) : model_(std::move(model)) {}
-  void collect(SampleContext& ctx, MetricSink& out) override { model_->collect(out, ctx.now); }
+  void collect(SampleContext& ctx, MetricSink& out) override {
+    model_->forget_quiet(ctx.now);
+    model_->collect(out, ctx.now);
+  }
 
  private:
   std::shared_ptr<JMeterModel> model_;

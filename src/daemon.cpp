@@ -20,6 +20,7 @@
 #include "util/logging.h"
 #include "version.h"
 #include "web/http_server.h"
+#include "web/routes/answer_builder.h"
 #include "web/routes/live_routes.h"
 #include "web/routes/report_routes.h"
 #include "web/routes/run_routes.h"
@@ -106,6 +107,7 @@ int serve(const Options& options, Config config) {
   http_settings.max_requests = options.max_requests;
   http_settings.max_connections = options.max_connections;
   http_settings.web_config_file = options.web_config_file;
+  AnswerBuilder answers;  // outlives the server, whose big-answer routes it runs
   HttpServer http(http_settings);
   std::unique_ptr<Sampler> sampler_ptr;
   try {
@@ -124,8 +126,9 @@ int serve(const Options& options, Config config) {
   }
   add_web_routes(http, sampler);
   report::ReportService reports(runs, history.get(), options.storage_path);
-  add_run_routes(http, runs, options.enable_run_api, report::report_subresource(reports, runs));
-  add_live_routes(http, sampler, history.get());
+  add_run_routes(http, runs, options.enable_run_api, answers,
+                 report::report_subresource(reports, runs));
+  add_live_routes(http, sampler, history.get(), answers);
   sampler.sample_once();  // /metrics has data from the first request on
   try {
     http.start();

@@ -125,6 +125,21 @@ JMeterModel::JMeterModel(std::string protocol) : JMeterModel(std::move(protocol)
 JMeterModel::JMeterModel(std::string protocol, Limits limits)
     : protocol_(std::move(protocol)), limits_(limits) {}
 
+std::size_t JMeterModel::forget_quiet(double now) {
+  std::lock_guard lock(mutex_);
+  std::size_t forgotten = 0;
+  for (auto it = sources_.begin(); it != sources_.end();) {
+    if (it->second.last_push > now - limits_.evict_after_s) {
+      ++it;
+      continue;
+    }
+    series_ -= it->second.series;
+    it = sources_.erase(it);
+    ++forgotten;
+  }
+  return forgotten;
+}
+
 JMeterModel::Source* JMeterModel::source_locked(std::string_view name, double now,
                                                 const char*& why) {
   if (auto it = sources_.find(name); it != sources_.end()) return &it->second;

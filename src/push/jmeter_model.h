@@ -55,7 +55,8 @@ class JMeterModel {
   /// under the reason named here (docs/limits.md).
   struct Limits {
     /// Sources kept; a new one replaces the least recently pushed source if that has been
-    /// quiet for evict_after_s, else its lines are refused (max_sources).
+    /// quiet for evict_after_s, else its lines are refused (max_sources). A source quiet for
+    /// evict_after_s is forgotten at the next sample anyway (forget_quiet).
     std::size_t max_sources = 64;
     std::size_t max_transactions = 1000;  // per source (max_transactions)
     double evict_after_s = 600;
@@ -107,6 +108,11 @@ class JMeterModel {
 
   /// Counts a line rejected before it reached the model (e.g. "too_long", "parse").
   void count_rejected(const char* reason, std::uint64_t n = 1);
+
+  /// Forgets every source that has been quiet for evict_after_s (its series leave /metrics and
+  /// its memory is freed): a finished test's figures do not stay held until a new source needs
+  /// the room. Returns how many were forgotten. The collectors call it before collect().
+  std::size_t forget_quiet(double now);
 
   /// Adds loadwatch_generator_* families for every source, and loadwatch_push_* families.
   /// `now` (unix seconds, the sample's time) dates the figures' age.

@@ -13,6 +13,7 @@
 #include "report/timeline.h"
 #include "util/atomic_file.h"
 #include "util/bounded_file.h"
+#include "util/heap_trim.h"
 #include "util/unix_time.h"
 
 namespace loadwatch::report {
@@ -136,6 +137,7 @@ std::size_t ReportService::save_finished() {
     ++written;
     spdlog::info("run {}: report saved to {}", run.id, file.string());
   }
+  if (written > 0) trim_heap_soon();  // the builds' scratch: back to the kernel after a sample
   return written;
 }
 

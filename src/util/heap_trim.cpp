@@ -14,6 +14,8 @@ void tune_heap() { mallopt(M_MMAP_THRESHOLD, 256 * 1024); }
 
 void note_heap_freed(std::size_t bytes) { freed.fetch_add(bytes, std::memory_order_relaxed); }
 
+void trim_heap_soon() { freed.store(kHeapTrimAfterBytes, std::memory_order_relaxed); }
+
 void trim_heap_if_due() {
   if (freed.load(std::memory_order_relaxed) < kHeapTrimAfterBytes) return;
   freed.store(0, std::memory_order_relaxed);

@@ -18,6 +18,10 @@ void tune_heap();
 /// textfile, a push body. Thread-safe and cheap: it only adds.
 void note_heap_freed(std::size_t bytes);
 
+/// Asks for a trim at the next trim_heap_if_due, whatever was noted: a burst of work whose
+/// scratch is not easily counted (many small blocks) is over.
+void trim_heap_soon();
+
 /// Once kHeapTrimAfterBytes were noted, returns the free pages of every arena to the kernel
 /// (malloc_trim: a few ms on a large heap, so once per burst, never per input). glibc keeps
 /// them otherwise, and RSS would stay at the high-water mark of one burst. The sampler

@@ -84,6 +84,24 @@ def eventually(condition, timeout=10, interval=0.05, what="condition"):
         time.sleep(interval)
 
 
+def concurrently(n, work, timeout=300):
+    """Runs work(i) for i in range(n), in n threads at once; returns their results in order.
+    An OSError a call raises is its result. Each thread is waited for at most `timeout` s."""
+    out = [None] * n
+
+    def one(i):
+        try:
+            out[i] = work(i)
+        except OSError as e:
+            out[i] = e
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+    return out
+
+
 def sighup(lw, logged, timeout=10):
     """Sends SIGHUP to lw.proc and waits until lw.output() holds `logged` once more than
     before: the reload has been handled, whatever its outcome."""

@@ -171,15 +171,16 @@ HttpResponse history_response(const History& history, const HttpRequest& req) {
   return r;
 }
 
-void add_live_routes(HttpServer& server, const Sampler& sampler, const History* history) {
-  server.route("/api/v1/history", [history](const HttpRequest& req) {
+void add_live_routes(HttpServer& server, const Sampler& sampler, const History* history,
+                     AnswerBuilder& builder) {
+  server.route("/api/v1/history", builder.wrap([history](const HttpRequest& req) {
     if (!history) return error(404, "the history is off (--history.points=0)");
     return history_response(*history, req);
-  });
-  server.route("/api/v1/history/series", [history, &sampler](const HttpRequest&) {
+  }));
+  server.route("/api/v1/history/series", builder.wrap([history, &sampler](const HttpRequest&) {
     if (!history) return error(404, "the history is off (--history.points=0)");
     return series_list(*history, sampler);
-  });
+  }));
   const std::pair<const char*, const char*> files[] = {
       {"live.js", "text/javascript; charset=utf-8"},
       {"live.css", "text/css; charset=utf-8"},

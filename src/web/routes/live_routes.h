@@ -6,6 +6,7 @@
 
 #include "sampler/sampler.h"
 #include "web/http_server.h"
+#include "web/routes/answer_builder.h"
 #include "web/routes/history_query.h"
 
 namespace loadwatch {
@@ -20,9 +21,11 @@ constexpr std::size_t kHistoryMaxValuesPerResponse = 1'000'000;
 /// inline script or style.
 extern const char* const kLivePageCsp;
 
-/// Adds the routes. `history` may be null (history off): the history routes then answer 404.
-/// `sampler` and `history` must outlive the server.
-void add_live_routes(HttpServer& server, const Sampler& sampler, const History* history);
+/// Adds the routes; the history's answers (up to a million values) are built on `builder`.
+/// `history` may be null (history off): the history routes then answer 404. `sampler`,
+/// `history` and `builder` must outlive the server.
+void add_live_routes(HttpServer& server, const Sampler& sampler, const History* history,
+                     AnswerBuilder& builder);
 
 /// The body of GET /api/v1/history for `req` (status 200, or 400 with a message): exposed so
 /// benchmarks and tests call it without a server.

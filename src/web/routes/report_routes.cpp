@@ -47,13 +47,14 @@ struct HtmlCache {
   }
 };
 
-HttpResponse html_response(const std::string& html) {
-  HttpResponse r = text(200, "text/html; charset=utf-8", html);
+/// The page is sent from the shared copy: readers of one report hold no copy of their own.
+HttpResponse html_response(std::shared_ptr<const std::string> html) {
+  HttpResponse r = text(200, "text/html; charset=utf-8", "");
+  r.shared_body = std::move(html);
   // The file inlines everything it needs; it may fetch nothing, here or from disk.
   r.headers.push_back({"Content-Security-Policy",
                        "default-src 'none'; script-src 'unsafe-inline'; "
                        "style-src 'unsafe-inline'; img-src data:"});
-  note_heap_freed(html.size());  // each reader's copy: returned to the kernel after a burst
   return r;
 }
 
@@ -70,9 +71,9 @@ RunSubresource report_subresource(const ReportService& service, const RunBook& b
     if (suffix == "report.html" && !run.open()) {
       cache_key =
           run.id + "\n" + req.query_param("baseline") + "\n" + std::to_string(run.end.value_or(0));
-      if (auto hit = cache->find(cache_key)) return html_response(*hit);
+      if (auto hit = cache->find(cache_key)) return html_response(hit);
       building = std::unique_lock(cache->building);
-      if (auto hit = cache->find(cache_key)) return html_response(*hit);  // built meanwhile
+      if (auto hit = cache->find(cache_key)) return html_response(hit);  // built meanwhile
     }
     std::string why;
     std::optional<BuiltReport> built;
@@ -110,7 +111,7 @@ RunSubresource report_subresource(const ReportService& service, const RunBook& b
           render_report_html(built->parsed(), built->report_json, built->timeline_json, cmp));
       note_heap_freed(built->report_json.size() + built->timeline_json.size());
       if (!cache_key.empty()) cache->put(cache_key, html);
-      return html_response(*html);
+      return html_response(html);
     }
     std::string format = req.query_param("format");
     if (format.empty() || format == "json") {

@@ -5,7 +5,6 @@
 #include <optional>
 #include <string_view>
 
-#include "util/heap_trim.h"
 #include "util/unix_time.h"
 
 namespace loadwatch {
@@ -137,8 +136,6 @@ HttpResponse list_page(const RunBook& book, const HttpRequest& req) {
   r.body += ']';
   if (!page.next.empty()) r.body += R"(,"next_page_token":)" + dump(page.next);
   r.body += R"(,"time":)" + dump(answer_time()) + "}\n";
-  // A burst of readers frees this much: the sampler then returns it to the kernel.
-  note_heap_freed(2 * r.body.size());
   return r;
 }
 
@@ -198,20 +195,17 @@ HttpResponse one_run(RunBook& book, bool enabled, const RunSubresource& sub,
 
 }  // namespace
 
-void add_run_routes(HttpServer& server, RunBook& book, bool writes_enabled,
+void add_run_routes(HttpServer& server, RunBook& book, bool writes_enabled, AnswerBuilder& builder,
                     RunSubresource subresource) {
-  server.route(
-      std::string(kRuns),
-      [&book, writes_enabled](const HttpRequest& req) {
-        return list_or_start(book, writes_enabled, req);
-      },
-      kMaxRunBodyBytes);
-  server.route(
-      std::string(kRuns) + "/*",
-      [&book, writes_enabled, subresource](const HttpRequest& req) {
-        return one_run(book, writes_enabled, subresource, req);
-      },
-      kMaxRunBodyBytes);
+  server.route(std::string(kRuns), builder.wrap([&book, writes_enabled](const HttpRequest& req) {
+    return list_or_start(book, writes_enabled, req);
+  }),
+               kMaxRunBodyBytes);
+  server.route(std::string(kRuns) + "/*",
+               builder.wrap([&book, writes_enabled, subresource](const HttpRequest& req) {
+                 return one_run(book, writes_enabled, subresource, req);
+               }),
+               kMaxRunBodyBytes);
 }
 
 }  // namespace loadwatch

@@ -10,6 +10,7 @@
 
 #include "runs/run_book.h"
 #include "web/http_server.h"
+#include "web/routes/answer_builder.h"
 
 namespace loadwatch {
 
@@ -23,9 +24,10 @@ inline constexpr std::size_t kMaxPhasesPerPage = 2000;
 using RunSubresource = std::function<std::optional<HttpResponse>(
     const Run& run, std::string_view suffix, const HttpRequest& req)>;
 
-/// Adds the routes. Writes (POST) answer 403 unless `writes_enabled` (--web.enable-run-api).
-/// `book` must outlive the server.
-void add_run_routes(HttpServer& server, RunBook& book, bool writes_enabled,
+/// Adds the routes, each answered on `builder` (a run carries up to 1,000 phases: every answer
+/// of the run API may be a big one). Writes (POST) answer 403 unless `writes_enabled`
+/// (--web.enable-run-api). `book` and `builder` must outlive the server.
+void add_run_routes(HttpServer& server, RunBook& book, bool writes_enabled, AnswerBuilder& builder,
                     RunSubresource subresource = nullptr);
 
 }  // namespace loadwatch

@@ -559,3 +559,22 @@ TEST_CASE("jmeter influx: the figures' age runs from the point's timestamp, in i
   CHECK(v.count("loadwatch_generator_data_age_uncertainty_seconds{source=perf}") == 0);
   CHECK(v["loadwatch_generator_requests_total{source=perf}"] == 12);
 }
+
+TEST_CASE("jmeter model: a source quiet for evict_after_s is forgotten at the next sample") {
+  JMeterModel::Limits limits;
+  limits.evict_after_s = 600;
+  JMeterModel m("influx", limits);
+  const char* line =
+      "jmeter,transaction=all,statut=all count=1\njmeter,transaction=t,statut=all count=1\n";
+  m.ingest_influx("finished", line, 1000);
+  m.ingest_influx("busy", line, 1000);
+  m.ingest_influx("busy", line, 1500);
+  CHECK(m.forget_quiet(1599) == 0);  // quiet for 599 s: kept
+  CHECK(flatten(m, 1599)["loadwatch_generator_requests_total{source=finished}"] == 1);
+  CHECK(m.forget_quiet(1600) == 1);  // 600 s: its series and their memory go
+  auto v = flatten(m, 1600);
+  for (const auto& [k, _] : v) CHECK(k.find("source=finished") == std::string::npos);
+  CHECK(v["loadwatch_generator_requests_total{source=busy}"] == 2);
+  // Its series no longer count against the caps: a new source is taken at once.
+  CHECK(m.ingest_influx("next", line, 1600).taken == 2);  // both points
+}

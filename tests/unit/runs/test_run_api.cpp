@@ -32,7 +32,7 @@ namespace {
 
 struct Server {
   explicit Server(bool writes) {
-    add_run_routes(http, book, writes);
+    add_run_routes(http, book, writes, answers);
     http.start();
   }
   static HttpServerSettings settings() {
@@ -42,6 +42,7 @@ struct Server {
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(http.port()); }
   RunBook book;
+  AnswerBuilder answers;  // outlives the server
   HttpServer http{settings()};
 };
 
