@@ -87,7 +87,9 @@ void from_json(const json& j, HostPhaseStats& h) {
   h.time_wait_max = jf::non_negative(j, "time_wait_max");
   h.time_wait_limit = jf::non_negative(j, "time_wait_limit");
   h.listen_overflows = jf::non_negative(j, "listen_overflows");
-  h.ephemeral_port_ratio_max = jf::ratio(j, "ephemeral_port_ratio_max");
+  // Sockets toward one destination over the range's size: above 1 when clients bind several
+  // local addresses (127.0.0.2, 127.0.0.3, ...), each with the whole range.
+  h.ephemeral_port_ratio_max = jf::non_negative(j, "ephemeral_port_ratio_max");
   h.cpu_busy_cores = jf::non_negative(j, "cpu_busy_cores");
   h.others_cpu_cores = jf::non_negative(j, "others_cpu_cores");
   h.run_queue_mean = jf::non_negative(j, "run_queue_mean");

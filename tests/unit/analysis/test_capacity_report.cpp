@@ -133,6 +133,9 @@ TEST_CASE("bad report JSON is refused with the field named") {
              Catch::Contains("phases[1].rps: expected a number"));
   CHECK_THAT(load_error(head + R"("phases":[{"name":"a","error_ratio":1.5}]})"),
              Catch::Contains("phases[0].error_ratio: must be 0..1"));
+  // Clients on several local addresses each use the whole port range toward one destination.
+  CHECK(load_error(head + R"("phases":[{"name":"a","host":{"ephemeral_port_ratio_max":1.7}}]})") ==
+        "loaded");
   CHECK_THAT(load_error(head + R"("phases":[{"name":"a","users":2.5}]})"),
              Catch::Contains("phases[0].users: expected an integer"));
   CHECK_THAT(
@@ -314,6 +317,19 @@ TEST_CASE("throughput flat within the noise from the first step has no Kneedle k
   CHECK(r.knee.shape == "flat");
   CHECK_THAT(r.knee.reason, Catch::StartsWith("saturated from the first step"));
   CHECK_THAT(render_report(r, Format::table), Catch::Contains("saturated from the first step"));
+}
+
+TEST_CASE("a coarse source's wide bounds do not make a rising throughput flat") {
+  // Locust scraped every 5 s: +-40 % bounds. 9.8 -> 19 req/s is a rise, whatever the bounds.
+  CapacityReport r = scaling({1, 2, 4, 8}, {9.8, 19.0, 20.0, 20.3});
+  for (PhaseStats& p : r.phases) {
+    p.rps_low = *p.rps * 0.7;
+    p.rps_high = *p.rps * 1.4;
+  }
+  analyse(r);
+  CHECK(r.knee.shape.empty());
+  REQUIRE(r.knee.phase);
+  CHECK(r.phases[r.knee.phase->index].users == 2);
 }
 
 TEST_CASE("flat throughput with the generator's CPU saturated: the generator capped it") {
