@@ -357,6 +357,20 @@ TEST_CASE("a flat throughput with rising latency and idle CPU is a queueing limi
   CHECK_THAT(b.summary, Catch::Contains("a pool, a lock or a connection limit of about 4"));
   CHECK_THAT(b.summary, !Catch::Contains("database"));
 
+  // A coarse rate (+-20 %) and the latency's bucket (19.5-20.6 ms) give K a range.
+  at.rps_low = 160;
+  at.rps_high = 240;
+  lowest.p50_low_seconds = 0.0195;
+  lowest.p50_high_seconds = 0.0206;
+  b = find_bottleneck(at, &lowest, &lowest);
+  CHECK(b.findings.at(0).value == Approx(4.0));
+  CHECK_THAT(b.summary, Catch::Contains("a pool, a lock or a connection limit of about 4 (3.1 to "
+                                        "4.9 from the bounds of the req/s and the latency)"));
+  at.rps_low.reset();
+  at.rps_high.reset();
+  lowest.p50_low_seconds.reset();
+  lowest.p50_high_seconds.reset();
+
   // Latency that did not grow: no queue formed; what it cannot see is said as that.
   at.p50_seconds = 0.025;
   b = find_bottleneck(at, &lowest, &lowest);
