@@ -242,6 +242,35 @@ TEST_CASE("the report names the knee, the fit and the bottleneck in every format
   CHECK(nlohmann::json::parse(render_report(r, Format::json))["knee"]["users"] == 100);
 }
 
+TEST_CASE("the table and markdown show the host figures the verdict reads, no empty column") {
+  CapacityReport r = sample_report();
+  for (PhaseStats& p : r.phases) {
+    p.host.cpu_busy_cores = 1.98;
+    p.host.others_cpu_cores = 1.21;
+    p.host.cpu_cores_by_mode["steal"] = 0.02;
+    p.host.run_queue_mean = 3.5;
+    p.host.cpu_pressure_ratio = 0.62;
+    p.host.memory_pressure_ratio = 0.004;
+    p.host.swap_in_pages_per_second = 12;
+    p.targets[0].throttled_period_ratio = 0.4;
+  }
+  analyse(r);
+  for (Format f : {Format::table, Format::markdown}) {
+    std::string text = render_report(r, f);
+    for (const char* column : {"Busy", "Others", "steal", "Run queue", "CPU pressure",
+                               "Memory pressure", "Swap in", "Throttled"}) {
+      CHECK_THAT(text, Catch::Contains(column));
+    }
+    for (const char* figure : {"1.98", "1.21", "3.5", "62.00 %", "12/s", "40.00 %"}) {
+      CHECK_THAT(text, Catch::Contains(figure));
+    }
+    // No phase has these: their columns are left out, not shown blank.
+    for (const char* column : {"Swap out", "I/O pressure", "Memory stall", "nice"}) {
+      CHECK_THAT(text, !Catch::Contains(column));
+    }
+  }
+}
+
 TEST_CASE("markdown and table output escape what names bring in") {
   CapacityReport r = sample_report();
   const std::string hostile = "a|b <b>x</b> `c` *d* [e](f) \\ g\nh\x1b[31mi\xc2\x9bj";
