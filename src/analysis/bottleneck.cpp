@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "analysis/format_figures.h"
+
 namespace loadwatch::analysis {
 
 namespace {
@@ -195,7 +197,9 @@ void check_host_cpu(const PhaseStats& at, std::vector<Finding>& out) {
   }
   if (!f) return;
   std::string users = cpu_users(at);
-  f->evidence = figures + (users.empty() ? "" : "; used by " + users);
+  f->evidence =
+      figures + (users.empty() ? "" : "; used by " + users) +
+      (h.top_cpu_cores.empty() ? "" : "; busiest processes: " + fmt_busiest(h.top_cpu_cores));
   out.push_back(*f);
 }
 

@@ -66,6 +66,7 @@ void to_json(ojson& j, const HostPhaseStats& h) {
   jf::put(j, "io_stall_ratio", h.io_stall_ratio);
   jf::put(j, "swap_in_pages_per_second", h.swap_in_pages_per_second);
   jf::put(j, "swap_out_pages_per_second", h.swap_out_pages_per_second);
+  if (!h.top_cpu_cores.empty()) j["top_cpu_cores"] = h.top_cpu_cores;
 }
 
 void from_json(const json& j, HostPhaseStats& h) {
@@ -100,6 +101,15 @@ void from_json(const json& j, HostPhaseStats& h) {
   h.io_stall_ratio = jf::ratio(j, "io_stall_ratio");
   h.swap_in_pages_per_second = jf::non_negative(j, "swap_in_pages_per_second");
   h.swap_out_pages_per_second = jf::non_negative(j, "swap_out_pages_per_second");
+  h.top_cpu_cores.clear();
+  if (const json* top = jf::object(j, "top_cpu_cores")) {
+    for (const auto& item : top->items()) {
+      const std::string& comm = item.key();
+      jf::within("top_cpu_cores.", [&] {
+        if (auto cores = jf::non_negative(*top, comm.c_str())) h.top_cpu_cores[comm] = *cores;
+      });
+    }
+  }
 }
 
 void to_json(ojson& j, const MockPhaseStats& m) {

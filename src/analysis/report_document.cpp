@@ -111,7 +111,9 @@ Table host_cpu_table(const CapacityReport& r) {
   static const char* const modes[] = {"user", "nice", "system", "iowait", "irq", "steal"};
   std::vector<std::string> header = {"Phase", "Cores", "Busy", "Others"};
   for (const char* m : modes) header.push_back(m);
-  for (const char* h : {"softirq", "Run queue", "CPU pressure"}) header.push_back(h);
+  for (const char* h : {"softirq", "Run queue", "CPU pressure", "Busiest processes"}) {
+    header.push_back(h);
+  }
   return host_rows(r, std::move(header), [](const PhaseStats& p) {
     const HostPhaseStats& h = p.host;
     std::vector<std::string> row = {p.name, h.cores ? std::to_string(*h.cores) : kNoFigure,
@@ -124,6 +126,8 @@ Table host_cpu_table(const CapacityReport& r) {
     row.push_back(fmt_opt(h.softirq_cores, fmt_cores));
     row.push_back(fmt_opt(h.run_queue_mean, [](double v) { return fmt_number(v, 3); }));
     row.push_back(fmt_opt(h.cpu_pressure_ratio, fmt_pct));
+    std::string busiest = fmt_busiest(h.top_cpu_cores);
+    row.push_back(busiest.empty() ? kNoFigure : busiest);
     return row;
   });
 }

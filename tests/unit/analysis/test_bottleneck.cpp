@@ -224,6 +224,11 @@ TEST_CASE("a host CPU saturated by other processes is named, with who used it") 
   CHECK(b.summary ==
         "the host's CPU (host): 1.98 of 2 cores busy; used by others 1.18, app 0.60, "
         "generator 0.20");
+  // Who the others are, by process name (the topcpu collector), busiest first.
+  p.host.top_cpu_cores = {{"backup", 0.31}, {"app", 0.6}, {"hog", 0.85}};
+  CHECK_THAT(find_bottleneck(p, nullptr, nullptr).summary,
+             Catch::EndsWith("; busiest processes: hog 0.85, app 0.60, backup 0.31"));
+  p.host.top_cpu_cores.clear();
   // Steal counts as used: another guest had the CPU.
   p.host.cpu_busy_cores = 1.6;
   CHECK(find_bottleneck(p, nullptr, nullptr).findings.empty());

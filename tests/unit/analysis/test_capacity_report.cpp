@@ -253,15 +253,17 @@ TEST_CASE("the table and markdown show the host figures the verdict reads, no em
     p.host.memory_pressure_ratio = 0.004;
     p.host.swap_in_pages_per_second = 12;
     p.targets[0].throttled_period_ratio = 0.4;
+    p.host.top_cpu_cores = {{"make", 0.5}, {"hog", 1.2}};
   }
   analyse(r);
   for (Format f : {Format::table, Format::markdown}) {
     std::string text = render_report(r, f);
     for (const char* column : {"Busy", "Others", "steal", "Run queue", "CPU pressure",
-                               "Memory pressure", "Swap in", "Throttled"}) {
+                               "Busiest processes", "Memory pressure", "Swap in", "Throttled"}) {
       CHECK_THAT(text, Catch::Contains(column));
     }
-    for (const char* figure : {"1.98", "1.21", "3.5", "62.00 %", "12/s", "40.00 %"}) {
+    for (const char* figure :
+         {"1.98", "1.21", "3.5", "62.00 %", "12/s", "40.00 %", "hog 1.20, make 0.50"}) {
       CHECK_THAT(text, Catch::Contains(figure));
     }
     // No phase has these: their columns are left out, not shown blank.
