@@ -113,6 +113,21 @@ TEST_CASE("a phase is summarised from the run's series with the documented windo
   CHECK(*p.rps == Approx(100));            // the warm-up's 50 req/s is dropped
   CHECK(*p.p95_seconds == Approx(0.040));  // ... and its slow p95
   CHECK(*p.p50_seconds == Approx(0.010));
+  CHECK(p.latency_method == "generator");
+  // A figure that did not move over the stable window has no range; one that did has it as
+  // its bound.
+  CHECK_FALSE(p.p95_low_seconds);
+  {
+    RunSeries moving = run;
+    moving.generator.p95_seconds = per_second(0, 500, [](double t) {
+      return t < 300 ? 0.040 : t < 350 ? 0.050 : 0.045;
+    });
+    PhaseStats m = summarize_phase({"step", 10, kT0 + 100, kT0 + 400}, moving);
+    CHECK(*m.p95_low_seconds == Approx(0.040));
+    CHECK(*m.p95_high_seconds == Approx(0.050));
+    CHECK(*m.p95_seconds >= *m.p95_low_seconds);
+    CHECK(*m.p95_seconds <= *m.p95_high_seconds);
+  }
   CHECK_FALSE(p.p99_seconds);  // not reported: not invented
   CHECK(*p.error_ratio == Approx(0.01));
 
