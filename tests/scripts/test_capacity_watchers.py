@@ -15,6 +15,8 @@ import subprocess
 import sys
 import time
 import unittest
+import urllib.parse
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
@@ -95,15 +97,29 @@ class Watchers(CapacityRunHelpers, unittest.TestCase):
             with open(os.path.join(self.dir, "locust.log"), "a") as out:
                 p = subprocess.Popen(
                     ["locust", "-f", lf + "," + LISTENER, "--host", "http://127.0.0.1:%d" % app,
-                     "--autostart", "--web-host", "127.0.0.1",
-                     "--web-port", str(locust_port), "--loadwatch-url", dl.url,
-                     "--loadwatch-source", "push", "--loglevel", "WARNING"],
+                     "--web-host", "127.0.0.1", "--web-port", str(locust_port),
+                     "--loadwatch-url", dl.url, "--loadwatch-source", "push",
+                     "--loglevel", "WARNING"],
                     stdout=subprocess.DEVNULL, stderr=out, cwd=self.dir)
             self.children.append(p)
+            # Started from the web UI once both scrapers have seen Locust idle, as a user
+            # would: a scraper whose first answer already showed the test running could only
+            # date its start at that answer.
+            for lw in (d5, d1):
+                lw.wait_for(lambda s, lw=lw: lw.value("loadwatch_generator_running", s,
+                                                       source="lc") == 0,
+                            timeout=30, what="Locust seen idle")
+            form = urllib.parse.urlencode({"user_count": 1, "spawn_rate": 1}).encode()
+            with urllib.request.urlopen("http://127.0.0.1:%d/swarm" % locust_port, data=form,
+                                        timeout=10) as r:
+                self.assertEqual(r.status, 200)
+
             # Locust stays up once the shape ends, so that the 5 s scraper sees it stop; it is
             # killed (tearDown) once every daemon has its run.
-            eventually(lambda: os.path.exists(log) and open(log).read().endswith(" None\n"),
-                       timeout=end + 30, what="the shape's end")
+            def ended():
+                with open(log) as f:
+                    return f.read().endswith(" None\n")
+            eventually(ended, timeout=end + 30, what="the shape's end")
 
             def finished(name):
                 runs = json.loads(lws[name].get("/api/v1/runs?phases=1")[2])["data"]
@@ -166,8 +182,10 @@ class Watchers(CapacityRunHelpers, unittest.TestCase):
             self.assertEqual(knees["pull5s"], knees["listener"], knees)
 
         # The documented gate passes between any two, both ways: their figures differ only
-        # within their bounds.
+        # within their bounds, or cannot be judged against each other (a rate too coarse, a
+        # latency measured over another window), which the gate says, never a regression.
         names = sorted(files)
+        judged = []
         for a in names:
             for b in names:
                 if a == b:
@@ -176,6 +194,10 @@ class Watchers(CapacityRunHelpers, unittest.TestCase):
                 verdicts = json.loads(cmp.stdout) if cmp.stdout.startswith("{") else cmp.stdout
                 self.assertEqual(cmp.returncode, 0, "%s vs %s: %s\n%s" % (
                     a, b, json.dumps(verdicts, indent=1)[:4000], cmp.stderr))
+                judged += [r["verdict"] for ph in verdicts["phases"] for r in ph["results"]]
+        print("verdicts:", {v: judged.count(v) for v in set(judged)}, file=sys.stderr)
+        # Not a gate that passes by judging nothing: some rules held on their figures.
+        self.assertTrue({"ok", "ok (within noise)"} & set(judged), judged)
 
 
 if __name__ == "__main__":
