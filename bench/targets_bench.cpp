@@ -6,16 +6,26 @@
 // bench/proc_floor over the same PIDs and prints the ratio; with --libproc2 it reads the
 // same PIDs through procps_pids_select (chunks of 255) for comparison.
 //
+// With --one-read it also times a listing of /proc and one pread of /proc/PID/schedstat on a
+// kept fd for every process in it, the least a sample can cost when none of them ran, and with
+// --max-one-read-ratio R it exits 1 when the collector costs more than R times that (the
+// guard on sleeping processes: run it with every member asleep and --samples 45 or more, so
+// that their periodic re-reads are in the average).
+//
 // Usage:
 //   targets_bench --target NAME=SELECTOR [--target ...] [--samples 20] [--interval-ms 100]
 //                 [--procfs /proc] [--sysfs /sys] [--pids-out FILE] [--floor PATH]
-//                 [--libproc2]
+//                 [--libproc2] [--one-read] [--max-one-read-ratio R]
 // Output, one key=value line each (bench/run_core.py reads them):
 //   targets_bench targets=2 processes=501 samples=20 cpu_us_per_sample=8123.4
 //       cpu_us_first_sample=20345.1 fds_kept=2004
 //   proc_floor pids=501 passes=20 cpu_us_per_pass=15012.3 ...      (with --floor)
 //   ratio targets_over_floor=0.54                                   (with --floor)
 //   libproc2 pids=501 passes=20 cpu_us_per_pass=25012.3 ratio_over_floor=1.67 (--libproc2)
+//   one_read pids=620 passes=20 cpu_us_per_pass=1012.3                 (with --one-read)
+//   ratio targets_over_one_read=1.12                                   (with --one-read)
+#include <dirent.h>
+#include <fcntl.h>
 #include <libproc2/pids.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -35,8 +45,8 @@
 #include "collectors/collector.h"
 #include "collectors/targets.h"
 #include "config/config.h"
-#include "metrics/metric_sink.h"
 #include "config/options.h"
+#include "metrics/metric_sink.h"
 #include "procfs/fs_root.h"
 
 using namespace loadwatch;
@@ -49,7 +59,7 @@ namespace {
   std::fprintf(stderr,
                "usage: targets_bench --target NAME=SELECTOR [--target ...] [--samples N] "
                "[--interval-ms MS] [--procfs DIR] [--sysfs DIR] [--pids-out FILE] "
-               "[--floor PATH] [--libproc2]\n");
+               "[--floor PATH] [--libproc2] [--one-read] [--max-one-read-ratio R]\n");
   std::exit(2);
 }
 
@@ -77,6 +87,37 @@ double libproc2_pass_us(const std::vector<unsigned>& pids, int passes, const std
   return used / passes * 1e6;
 }
 
+// A listing of `procfs` and one pread of PID/schedstat on a kept fd for every process in it,
+// `passes` times; returns the CPU time of a pass and sets `count`.
+double one_read_pass_us(const std::string& procfs, int passes, std::size_t& count) {
+  std::vector<int> fds;
+  if (DIR* dir = ::opendir(procfs.c_str())) {
+    while (struct dirent* e = ::readdir(dir)) {
+      if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+      const std::string path = procfs + "/" + e->d_name + "/schedstat";
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd >= 0) fds.push_back(fd);
+    }
+    ::closedir(dir);
+  }
+  count = fds.size();
+  char buf[128];
+  const double t0 = process_cpu_seconds();
+  for (int p = 0; p < passes; ++p) {
+    if (DIR* dir = ::opendir(procfs.c_str())) {  // the listing a comm selector needs
+      while (::readdir(dir)) {
+      }
+      ::closedir(dir);
+    }
+    for (int fd : fds) {
+      if (::pread(fd, buf, sizeof buf, 0) < 0) continue;  // exited meanwhile
+    }
+  }
+  const double used = process_cpu_seconds() - t0;
+  for (int fd : fds) ::close(fd);
+  return used / passes * 1e6;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -86,6 +127,8 @@ int main(int argc, char** argv) {
   int interval_ms = 100;
   std::string pids_out, floor_bin;
   bool libproc2 = false;
+  bool one_read = false;
+  double max_one_read_ratio = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -115,6 +158,11 @@ int main(int argc, char** argv) {
       floor_bin = next();
     } else if (a == "--libproc2") {
       libproc2 = true;
+    } else if (a == "--one-read") {
+      one_read = true;
+    } else if (a == "--max-one-read-ratio") {
+      one_read = true;
+      max_one_read_ratio = std::atof(next().c_str());
     } else {
       usage(("unknown argument " + a).c_str());
     }
@@ -192,6 +240,17 @@ int main(int argc, char** argv) {
     std::printf("libproc2 pids=%zu passes=%d cpu_us_per_pass=%.1f", pids.size(), samples, us);
     if (floor_us > 0) std::printf(" ratio_over_floor=%.2f", us / floor_us);
     std::printf("\n");
+  }
+  if (one_read) {
+    std::size_t count = 0;
+    const double us = one_read_pass_us(options.procfs, samples, count);
+    std::printf("one_read pids=%zu passes=%d cpu_us_per_pass=%.1f\n", count, samples, us);
+    const double ratio = us > 0 ? per_sample_us / us : 0;
+    std::printf("ratio targets_over_one_read=%.2f\n", ratio);
+    if (max_one_read_ratio > 0 && !(ratio <= max_one_read_ratio)) {
+      std::printf("FAIL: over %.2f times one read per process\n", max_one_read_ratio);
+      return 1;
+    }
   }
   return 0;
 }

@@ -24,12 +24,14 @@ class ThrottlingCollector final : public Collector {
   void reconfigure(const CollectorEnv& env) override {
     sys_ = env.sys;
     binding_.clear();
+    by_cgroups_.clear();
   }
 
   void collect(SampleContext& ctx, MetricSink& out) override {
     if (++age_ >= kRefreshSamples) {
       age_ = 0;
       binding_.clear();
+      by_cgroups_.clear();
     }
     std::map<pid_t, std::optional<std::string>> live;
     for (const TargetState& t : ctx.targets) {
@@ -48,8 +50,13 @@ class ThrottlingCollector final : public Collector {
  private:
   std::optional<std::string> lookup(const FsRoot& proc, pid_t pid) {
     if (proc.read(std::to_string(pid) + "/cgroup", text_) != 0) return std::nullopt;
-    auto q = cgroup_text_quota(text_, sys_);
-    return q ? std::optional<std::string>(q->dir) : std::nullopt;
+    // Members mostly share their cgroups: walk each set of them once per refresh.
+    auto it = by_cgroups_.find(text_);
+    if (it == by_cgroups_.end()) {
+      auto q = cgroup_text_quota(text_, sys_);
+      it = by_cgroups_.emplace(text_, q ? std::optional<std::string>(q->dir) : std::nullopt).first;
+    }
+    return it->second;
   }
 
   void export_target(const std::string& name, const std::set<std::string>& dirs, MetricSink& out) {
@@ -87,6 +94,8 @@ class ThrottlingCollector final : public Collector {
   FsRoot sys_;
   std::uint32_t age_ = 0;
   std::map<pid_t, std::optional<std::string>> binding_;  // member -> its binding cgroup dir
+  // /proc/PID/cgroup text -> its binding cgroup dir, for this refresh
+  std::map<std::string, std::optional<std::string>, std::less<>> by_cgroups_;
   std::string text_;
 };
 

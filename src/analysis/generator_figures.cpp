@@ -55,7 +55,11 @@ SourceRate source_rate(const GeneratorSourceSeries& s, double from, double to,
 
 std::string seconds_text(double s) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, s < 0.1 ? "%.3f s" : "%.1f s", s);
+  if (s < 0.001) {
+    std::snprintf(buf, sizeof buf, "%.0f us", s * 1e6);  // the Locust listener's 1 us
+  } else {
+    std::snprintf(buf, sizeof buf, s < 0.1 ? "%.3f s" : "%.1f s", s);
+  }
   return buf;
 }
 

@@ -9,6 +9,7 @@
 #include "analysis/report_loader.h"
 #include "cli/cli.h"
 #include "cli/cli_common.h"
+#include "cli/client_flags.h"
 #include "cli/url_report_loader.h"
 
 namespace loadwatch::analysis {
@@ -35,10 +36,8 @@ int run_compare(int argc, char** argv) {
   app.add_option("--min", min_specs, "Lower limit, e.g. rps=-10% (repeatable)")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  RunClientOptions client;
-  app.add_option("--url", client.url, "loadwatch URL whose run ids BASE and CUR may be");
-  app.add_option("--user", client.user, "Basic auth user for --url");
-  app.add_option("--password-file", client.password_file, "Basic auth password file for --url");
+  ClientFlags flags;
+  add_client_flags(&app, flags, "loadwatch URL whose run ids BASE and CUR may be");
   app.add_option("--junit", junit_file, "Write the verdicts as JUnit XML to this file");
   app.add_option("--format", format_name, "table, markdown or json")->capture_default_str();
   bool fail_inconclusive = false;
@@ -58,6 +57,14 @@ int run_compare(int argc, char** argv) {
     if (!r.warning.empty()) std::cerr << "loadwatch compare: warning: " << r.warning << "\n";
   }
 
+  RunClientOptions client;
+  try {
+    auto daemons = resolve_daemons(flags);
+    if (daemons.size() > 1) return usage_error("--url: compare reads one loadwatch");
+    if (!daemons.empty()) client = daemons[0].options;
+  } catch (const std::invalid_argument& e) {
+    return usage_error(e.what());
+  }
   CapacityReport base, current;
   auto loaders = report::report_loaders(client);
   try {

@@ -9,6 +9,8 @@
 #include "analysis/render.h"
 #include "analysis/report_loader.h"
 #include "cli/cli_common.h"
+#include "cli/client_flags.h"
+#include "cli/fleet_report_cli.h"
 #include "cli/url_report_loader.h"
 #include "report/prometheus_run.h"
 #include "report/prometheus_series_source.h"
@@ -24,35 +26,6 @@ namespace {
 
 using analysis::usage_error;
 
-/// The newest finished run with phases, else the open one.
-std::string pick_run(const RunClient& client) {
-  nlohmann::json doc;
-  try {
-    doc = parse_bounded_json(fetch_from_loadwatch(client, "/api/v1/runs"));
-  } catch (const JsonInputError& e) {
-    throw analysis::ReportLoadError(std::string("/api/v1/runs: ") + e.what());
-  }
-  if (!doc.is_object() || !doc.contains("data") || !doc["data"].is_array()) {
-    throw analysis::ReportLoadError("/api/v1/runs: not the run list");
-  }
-  std::string open;
-  try {
-    for (const auto& r : doc["data"]) {
-      // The list gives summaries: phase_count, not the phases.
-      if (!r.is_object() || json_number_or(r, "phase_count", 0) < 1) continue;
-      if (json_string_or(r, "state") == "running") {
-        if (open.empty()) open = json_string_or(r, "id");
-        continue;
-      }
-      return json_string_or(r, "id");
-    }
-  } catch (const JsonInputError& e) {
-    throw analysis::ReportLoadError(std::string("/api/v1/runs: a run: ") + e.what());
-  }
-  if (open.empty()) throw analysis::ReportLoadError("the loadwatch has no run with phases");
-  return open;
-}
-
 /// A timeline from a file or a server, checked and written back compact (it goes into the
 /// HTML page as it is); empty stays empty.
 std::string checked_timeline(const std::string& text) {
@@ -67,6 +40,18 @@ std::string checked_timeline(const std::string& text) {
   return t.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+/// Writes `out` to stdout or the --output file; 0, or 2 when it cannot be written.
+int write_output(const std::string& out, const std::string& output) {
+  if (output.empty()) {
+    std::cout << out << std::flush;
+    return 0;
+  }
+  std::ofstream f(output, std::ios::trunc);
+  f << out;
+  f.close();
+  return f ? 0 : usage_error(output + ": cannot write");
+}
+
 }  // namespace
 
 int run_report_cli(int argc, char** argv) {
@@ -78,13 +63,13 @@ int run_report_cli(int argc, char** argv) {
       "and the exit code is compare's: 1 on a regression. Exit 2 on bad input or an\n"
       "unreachable server.",
       "loadwatch report"};
-  RunClientOptions client;
+  ClientFlags flags;
   std::string file, prometheus, run_ref, instance, format_name = "table", baseline, output,
                                                    generator_target;
   double lookback_hours = 24;
-  app.add_option("--url", client.url, "loadwatch URL, e.g. http://127.0.0.1:9797");
-  app.add_option("--user", client.user, "Basic auth user for --url");
-  app.add_option("--password-file", client.password_file, "Basic auth password file for --url");
+  add_client_flags(&app, flags,
+                   "loadwatch URL, e.g. http://127.0.0.1:9797 (several: one report across "
+                   "their hosts)");
   app.add_option("--file", file,
                  "A saved report (JSON: a storage directory's reports/ID.json, or capacity "
                  "--format json); its ID.timeline.json beside it is charted too");
@@ -111,10 +96,24 @@ int run_report_cli(int argc, char** argv) {
   bool html = format_name == "html";
   std::optional<analysis::Format> format = analysis::parse_format(format_name);
   if (!html && !format) return usage_error("--format: expected table, markdown, json or html");
-  if (!client.url.empty() + !prometheus.empty() + !file.empty() != 1) {
+  std::vector<Daemon> daemons;
+  try {
+    daemons = resolve_daemons(flags);
+  } catch (const std::invalid_argument& e) {
+    return usage_error(e.what());
+  }
+  RunClientOptions client;
+  if (!daemons.empty()) client = daemons[0].options;
+  if (!daemons.empty() + !prometheus.empty() + !file.empty() != 1) {
     return usage_error("give one of --url, --prometheus or --file");
   }
   if (!prometheus.empty() && run_ref.empty()) return usage_error("--prometheus needs --run");
+  if (daemons.size() > 1) {
+    if (!baseline.empty()) return usage_error("--baseline: with one --url");
+    std::string out;
+    if (int rc = fleet_report(daemons, run_ref, format_name, out)) return rc;
+    return write_output(out, output);
+  }
 
   std::string report_json, timeline;
   std::string label;
@@ -129,20 +128,32 @@ int run_report_cli(int argc, char** argv) {
       run_ref = file;
     } else if (!client.url.empty()) {
       RunClient c(client);
-      if (run_ref.empty()) run_ref = pick_run(c);
+      if (run_ref.empty()) run_ref = newest_run_with_phases(c);
       std::string base = "/api/v1/runs/" + run_ref + "/report";
       report_json = fetch_from_loadwatch(c, base + "?format=json");
       if (html) timeline = fetch_from_loadwatch(c, base + "?format=timeline");
     } else {
       double now = unix_now();
       // The run's instance narrows every query, so a fleet's other hosts are not added in.
+      // Without --instance, a run several instances exported is one run across their hosts.
+      std::vector<std::string> fleet;
       Run run = [&] {
         PrometheusSeriesSource runs({prometheus, instance});
-        return find_prometheus_run(runs, run_ref, now, lookback_hours * 3600, &instance);
+        return find_prometheus_run(runs, run_ref, now, lookback_hours * 3600, &instance,
+                                   instance.empty() ? &fleet : nullptr);
       }();
-      PrometheusSeriesSource source({prometheus, instance});
       RunSeriesOptions options;
       if (!generator_target.empty()) options.generator_target = generator_target;
+      if (!fleet.empty()) {
+        if (!baseline.empty()) return usage_error("--baseline: with one instance (--instance)");
+        std::string out;
+        if (int rc = prometheus_fleet_report(prometheus, fleet, run.id, now, lookback_hours * 3600,
+                                             options, format_name, out)) {
+          return rc;
+        }
+        return write_output(out, output);
+      }
+      PrometheusSeriesSource source({prometheus, instance});
       analysis::RunSeries series;
       auto rep = report_for_run(run, source, now, options, &series);
       report_json = analysis::render_report_json(rep);
@@ -186,14 +197,7 @@ int run_report_cli(int argc, char** argv) {
       out += "\n" + analysis::render_comparison(*comparison, *format, baseline, label);
     }
   }
-  if (output.empty()) {
-    std::cout << out << std::flush;
-  } else {
-    std::ofstream f(output, std::ios::trunc);
-    f << out;
-    f.close();
-    if (!f) return usage_error(output + ": cannot write");
-  }
+  if (int rc = write_output(out, output)) return rc;
   return comparison ? comparison->exit_code() : 0;
 }
 

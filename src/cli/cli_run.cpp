@@ -14,16 +14,20 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "cli/client_flags.h"
+#include "cli/daemon_clock.h"
 #include "cli/run_client.h"
 #include "config/config.h"
 #include "runs/run.h"
 #include "util/bounded_json.h"
+#include "util/unix_time.h"
 
 namespace loadwatch {
 
@@ -173,6 +177,101 @@ int list_runs(const RunClient& client) {
   return 0;
 }
 
+/// One loadwatch of the run, with its clock's skew against ours when several are driven.
+struct Host {
+  std::string name;
+  std::string spec;  // as --url takes it: [NAME=]URL
+  RunClient client;
+  ClockSkew skew;
+};
+
+/// "start" for one loadwatch, "start: gen-2" for one of several: what messages are about.
+std::string what_on(const char* what, const std::vector<Host>& hosts, const Host& h) {
+  return hosts.size() > 1 ? std::string(what) + ": " + h.name : std::string(what);
+}
+
+/// Measures every host's skew; false (and prints who) when one cannot be measured: a run that
+/// cannot be placed on every host's clock is not started.
+bool measure_all(std::vector<Host>& hosts, const char* what, std::vector<bool>* reached) {
+  bool all = true;
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    std::string why;
+    auto skew = measure_skew(hosts[i].client, &why);
+    if (reached) (*reached)[i] = skew.has_value();
+    if (!skew) {
+      std::fprintf(stderr, "loadwatch run %s: %s: %s\n", what, hosts[i].name.c_str(), why.c_str());
+      all = false;
+      continue;
+    }
+    hosts[i].skew = *skew;
+  }
+  return all;
+}
+
+/// The body with "at": the same instant on every host, on that host's clock.
+std::string with_at(const std::string& body, double at) {
+  nlohmann::json j = nlohmann::json::parse(body);
+  j["at"] = std::round(at * 1000) / 1000;
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+/// Starts run `name` on every host. One host: as the API names it. Several: one id, made here,
+/// opened at one instant on all; when one refuses, the run is stopped again on those that had
+/// opened it, so no host is left with half a run, and nothing else happens (fail closed).
+int start_all(std::vector<Host>& hosts, const char* what, const std::string& name,
+              const std::vector<std::string>& labels, nlohmann::json* run) {
+  std::string body = start_body(name, labels);
+  if (hosts.size() == 1) {
+    return check(what, hosts[0].client.post("/api/v1/runs", body), run);
+  }
+  if (!measure_all(hosts, what, nullptr)) return kUsage;
+  double t = unix_now();
+  std::string id = make_run_id(t, name);
+  nlohmann::json b = nlohmann::json::parse(body);
+  b["id"] = id;
+  body = b.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    Host& h = hosts[i];
+    int rc = check(what_on(what, hosts, h).c_str(),
+                   h.client.post("/api/v1/runs", with_at(body, t + h.skew.seconds)), run);
+    if (rc == 0) continue;
+    std::string undone;
+    double now = unix_now();
+    for (std::size_t k = 0; k < i; ++k) {
+      RunAnswer a =
+          hosts[k].client.post(run_path(id, "stop"), with_at("{}", now + hosts[k].skew.seconds));
+      undone += (undone.empty() ? "" : ", ") + hosts[k].name +
+                (a.reached && a.status / 100 == 2 ? "" : " (failed: stop it there by hand)");
+    }
+    std::fprintf(stderr, "loadwatch run %s: not started: %s refused it%s%s\n", what, h.name.c_str(),
+                 undone.empty() ? "" : "; stopped again on ", undone.c_str());
+    return rc;
+  }
+  return 0;
+}
+
+/// POSTs to `action` of run `id` on every host, at one instant. A host that fails is named and
+/// the others still get it (their records stay as whole as they can); the worst exit code is
+/// returned. `on_answer` sees each host's run; `quiet_409` leaves a 409 to the caller.
+int post_all(std::vector<Host>& hosts, const char* what, const std::string& id, const char* action,
+             const std::string& body,
+             const std::function<void(const Host&, const nlohmann::json&)>& on_answer) {
+  std::vector<bool> reached(hosts.size(), true);
+  int worst = 0;
+  if (hosts.size() > 1 && !measure_all(hosts, what, &reached)) worst = kUsage;
+  double t = unix_now();
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    if (!reached[i]) continue;
+    Host& h = hosts[i];
+    std::string b = hosts.size() > 1 ? with_at(body, t + h.skew.seconds) : body;
+    nlohmann::json run;
+    int rc = check(what_on(what, hosts, h).c_str(), h.client.post(run_path(id, action), b), &run);
+    if (rc == 0 && on_answer) on_answer(h, run);
+    worst = std::max(worst, rc);
+  }
+  return worst;
+}
+
 /// What `run exec` runs and how it steps its phases.
 struct ExecPlan {
   std::vector<std::string> command;
@@ -216,15 +315,13 @@ std::size_t read_fully(int fd, void* buf, std::size_t size) {
 }
 
 /// Started before CMD, so that no moment of CMD's life is unguarded.
-Guard start_guard(const RunClient& client, const std::string& run_id,
-                  const std::vector<std::string>& stop_args) {
+Guard start_guard(const std::string& run_id, const std::vector<std::string>& client_args) {
   Guard guard;
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return guard;
   // Made before fork(): the guard only makes async-signal-safe calls, then exec().
-  std::vector<std::string> args = {"loadwatch", "run",  "stop",
-                                   "--run",     run_id, "--url=" + client.url()};
-  args.insert(args.end(), stop_args.begin(), stop_args.end());
+  std::vector<std::string> args = {"loadwatch", "run", "stop", "--run", run_id};
+  args.insert(args.end(), client_args.begin(), client_args.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -268,8 +365,8 @@ Guard start_guard(const RunClient& client, const std::string& run_id,
 /// Runs the command and opens the planned phases until it exits; returns its exit code. The
 /// command runs in a process group of its own: SIGINT and SIGTERM sent to this process (a
 /// terminal's Ctrl-C too) are passed on to that group; it is killed when loadwatch dies.
-int exec_command(const RunClient& client, const ExecPlan& plan, const std::string& run_id,
-                 const std::vector<std::string>& stop_args) {
+int exec_command(std::vector<Host>& hosts, const ExecPlan& plan, const std::string& run_id,
+                 const std::vector<std::string>& client_args) {
   sigset_t watched, old;
   sigemptyset(&watched);
   for (int s : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&watched, s);
@@ -284,7 +381,12 @@ int exec_command(const RunClient& client, const ExecPlan& plan, const std::strin
     env_strings.emplace_back(kv);
   }
   // Nested `loadwatch run phase` calls in the command find the loadwatch and the run.
-  env_strings.push_back("LOADWATCH_URL=" + client.url());
+  std::string urls;
+  for (const Host& h : hosts) {
+    if (!urls.empty()) urls += ',';
+    urls += h.spec;
+  }
+  env_strings.push_back("LOADWATCH_URL=" + urls);
   env_strings.push_back("LOADWATCH_RUN_ID=" + run_id);
   std::vector<char*> envp, argv;
   for (auto& e : env_strings) envp.push_back(e.data());
@@ -294,7 +396,7 @@ int exec_command(const RunClient& client, const ExecPlan& plan, const std::strin
   argv.push_back(nullptr);
   std::string exec_failed = "loadwatch run exec: " + args[0] + ": ";
 
-  Guard guard = start_guard(client, run_id, stop_args);
+  Guard guard = start_guard(run_id, client_args);
   const pid_t parent = getpid();
   pid_t child = fork();
   if (child < 0) {
@@ -335,7 +437,7 @@ int exec_command(const RunClient& client, const ExecPlan& plan, const std::strin
       long long users =
           (plan.users_start >= 0 ? plan.users_start : plan.users_step) + step * plan.users_step;
       // Named by id: a phase never lands in a run another client opened meanwhile.
-      check("exec (phase)", client.post(run_path(run_id, "phases"), phase_body("", users)));
+      post_all(hosts, "exec (phase)", run_id, "phases", phase_body("", users), nullptr);
       ++step;
       *next_phase += plan.phase_every;
     }
@@ -368,23 +470,14 @@ int exec_command(const RunClient& client, const ExecPlan& plan, const std::strin
 int run_cli(int argc, char** argv) {
   CLI::App app{
       "Start, phase and stop test runs on a loadwatch (its --web.enable-run-api must be "
-      "on), or run a load generator inside a run.",
+      "on), or on the loadwatches of every host of a test at once, or run a load generator "
+      "inside a run.",
       "loadwatch run"};
   app.require_subcommand(1);
-  RunClientOptions options;
-  options.url = env_or("LOADWATCH_URL", "http://127.0.0.1:9797");
-  options.user = env_or("LOADWATCH_USER", "");
-  options.password_file = env_or("LOADWATCH_PASSWORD_FILE", "");
-  std::string timeout = "10s";
+  ClientFlags flags;
+  flags.env_defaults = true;
   auto common = [&](CLI::App* sub) {
-    sub->add_option("--url", options.url,
-                    "The loadwatch (default $LOADWATCH_URL, else "
-                    "http://127.0.0.1:9797)");
-    sub->add_option("--user", options.user, "Basic-auth user (default $LOADWATCH_USER)");
-    sub->add_option("--password-file", options.password_file,
-                    "File holding the basic-auth password (default $LOADWATCH_PASSWORD_FILE)");
-    sub->add_option("--ca-file", options.ca_file, "CA certificates for an https:// URL");
-    sub->add_option("--timeout", timeout, "Per request (default 10s)");
+    add_client_flags(sub, flags, "The loadwatch (several: the same run on each)");
   };
   std::string name;
   std::vector<std::string> labels;
@@ -454,10 +547,9 @@ int run_cli(int argc, char** argv) {
   exec->add_option("command", plan.command, "The load generator and its arguments, after --")
       ->required();
 
+  std::vector<Daemon> daemons;
   try {
     app.parse(argc, argv);
-    options.timeout = parse_duration(timeout);
-    if (options.timeout.count() <= 0) throw CLI::ValidationError("--timeout", "must be positive");
     if (!phase_every.empty()) {
       try {
         plan.phase_every = parse_duration(phase_every);
@@ -476,77 +568,96 @@ int run_cli(int argc, char** argv) {
     if (phase->parsed() && name.empty() && users < 0) {
       throw CLI::ValidationError("phase", "give --name, --users or both");
     }
+    daemons = resolve_daemons(flags);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : kUsage;
   } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "loadwatch run: --timeout: %s\n", e.what());
-    return kUsage;
-  }
-
-  std::optional<RunClient> client;
-  try {
-    client.emplace(options);
-  } catch (const std::exception& e) {
     std::fprintf(stderr, "loadwatch run: %s\n", e.what());
     return kUsage;
   }
 
-  nlohmann::json run;
-  if (start->parsed()) {
-    if (int rc = check("start", client->post("/api/v1/runs", start_body(name, labels)), &run)) {
-      return rc;
+  std::vector<Host> hosts;
+  try {
+    for (const Daemon& d : daemons) {
+      std::string spec = (d.named ? d.name + "=" : std::string()) + d.options.url;
+      hosts.push_back(Host{d.name, spec, RunClient(d.options), {}});
     }
-    std::printf("%s\n", json_string_or(run, "id").c_str());
-    return 0;
-  }
-  if (phase->parsed()) {
-    std::optional<long long> u;
-    if (users >= 0) u = users;
-    if (!plausible_run_id(run_id)) run_id.clear();  // a bad $LOADWATCH_RUN_ID
-    if (run_id.empty()) {
-      std::fprintf(stderr, "loadwatch run phase: no --run: acting on whichever run is open\n");
-    }
-    if (int rc =
-            check("phase", client->post(run_path(run_id, "phases"), phase_body(name, u)), &run)) {
-      return rc;
-    }
-    const auto& phases = json_array_or_empty(run, "phases");
-    std::printf("%s: phase %s\n", json_string_or(run, "id").c_str(),
-                phases.empty() ? "" : json_string_or(phases.back(), "name").c_str());
-    return 0;
-  }
-  if (stop->parsed()) {
-    if (!plausible_run_id(run_id)) run_id.clear();
-    if (run_id.empty()) {
-      std::fprintf(stderr, "loadwatch run stop: no --run: acting on whichever run is open\n");
-    }
-    if (int rc = check("stop", client->post(run_path(run_id, "stop"), "{}"), &run)) return rc;
-    std::printf("%s\n", json_string_or(run, "id").c_str());
-    return 0;
-  }
-  if (list->parsed()) return list_runs(*client);
-
-  // exec: no run, no command (fail closed: a CI job must not load a system unobserved).
-  if (check("exec (start)", client->post("/api/v1/runs", start_body(name, labels)), &run)) {
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "loadwatch run: %s\n", e.what());
     return kUsage;
   }
+  const bool several = hosts.size() > 1;
+
+  nlohmann::json run;
+  if (start->parsed()) {
+    if (int rc = start_all(hosts, "start", name, labels, &run)) return rc;
+    std::printf("%s\n", json_string_or(run, "id").c_str());
+    return 0;
+  }
+  if (phase->parsed() || stop->parsed()) {
+    const char* what = phase->parsed() ? "phase" : "stop";
+    if (!plausible_run_id(run_id)) run_id.clear();  // a bad $LOADWATCH_RUN_ID
+    if (run_id.empty() && several) {
+      // Whichever run is open may differ from host to host: never guess across hosts.
+      std::fprintf(stderr, "loadwatch run %s: several loadwatches need --run\n", what);
+      return kUsage;
+    }
+    if (run_id.empty()) {
+      std::fprintf(stderr, "loadwatch run %s: no --run: acting on whichever run is open\n", what);
+    }
+    std::optional<long long> u;
+    if (users >= 0) u = users;
+    std::string body = phase->parsed() ? phase_body(name, u) : "{}";
+    return post_all(hosts, what, run_id, phase->parsed() ? "phases" : "stop", body,
+                    [&](const Host& h, const nlohmann::json& r) {
+                      std::string prefix = several ? h.name + ": " : "";
+                      if (!phase->parsed()) {
+                        std::printf("%s%s\n", prefix.c_str(), json_string_or(r, "id").c_str());
+                        return;
+                      }
+                      const auto& phases = json_array_or_empty(r, "phases");
+                      std::printf(
+                          "%s%s: phase %s\n", prefix.c_str(), json_string_or(r, "id").c_str(),
+                          phases.empty() ? "" : json_string_or(phases.back(), "name").c_str());
+                    });
+  }
+  if (list->parsed()) {
+    int worst = 0;
+    for (const Host& h : hosts) {
+      if (several)
+        std::printf("%s== %s (%s)\n", &h == &hosts[0] ? "" : "\n", h.name.c_str(),
+                    h.client.url().c_str());
+      worst = std::max(worst, list_runs(h.client));
+    }
+    return worst;
+  }
+
+  // exec: no run, no command (fail closed: a CI job must not load a system unobserved).
+  if (start_all(hosts, "exec (start)", name, labels, &run)) return kUsage;
   std::string id = json_string_or(run, "id");
-  std::fprintf(stderr, "loadwatch run exec: run %s started\n", id.c_str());
+  std::fprintf(stderr, "loadwatch run exec: run %s started%s\n", id.c_str(),
+               several ? (" on " + std::to_string(hosts.size()) + " loadwatches").c_str() : "");
   // What the guard needs to stop the run as this process would.
-  std::vector<std::string> stop_args = {"--timeout=" + timeout};
-  if (!options.user.empty()) stop_args.push_back("--user=" + options.user);
-  if (!options.password_file.empty())
-    stop_args.push_back("--password-file=" + options.password_file);
-  if (!options.ca_file.empty()) stop_args.push_back("--ca-file=" + options.ca_file);
-  int rc = exec_command(*client, plan, id, stop_args);
+  int rc = exec_command(hosts, plan, id, client_args(daemons, flags));
   // Stopped by id: when another run started meanwhile (it ended ours), that one is left alone.
-  RunAnswer stopped = client->post(run_path(id, "stop"), "{}");
-  if (stopped.reached && stopped.status == 409) {
-    std::fprintf(stderr, "loadwatch run exec: run %s is no longer the open run; not stopping\n",
-                 id.c_str());
-  } else if (check("exec (stop)", stopped, nullptr, Expect::any) == 0) {
-    std::fprintf(stderr, "loadwatch run exec: run %s stopped; command exited %d\n", id.c_str(), rc);
+  std::vector<bool> reached(hosts.size(), true);
+  if (several) measure_all(hosts, "exec (stop)", &reached);
+  double t = unix_now();
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    if (!reached[i]) continue;
+    const Host& h = hosts[i];
+    std::string where = several ? " on " + h.name : "";
+    RunAnswer stopped =
+        h.client.post(run_path(id, "stop"), several ? with_at("{}", t + h.skew.seconds) : "{}");
+    if (stopped.reached && stopped.status == 409) {
+      std::fprintf(stderr, "loadwatch run exec: run %s is no longer the open run%s; not stopping\n",
+                   id.c_str(), where.c_str());
+    } else if (check(what_on("exec (stop)", hosts, h).c_str(), stopped, nullptr, Expect::any) ==
+               0) {
+      std::fprintf(stderr, "loadwatch run exec: run %s stopped%s; command exited %d\n", id.c_str(),
+                   where.c_str(), rc);
+    }
   }
   return rc;
 }

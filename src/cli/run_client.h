@@ -1,11 +1,14 @@
 #pragma once
-// The HTTP client of `loadwatch run ...`: JSON requests to a loadwatch's run API, over
-// http or https, with basic auth (libcurl, loaded like the sources load it).
+// The command line's client of a loadwatch's API: JSON requests over http or https with basic
+// auth, made through the one HTTP client (sources/http_fetch).
 
 #include <chrono>
+#include <memory>
 #include <string>
 
 namespace loadwatch {
+
+class HttpFetcher;
 
 struct RunClientOptions {
   std::string url;            // http(s)://HOST:PORT of the loadwatch
@@ -20,12 +23,17 @@ struct RunAnswer {
   long status = 0;
   std::string body;
   std::string error;  // why it was not reached
+  /// The reader's unix time when the request left and when the answer was in: the clock skew
+  /// of the loadwatch is measured against their midpoint, the round trip is its uncertainty.
+  double sent = 0, received = 0;
 };
 
 class RunClient {
  public:
   /// Throws std::runtime_error when libcurl cannot be loaded or the password file read.
   explicit RunClient(RunClientOptions options);
+  ~RunClient();
+  RunClient(RunClient&&) noexcept;
   RunAnswer get(const std::string& path) const;
   RunAnswer post(const std::string& path, const std::string& json) const;
   const std::string& url() const { return options_.url; }
@@ -34,6 +42,7 @@ class RunClient {
   RunAnswer request(const std::string& path, const std::string* json) const;
   RunClientOptions options_;
   std::string password_;
+  std::unique_ptr<HttpFetcher> http_;  // one connection kept alive across requests
 };
 
 }  // namespace loadwatch

@@ -24,6 +24,10 @@ class UrlReportLoader : public analysis::ReportLoader {
 /// `client.url` (when given), then files. For compare's BASE and CUR and report --baseline.
 std::vector<std::unique_ptr<analysis::ReportLoader>> report_loaders(const RunClientOptions& client);
 
+/// The id of the loadwatch's newest finished run with phases, else of its open one. Throws
+/// analysis::ReportLoadError.
+std::string newest_run_with_phases(const RunClient& client);
+
 /// GET PATH from a loadwatch; throws analysis::ReportLoadError unless it answers 200.
 std::string fetch_from_loadwatch(const RunClient& client, const std::string& path);
 

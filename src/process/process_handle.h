@@ -46,7 +46,7 @@ DIR* open_dir_at(int dirfd, const char* relative, int& err);
 class ProcessHandle {
  public:
   /// The files kept open between samples.
-  enum File { kStat, kStatus, kIo, kFdDir, kFileCount };
+  enum File { kStat, kStatus, kIo, kFdDir, kSchedstat, kFileCount };
 
   ProcessHandle(int root_fd, pid_t pid, FdBudget* budget);
   ~ProcessHandle();
@@ -55,8 +55,8 @@ class ProcessHandle {
 
   pid_t pid() const { return pid_; }
 
-  /// Reads the whole text of stat, status or io into `buf` (pread at offset 0 on the kept
-  /// fd, or open/read/close when the budget is used up).
+  /// Reads the whole text of stat, status, io or schedstat into `buf` (pread at offset 0 on the
+  /// kept fd, or open/read/close when the budget is used up).
   ReadResult read(File file, std::string& buf);
 
   /// Reads a file that is not kept open, relative to PID/: "limits", "cmdline",

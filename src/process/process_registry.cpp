@@ -41,6 +41,7 @@ void ProcessRegistry::begin_sample() {
   ++gen_;
   if (gen_ == 0) gen_ = 1;  // 0 means "never"
   listing_.clear();
+  quiet_count_ = 0;
 }
 
 void ProcessRegistry::end_sample() {
@@ -60,9 +61,35 @@ ProcessRecord* ProcessRegistry::record(pid_t pid) {
   return slot.get();
 }
 
-bool ProcessRegistry::read_stat(ProcessRecord& rec) {
-  if (rec.stat_gen == gen_) return true;
+bool ProcessRegistry::still_quiet(ProcessRecord& rec, std::optional<PidSchedstat>& now) {
+  if (!rec.sched || rec.stat_read_gen == 0 || rec.stat.num_threads != 1) return false;
+  if (rec.handle.read(ProcessHandle::kSchedstat, buf_) != ReadResult::Ok) return false;
+  now = parse_pid_schedstat(buf_);
+  return now && *now == *rec.sched;
+}
+
+bool ProcessRegistry::read_stat(ProcessRecord& rec, bool force) {
+  if (rec.stat_gen == gen_ && (!force || rec.stat_read_gen == gen_)) return true;
+  std::optional<PidSchedstat> sched;
+  const bool checked = !force && rec.sched && rec.stat.num_threads == 1;
+  if (checked && still_quiet(rec, sched)) {
+    rec.stat_gen = gen_;
+    rec.quiet_gen = gen_;
+    ++quiet_count_;
+    return true;
+  }
   for (int attempt = 0; attempt < 2; ++attempt) {
+    // schedstat before stat: a run after this read moves it, and is seen next sample. Read
+    // only while the process may have one thread (a new record: not known yet), and not
+    // twice: the check above already read it.
+    if (attempt > 0 || !checked) {
+      sched.reset();
+      if (rec.stat_read_gen == 0 || rec.stat.num_threads == 1) {
+        if (rec.handle.read(ProcessHandle::kSchedstat, buf_) == ReadResult::Ok) {
+          sched = parse_pid_schedstat(buf_);
+        }
+      }
+    }
     ReadResult r = rec.handle.read(ProcessHandle::kStat, buf_);
     if (r == ReadResult::Gone && attempt == 0 && rec.stat_gen != 0) {
       // The kept fd belongs to a process that exited; the PID may name a new one now.
@@ -82,6 +109,8 @@ bool ProcessRegistry::read_stat(ProcessRecord& rec) {
     }
     rec.stat = std::move(*parsed);
     rec.stat_gen = gen_;
+    rec.stat_read_gen = gen_;
+    rec.sched = rec.stat.num_threads == 1 ? sched : std::nullopt;
     return true;
   }
   return false;
@@ -102,7 +131,7 @@ void ProcessRegistry::refresh_listing(bool full) {
     const bool changed = rec->dir_ino != e->d_ino;
     rec->dir_ino = e->d_ino;
     if (full || changed || rec->stat_gen == 0) {
-      if (!read_stat(*rec)) continue;
+      if (!read_stat(*rec, changed)) continue;
     }
     rec->used_gen = gen_;
     listing_.push_back(rec);
@@ -111,14 +140,12 @@ void ProcessRegistry::refresh_listing(bool full) {
   listed_gen_ = gen_;
   listed_full_ = full;
 
-  if (!full) {
-    // A process whose parent exited was re-parented (to init or a subreaper): its cached
-    // ppid is stale. Re-read the stat of those only.
-    for (ProcessRecord* rec : listing_) {
-      if (rec->stat_gen == gen_ || rec->stat.ppid <= 0) continue;
-      auto it = records_.find(rec->stat.ppid);
-      if (it == records_.end() || it->second->used_gen != gen_) read_stat(*rec);
-    }
+  // A process whose parent exited was re-parented (to init or a subreaper) without running:
+  // its cached ppid is stale. Re-read the stat of those only.
+  for (ProcessRecord* rec : listing_) {
+    if (rec->stat_read_gen == gen_ || rec->stat.ppid <= 0) continue;
+    auto it = records_.find(rec->stat.ppid);
+    if (it == records_.end() || it->second->used_gen != gen_) read_stat(*rec, true);
   }
 }
 
@@ -133,17 +160,46 @@ ProcessRecord* ProcessRegistry::stat(pid_t pid) {
 ProcessRecord* ProcessRegistry::member(pid_t pid) {
   ProcessRecord* rec = stat(pid);
   if (!rec) return nullptr;
-  if (rec->member_gen != gen_) read_member_fields(*rec);
+  if (rec->member_gen != gen_) {
+    // Kept when they were read after the schedstat that still holds, in full.
+    const bool quiet = rec->quiet_gen == gen_ && rec->member_gen != 0 &&
+                       gen_ - rec->member_gen <= gen_ - rec->stat_read_gen && !rec->partial &&
+                       rec->open_fds.has_value();
+    if (!quiet) {
+      read_member_fields(*rec, MemberRead::kAll);
+    } else if (gen_ - rec->memory_gen >= kQuietRefreshSamples ||
+               (gen_ + static_cast<std::uint32_t>(rec->pid())) % kQuietRefreshSamples == 0) {
+      read_member_fields(*rec, MemberRead::kMemoryAndFds);
+    } else {
+      read_member_fields(*rec, MemberRead::kLimitOnly);
+    }
+  }
   return rec;
 }
 
-void ProcessRegistry::read_member_fields(ProcessRecord& rec) {
+void ProcessRegistry::read_member_fields(ProcessRecord& rec, MemberRead what) {
   rec.member_gen = gen_;
-  rec.partial = false;
   auto note = [&rec](ReadResult r) {
     if (r == ReadResult::Denied) rec.partial = true;
     return r == ReadResult::Ok;
   };
+  // The limit can change without the process running (prlimit by another process).
+  auto refresh_limit = [&] {
+    if (rec.fd_limit_gen == 0 || gen_ - rec.fd_limit_gen >= kLimitRefreshSamples) {
+      rec.fd_limit_gen = gen_;
+      if (note(rec.handle.read_other("limits", buf_))) {
+        rec.fd_limit = parse_max_open_files(buf_);
+      } else {
+        rec.fd_limit.reset();
+      }
+    }
+  };
+  if (what == MemberRead::kLimitOnly) {
+    refresh_limit();
+    return;
+  }
+  rec.memory_gen = gen_;
+  rec.partial = false;
 
   if (note(rec.handle.read(ProcessHandle::kStatus, buf_))) {
     rec.status = parse_pid_status(buf_);
@@ -151,11 +207,14 @@ void ProcessRegistry::read_member_fields(ProcessRecord& rec) {
     rec.status = PidStatus{};
   }
   // /proc/PID/io needs ptrace access (PTRACE_MODE_READ_FSCREDS, fs/proc/base.c
-  // do_io_accounting): EACCES for another user's process without CAP_SYS_PTRACE.
-  if (note(rec.handle.read(ProcessHandle::kIo, buf_))) {
-    rec.io = parse_pid_io(buf_);
-  } else {
-    rec.io.reset();
+  // do_io_accounting): EACCES for another user's process without CAP_SYS_PTRACE. Its
+  // counters move only while the process runs.
+  if (what == MemberRead::kAll) {
+    if (note(rec.handle.read(ProcessHandle::kIo, buf_))) {
+      rec.io = parse_pid_io(buf_);
+    } else {
+      rec.io.reset();
+    }
   }
   std::uint64_t fds = 0;
   if (note(rec.handle.open_fd_count(procfs_, fds))) {
@@ -164,14 +223,7 @@ void ProcessRegistry::read_member_fields(ProcessRecord& rec) {
     rec.open_fds.reset();
   }
 
-  if (rec.fd_limit_gen == 0 || gen_ - rec.fd_limit_gen >= kLimitRefreshSamples) {
-    rec.fd_limit_gen = gen_;
-    if (note(rec.handle.read_other("limits", buf_))) {
-      rec.fd_limit = parse_max_open_files(buf_);
-    } else {
-      rec.fd_limit.reset();
-    }
-  }
+  refresh_limit();
 }
 
 void ProcessRegistry::children_by_listing(pid_t pid, std::vector<pid_t>& out) {

@@ -15,22 +15,30 @@
 #include "procfs/fs_root.h"
 #include "procfs/proc_pid_io.h"
 #include "procfs/proc_pid_limits.h"
+#include "procfs/proc_pid_schedstat.h"
 #include "procfs/proc_pid_stat.h"
 #include "procfs/proc_pid_status.h"
 
 namespace loadwatch {
 
-/// One process as last read. `stat` is fresh when stat_gen equals the registry's current
-/// sample; the member fields when member_gen does.
+/// One process as last read. `stat` is current when stat_gen equals the registry's current
+/// sample (read then, or known unchanged: see ProcessRegistry::kQuietRefreshSamples); the
+/// member fields when member_gen does.
 struct ProcessRecord {
   explicit ProcessRecord(int root_fd, pid_t pid, FdBudget* budget) : handle(root_fd, pid, budget) {}
 
   ProcessHandle handle;
-  std::uint32_t used_gen = 0;    // last sample it was listed or asked for
-  std::uint64_t dir_ino = 0;     // d_ino of PID in the last listing (see refresh_listing)
-  std::uint32_t stat_gen = 0;    // sample `stat` was read in
-  std::uint32_t member_gen = 0;  // sample the member fields were read in
+  std::uint32_t used_gen = 0;       // last sample it was listed or asked for
+  std::uint64_t dir_ino = 0;        // d_ino of PID in the last listing (see refresh_listing)
+  std::uint32_t stat_gen = 0;       // sample `stat` is current for
+  std::uint32_t stat_read_gen = 0;  // sample `stat` was last read from the file in
+  std::uint32_t member_gen = 0;     // sample the member fields are current for
+  std::uint32_t memory_gen = 0;     // sample status and the fd count were last read in
+  std::uint32_t quiet_gen = 0;      // sample schedstat showed no run since stat_read_gen
   PidStat stat;
+  // schedstat read just before `stat` was last read: set only while the process has one
+  // thread (schedstat describes the leader alone).
+  std::optional<PidSchedstat> sched;
 
   // Member fields: read only for processes that belong to a target.
   PidStatus status;
@@ -112,10 +120,27 @@ class ProcessRegistry {
   /// (prlimit) and /proc/PID/limits costs as much as /proc/PID/stat.
   static constexpr std::uint32_t kLimitRefreshSamples = 15;
 
+  /// A process with one thread whose schedstat (time on a CPU, times run) did not move since
+  /// its stat was read has not run: its stat, status, io and fd count are kept, for one small
+  /// read instead of four. What can change without it running is re-read at least every
+  /// kQuietRefreshSamples samples, at a phase set by the PID so that the re-reads spread:
+  /// status (RSS and swap, under reclaim or another process's process_vm_writev) and the fd
+  /// count (a table shared with another process without sharing threads). The fd limit keeps
+  /// its own cadence (kLimitRefreshSamples).
+  static constexpr std::uint32_t kQuietRefreshSamples = 15;
+
+  /// Processes of this sample kept as they were because they had not run (see above).
+  std::size_t quiet_this_sample() const { return quiet_count_; }
+
  private:
   ProcessRecord* record(pid_t pid);
-  bool read_stat(ProcessRecord& rec);
-  void read_member_fields(ProcessRecord& rec);
+  /// `force`: read the file even when the process looks quiet (a PID that may name another
+  /// process, a parent that vanished).
+  bool read_stat(ProcessRecord& rec, bool force = false);
+  /// Whether schedstat still reads as when stat was read; `now` gets what it read.
+  bool still_quiet(ProcessRecord& rec, std::optional<PidSchedstat>& now);
+  enum class MemberRead { kAll, kMemoryAndFds, kLimitOnly };
+  void read_member_fields(ProcessRecord& rec, MemberRead what);
 
   FsRoot proc_;
   int root_fd_ = -1;
@@ -132,6 +157,7 @@ class ProcessRegistry {
   std::optional<std::uint64_t> boot_time_;
   std::optional<std::uint64_t> last_pid_;
   std::uint32_t last_pid_gen_ = 0;
+  std::size_t quiet_count_ = 0;
   long clk_tck_ = 100;
   long page_size_ = 4096;
   std::string buf_;

@@ -22,9 +22,13 @@ class LocustPushModel {
     std::size_t max_sources = 16;
     double evict_after_s = 600;
   };
-  /// How old Locust's timestamp of a push may be, beyond the age it gives: the listener
-  /// reads its clock in the same gevent step that copies the counts.
-  static constexpr double kTimeUncertainty = 0.001;
+  /// How old Locust's timestamp of a push may be, beyond the age it gives. The listener reads
+  /// its clock in the same gevent step that copies the counts, so the time is the moment they
+  /// describe; what is left is the history's float rounding of the age (under 1 us below 16 s).
+  /// A wider figure shifts the moment a change point stands for (its middle) before the push,
+  /// and a request that ended in that sliver, as one often does just before a push, was counted
+  /// on the wrong side of the report's stated window.
+  static constexpr double kTimeUncertainty = 1e-6;
 
   LocustPushModel() : LocustPushModel(Limits{}) {}
   explicit LocustPushModel(Limits limits) : limits_(limits) {}

@@ -35,7 +35,7 @@ std::string label(const LabeledSeries& s, const std::string& key) {
 // seconds lives in Prometheus for a few scrapes, and a query_range over the lookback (a step of
 // 8 s for 24 h) would pass over it.
 Run find_prometheus_run(SeriesSource& source, const std::string& ref, double now, double lookback,
-                        std::string* instance) {
+                        std::string* instance, std::vector<std::string>* all_instances) {
   double from = now - lookback;
   // The names runs were given, by id: a run is also found by its name as typed.
   std::map<std::string, std::string> name_of;
@@ -61,6 +61,11 @@ Run find_prometheus_run(SeriesSource& source, const std::string& ref, double now
   for (const auto& s :
        source.fetch_last("loadwatch_run_start_timestamp_seconds", {{"run", run.id}}, from, now)) {
     instances.insert(label(s, "instance"));
+  }
+  if (instances.size() > 1 && all_instances) {
+    all_instances->assign(instances.begin(), instances.end());
+    run.name = name_of[run.id].empty() ? ref : name_of[run.id];
+    return run;
   }
   if (instances.size() > 1) {
     std::string list;

@@ -11,8 +11,11 @@ namespace loadwatch::report {
 /// within [now - lookback, now], with every phase it exported (however short). Throws
 /// SeriesSourceError when there is none, or when several instances (loadwatch daemons) exported
 /// that run: the report would add their hosts together. `instance`, when given, receives the
-/// instance label of the run's series (empty when the source already narrowed to one).
+/// instance label of the run's series (empty when the source already narrowed to one). With
+/// `instances`, several instances are not refused: they are listed there (sorted), and the run
+/// returned holds only its id, name and start (read it again from each instance).
 Run find_prometheus_run(SeriesSource& source, const std::string& ref, double now, double lookback,
-                        std::string* instance = nullptr);
+                        std::string* instance = nullptr,
+                        std::vector<std::string>* instances = nullptr);
 
 }  // namespace loadwatch::report

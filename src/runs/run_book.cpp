@@ -96,15 +96,15 @@ void RunBook::writer_loop() {
 
 void RunBook::save_locked(const Run& run) { pending_.push_back(Write{run.id, run}); }
 
+bool RunBook::id_taken_locked(const std::string& id) const {
+  if (current_ && current_->id == id) return true;
+  return std::any_of(finished_.begin(), finished_.end(), [&](const Run& r) { return r.id == id; });
+}
+
 std::string RunBook::unique_id_locked(double start, const std::string& name) const {
   std::string base = make_run_id(start, name);
-  auto taken = [&](const std::string& id) {
-    if (current_ && current_->id == id) return true;
-    return std::any_of(finished_.begin(), finished_.end(),
-                       [&](const Run& r) { return r.id == id; });
-  };
   std::string id = base;
-  for (int n = 2; taken(id); ++n) id = base + "-" + std::to_string(n);
+  for (int n = 2; id_taken_locked(id); ++n) id = base + "-" + std::to_string(n);
   return id;
 }
 
@@ -165,7 +165,8 @@ void RunBook::trim_locked(const std::string& writer, double now) {
 }
 
 Run* RunBook::open_locked(const std::string& origin, const std::string& name,
-                          std::map<std::string, std::string> labels, double at, std::string* why) {
+                          std::map<std::string, std::string> labels, double at, std::string* why,
+                          const std::string& id) {
   Run run;
   run.name = name;
   run.labels = std::move(labels);
@@ -176,7 +177,7 @@ Run* RunBook::open_locked(const std::string& origin, const std::string& name,
   // The open run of the same writer ends here and keeps its place: count it as finished.
   if (!make_room_locked(writer_of(origin), run_bytes(run), now(), why)) return nullptr;
   if (current_) close_locked(at);
-  run.id = unique_id_locked(at, name);
+  run.id = id.empty() ? unique_id_locked(at, name) : id;
   current_ = std::move(run);
   save_locked(*current_);
   spdlog::info("runs: run {} started ({})", current_->id, origin);
@@ -274,8 +275,16 @@ RunBook::Change RunBook::start_run(const StartRunRequest& request) {
   Change change;
   {
     std::lock_guard lock(mutex_);
+    double at = now();
+    if (request.at) {
+      check_instant(*request.at, at);
+      at = *request.at;
+    }
+    if (!request.id.empty() && id_taken_locked(request.id)) {
+      throw RunConflict("a run with the id \"" + request.id + "\" is kept already");
+    }
     std::string why;
-    Run* run = open_locked("api", request.name, request.labels, now(), &why);
+    Run* run = open_locked("api", request.name, request.labels, at, &why, request.id);
     if (!run) throw RunConflict("no room for a new run: " + why);
     change.run = *run;
   }
@@ -303,19 +312,30 @@ RunBook::Change RunBook::add_phase(const PhaseRequest& request,
       throw RunConflict("run " + current_->id + " already has " +
                         std::to_string(limits_.max_phases) + " phases, the most a run keeps");
     }
-    add_phase_locked(request.name, request.users, now());
+    double at = now();
+    if (request.at) {
+      check_instant(*request.at, at);
+      at = *request.at;
+    }
+    add_phase_locked(request.name, request.users, at);
     change.run = *current_;
   }
   change.warnings = flush_pending();
   return change;
 }
 
-RunBook::Change RunBook::stop_run(const std::optional<std::string>& run_id) {
+RunBook::Change RunBook::stop_run(const std::optional<std::string>& run_id,
+                                  const StopRequest& request) {
   Change change;
   {
     std::lock_guard lock(mutex_);
     check_open_locked(run_id);
-    change.run = *close_locked(now());
+    double at = now();
+    if (request.at) {
+      check_instant(*request.at, at);
+      at = *request.at;
+    }
+    change.run = *close_locked(at);
   }
   change.warnings = flush_pending();
   return change;

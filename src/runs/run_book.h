@@ -68,13 +68,14 @@ class RunBook : public RunObserver {
     Run run;
     std::vector<std::string> warnings;
   };
-  /// Starts a run from the API, ending any run still open.
+  /// Starts a run from the API, ending any run still open. With an id, RunConflict when a
+  /// kept run has it; with an instant, RunRequestError when it is far from now (check_instant).
   Change start_run(const StartRunRequest& request);
   /// Opens the next phase of the open run; RunConflict when none is open or it is full, or
   /// when `run_id` is given and the open run is another one (a client acts on its own run).
   Change add_phase(const PhaseRequest& request, const std::optional<std::string>& run_id = {});
   /// Ends the open run; RunConflict when none is open, or it is not `run_id` when given.
-  Change stop_run(const std::optional<std::string>& run_id = {});
+  Change stop_run(const std::optional<std::string>& run_id = {}, const StopRequest& request = {});
 
   std::optional<Run> current() const;
   std::optional<Run> find(const std::string& id) const;
@@ -136,9 +137,11 @@ class RunBook : public RunObserver {
     std::optional<double> ramp_started;  // when the generator began changing its users
   };
 
-  /// Opens a run (ending the open one); null, with `why`, when its writer has no room left.
+  /// Opens a run (ending the open one), with `id` when given (else one made from its start);
+  /// null, with `why`, when its writer has no room left.
   Run* open_locked(const std::string& origin, const std::string& name,
-                   std::map<std::string, std::string> labels, double at, std::string* why);
+                   std::map<std::string, std::string> labels, double at, std::string* why,
+                   const std::string& id = "");
   /// Deletes the writer's oldest runs old enough to go until one more run of `bytes` fits;
   /// false (and why) when it cannot.
   bool make_room_locked(const std::string& writer, std::size_t bytes, double now, std::string* why);
@@ -151,6 +154,7 @@ class RunBook : public RunObserver {
   void end_stale_locked(double now);
   bool inside_api_run_locked(double start, double end) const;
   std::string unique_id_locked(double start, const std::string& name) const;
+  bool id_taken_locked(const std::string& id) const;
   void save_locked(const Run& run);
   /// RunConflict unless a run is open and, when `run_id` is given, it is that run.
   void check_open_locked(const std::optional<std::string>& run_id) const;

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "metrics/exposition.h"
+#include "runs/run.h"
 #include "runs/run_rules.h"
 
 namespace loadwatch {
@@ -58,7 +59,25 @@ bool label_name_ok(const std::string& k) {
   return true;
 }
 
+/// "at": unix seconds, finite, 1970..2100 (the clock bound is the book's: it knows now).
+std::optional<double> instant_field(const nlohmann::json& j) {
+  auto it = j.find("at");
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number()) throw RunRequestError("at", "want unix seconds");
+  double v = it->get<double>();
+  if (!(v >= 0 && v < 4102444800.0)) throw RunRequestError("at", "want unix seconds");
+  return v;
+}
+
 }  // namespace
+
+void check_instant(double at, double now) {
+  if (std::fabs(at - now) > kMaxRunClockOffsetSeconds) {
+    throw RunRequestError("at", std::to_string(std::lround(at - now)) +
+                                    " s from this loadwatch's clock; at most " +
+                                    std::to_string(std::lround(kMaxRunClockOffsetSeconds)));
+  }
+}
 
 std::string name_problem(std::string_view name) {
   if (name.empty()) return "must not be empty";
@@ -100,9 +119,17 @@ std::string clean_name(std::string_view raw, std::string_view fallback) {
 
 StartRunRequest parse_start_request(std::string_view body) {
   nlohmann::json j = parse_object(body);
-  check_fields(j, {"name", "labels"});
+  check_fields(j, {"name", "labels", "id", "at"});
   StartRunRequest req;
   req.name = name_field(j, "name");
+  req.at = instant_field(j);
+  auto id = j.find("id");
+  if (id != j.end() && !id->is_null()) {
+    if (!id->is_string() || !plausible_run_id(id->get<std::string>())) {
+      throw RunRequestError("id", "want a run id (YYYYMMDDTHHMMSS-name)");
+    }
+    req.id = id->get<std::string>();
+  }
   auto labels = j.find("labels");
   if (labels == j.end() || labels->is_null()) return req;
   if (!labels->is_object()) throw RunRequestError("labels", "want an object of strings");
@@ -121,8 +148,9 @@ StartRunRequest parse_start_request(std::string_view body) {
 
 PhaseRequest parse_phase_request(std::string_view body) {
   nlohmann::json j = parse_object(body);
-  check_fields(j, {"name", "users"});
+  check_fields(j, {"name", "users", "at"});
   PhaseRequest req;
+  req.at = instant_field(j);
   auto users = j.find("users");
   if (users != j.end() && !users->is_null()) {
     // 100 and 100.0 are the same count; 1.5, -1, "100" and 1e30 are not counts.
@@ -142,12 +170,13 @@ PhaseRequest parse_phase_request(std::string_view body) {
   return req;
 }
 
-void parse_empty_request(std::string_view body) {
+StopRequest parse_stop_request(std::string_view body) {
   bool blank = true;
   for (char c : body) blank = blank && (c == ' ' || c == '\n' || c == '\r' || c == '\t');
-  if (blank) return;
+  if (blank) return {};
   nlohmann::json j = parse_object(body);
-  check_fields(j, {});
+  check_fields(j, {"at"});
+  return StopRequest{instant_field(j)};
 }
 
 }  // namespace loadwatch

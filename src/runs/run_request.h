@@ -19,6 +19,10 @@ inline constexpr std::size_t kMaxLabels = 32;
 inline constexpr std::size_t kMaxRunLabelNameBytes = 64;
 inline constexpr std::size_t kMaxRunLabelValueBytes = 256;
 inline constexpr std::int64_t kMaxUsers = 1'000'000'000;
+/// How far an instant a client gives ("at") may lie from the loadwatch's own clock. A client
+/// that drives several loadwatches sends each its own instant (corrected by the skew it
+/// measured), so only a mistake or a clock far off is refused.
+inline constexpr double kMaxRunClockOffsetSeconds = 60;
 
 /// A body that cannot be used; `field` names the offending field ("body" for the whole).
 class RunRequestError : public std::runtime_error {
@@ -34,19 +38,31 @@ class RunRequestError : public std::runtime_error {
 struct StartRunRequest {
   std::string name;
   std::map<std::string, std::string> labels;
+  /// The id to give the run (one run across several loadwatches); empty: made from its start.
+  std::string id = {};
+  std::optional<double> at = std::nullopt;  // unix seconds; absent: now
 };
 
 struct PhaseRequest {
   std::string name;  // "users=N" when the body gives users but no name
   std::optional<std::int64_t> users;
+  std::optional<double> at = std::nullopt;
 };
 
-/// {"name": "checkout", "labels": {"build": "1234"}}. Throws RunRequestError.
+struct StopRequest {
+  std::optional<double> at = std::nullopt;
+};
+
+/// {"name": "checkout", "labels": {"build": "1234"}, "id": "...", "at": 1764680000.25}; id and
+/// at optional. Throws RunRequestError.
 StartRunRequest parse_start_request(std::string_view body);
-/// {"name": "step 2", "users": 100}; name or users (or both) required. Throws RunRequestError.
+/// {"name": "step 2", "users": 100, "at": ...}; name or users (or both) required. Throws
+/// RunRequestError.
 PhaseRequest parse_phase_request(std::string_view body);
-/// Empty, or an empty JSON object (stop takes no fields). Throws RunRequestError.
-void parse_empty_request(std::string_view body);
+/// Empty, or a JSON object with at most "at". Throws RunRequestError.
+StopRequest parse_stop_request(std::string_view body);
+/// RunRequestError("at") unless `at` lies within kMaxRunClockOffsetSeconds of `now`.
+void check_instant(double at, double now);
 
 /// Why `name` cannot name a run or phase (empty, too long, not UTF-8, control, format or bidi
 /// characters: run_rules.h), or "" when it can.

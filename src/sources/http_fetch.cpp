@@ -159,6 +159,16 @@ HttpFetcher::~HttpFetcher() {
 }
 
 FetchResult HttpFetcher::get(const std::string& url, const FetchOptions& options) {
+  return perform(url, options, nullptr);
+}
+
+FetchResult HttpFetcher::post(const std::string& url, const std::string& body,
+                              const FetchOptions& options) {
+  return perform(url, options, &body);
+}
+
+FetchResult HttpFetcher::perform(const std::string& url, const FetchOptions& options,
+                                 const std::string* post_body) {
   FetchResult result;
   Impl& im = *impl_;
   auto started = std::chrono::steady_clock::now();
@@ -206,6 +216,9 @@ FetchResult HttpFetcher::get(const std::string& url, const FetchOptions& options
   if (!options.accept.empty()) {
     headers = curl.slist_append(headers, ("Accept: " + options.accept).c_str());
   }
+  if (post_body && !options.content_type.empty()) {
+    headers = curl.slist_append(headers, ("Content-Type: " + options.content_type).c_str());
+  }
   std::string target = url;
   if (!options.tls.server_name.empty() && url.rfind("https://", 0) == 0) {
     ServerNameRoute route;
@@ -251,7 +264,12 @@ FetchResult HttpFetcher::get(const std::string& url, const FetchOptions& options
   }
   long timeout_ms = static_cast<long>(std::max<std::int64_t>(1, options.timeout.count()));
   curl.easy_setopt(h, CURLOPT_URL, target.c_str());
-  curl.easy_setopt(h, CURLOPT_HTTPGET, 1L);
+  if (post_body) {
+    curl.easy_setopt(h, CURLOPT_POSTFIELDS, post_body->c_str());
+    curl.easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(post_body->size()));
+  } else {
+    curl.easy_setopt(h, CURLOPT_HTTPGET, 1L);
+  }
   curl.easy_setopt(h, CURLOPT_HTTPHEADER, headers);
   curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
   curl.easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
@@ -260,7 +278,9 @@ FetchResult HttpFetcher::get(const std::string& url, const FetchOptions& options
   curl.easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(options.max_bytes));
   curl.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
   curl.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-  curl.easy_setopt(h, CURLOPT_USERAGENT, "loadwatch/" LOADWATCH_VERSION);
+  std::string agent =
+      options.user_agent.empty() ? std::string("loadwatch/" LOADWATCH_VERSION) : options.user_agent;
+  curl.easy_setopt(h, CURLOPT_USERAGENT, agent.c_str());
   curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
   curl.easy_setopt(h, CURLOPT_WRITEDATA, static_cast<Transfer*>(&im));
   curl.easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
@@ -326,6 +346,7 @@ FetchResult HttpFetcher::get(const std::string& url, const FetchOptions& options
   if (result.status < 200 || result.status > 299) {
     result.error = FetchError::HttpStatus;
     result.message = "HTTP status " + std::to_string(result.status);
+    if (options.keep_error_body) result.body = std::move(body);
     return result;
   }
   result.body = std::move(body);

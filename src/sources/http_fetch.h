@@ -1,6 +1,7 @@
 #pragma once
-// HTTP GET for pull sources (libcurl): timeouts, a response size limit on decoded bytes,
-// gzip, TLS and auth, prompt cancellation, and the error reasons of
+// loadwatch's one HTTP client (libcurl): GET for pull sources and the report's Prometheus
+// queries, GET and POST for the command line's run API calls. Timeouts, a response size limit
+// on decoded bytes, gzip, TLS and auth, prompt cancellation, and the error reasons of
 // loadwatch_source_errors_total.
 
 #include <atomic>
@@ -37,6 +38,10 @@ struct FetchOptions {
   std::string username;  // basic auth when non-empty (with password)
   std::string password;
   std::string bearer_token;  // Authorization: Bearer when non-empty
+  std::string content_type;  // of a POST body; empty = curl's default
+  /// Keep the body of a non-2xx answer (an API's error message); by default it is dropped.
+  bool keep_error_body = false;
+  std::string user_agent;  // empty = "loadwatch/VERSION"
 };
 
 struct FetchResult {
@@ -62,9 +67,13 @@ class HttpFetcher {
   /// Accept-Encoding: gzip is always offered; the size limit applies to the decoded body,
   /// so a gzip bomb is TooLarge after at most max_bytes of memory.
   FetchResult get(const std::string& url, const FetchOptions& options);
+  /// POST `body` to `url`; otherwise as get().
+  FetchResult post(const std::string& url, const std::string& body, const FetchOptions& options);
 
  private:
   struct Impl;
+  FetchResult perform(const std::string& url, const FetchOptions& options,
+                      const std::string* post_body);
   Impl* impl_;
 };
 

@@ -6,6 +6,7 @@
 // FUZZ_SOURCES: src/runs/run_request.cpp src/runs/run.cpp src/runs/run_rules.cpp src/runs/run_store.cpp src/util/bounded_file.cpp src/util/atomic_file.cpp src/util/heap_trim.cpp src/metrics/exposition.cpp
 // FUZZ_LIBS:
 // clang-format on
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -55,6 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       require(!k.empty() && k.size() <= kMaxRunLabelNameBytes && text_problem(v).empty());
       require(v.size() <= kMaxRunLabelValueBytes);
     }
+    require(req.id.empty() || plausible_run_id(req.id));
+    require(!req.at || (std::isfinite(*req.at) && *req.at >= 0));
     check_run_round_trip(req.name, req.labels, start);
   } catch (const RunRequestError& e) {
     require(!e.field().empty());
@@ -63,11 +66,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     PhaseRequest req = parse_phase_request(text);
     require(name_problem(req.name).empty());
     require(!req.users || (*req.users >= 0 && *req.users <= kMaxUsers));
+    require(!req.at || (std::isfinite(*req.at) && *req.at >= 0));
   } catch (const RunRequestError& e) {
     require(!e.field().empty());
   }
   try {
-    parse_empty_request(text);
+    StopRequest req = parse_stop_request(text);
+    require(!req.at || (std::isfinite(*req.at) && *req.at >= 0));
   } catch (const RunRequestError&) {
   }
   // Names a generator sends are cleaned, never refused.

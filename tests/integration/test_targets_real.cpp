@@ -5,10 +5,12 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -30,6 +33,7 @@
 #include "config/config.h"
 #include "config/options.h"
 #include "metrics/metric_sink.h"
+#include "process/process_registry.h"
 #include "procfs/fs_root.h"
 #include "tests/lib/eventually.h"
 #include "tests/lib/read_line.h"
@@ -629,4 +633,171 @@ TEST_CASE("reconfigure keeps the state of unchanged targets", "[real]") {
     }
   }
   CHECK(found);
+}
+
+// ---- processes that did not run ----------------------------------------------------------
+
+namespace {
+
+/// Waits (bounded) until `pid` sleeps ('S' in its stat): a process on a run queue, preempted
+/// on its way to sleep, has not finished its run, and runs again later.
+void wait_asleep(pid_t pid) {
+  const bool asleep = eventually([pid] {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto paren = text.rfind(')');
+    return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'S';
+  });
+  REQUIRE(asleep);
+}
+
+/// Samples `pid` as a member once; returns whether its reads were kept (it had not run).
+bool sample_member(ProcessRegistry& reg, pid_t pid, ProcessRecord** out = nullptr) {
+  reg.begin_sample();
+  ProcessRecord* rec = reg.member(pid);
+  REQUIRE(rec);
+  if (out) *out = rec;
+  const bool quiet = reg.quiet_this_sample() == 1;
+  reg.end_sample();
+  return quiet;
+}
+
+/// A child that waits for a byte on `cmd`, then opens 100 fds and touches 16 MiB (from its
+/// main thread, or from a second thread with `threaded`), says "done" and waits again.
+Child grower(int cmd, bool threaded) {
+  return Child([cmd, threaded](int out) {
+    auto grow = [cmd, out] {
+      char b;
+      if (::read(cmd, &b, 1) != 1) _exit(4);
+      for (int i = 0; i < 100; ++i) {
+        if (::open("/dev/null", O_RDONLY) < 0) _exit(2);
+      }
+      constexpr std::size_t kBytes = 16u << 20;
+      char* mem = static_cast<char*>(std::malloc(kBytes));
+      if (!mem) _exit(3);
+      std::memset(mem, 0x5a, kBytes);
+      say(out, "done");
+    };
+    if (!threaded) {
+      say(out, "ready");
+      grow();
+      return;
+    }
+    std::thread t([grow] {
+      grow();
+      for (;;) ::pause();
+    });
+    t.detach();
+    say(out, "ready");
+  });
+}
+
+}  // namespace
+
+TEST_CASE("a process that did not run is not read again; once it runs it is", "[real]") {
+  for (const bool threaded : {false, true}) {
+    CAPTURE(threaded);
+    int cmd[2];
+    REQUIRE(::pipe2(cmd, O_CLOEXEC) == 0);
+    Child c = grower(cmd[0], threaded);
+    REQUIRE(c.line() == "ready");
+    wait_asleep(c.pid());
+    ProcessRegistry reg(FsRoot("/proc"));
+    CHECK_FALSE(sample_member(reg, c.pid()));  // first read
+    // It sleeps: its reads are kept. With a thread besides the leader they are not: the
+    // leader's schedstat cannot tell whether the other ran.
+    CHECK(sample_member(reg, c.pid()) == !threaded);
+
+    REQUIRE(::write(cmd[1], "x", 1) == 1);
+    REQUIRE(c.line() == "done");
+    ProcessRecord* rec = nullptr;
+    CHECK_FALSE(sample_member(reg, c.pid(), &rec));
+    CHECK(rec->open_fds == count_fds(c.pid()));
+    const double truth_rss = std::stod(status_field(c.pid(), "VmRSS")) * 1024;
+    REQUIRE(rec->status.vm_rss_bytes);
+    CHECK(static_cast<double>(*rec->status.vm_rss_bytes) == Approx(truth_rss).epsilon(0.01));
+    CHECK(*rec->status.vm_rss_bytes >= (16u << 20));
+    ::close(cmd[0]);
+    ::close(cmd[1]);
+  }
+}
+
+TEST_CASE("memory another process touches in a sleeping one: seen within the bound", "[real]") {
+  // The child maps 16 MiB it never touches and sleeps. This process then writes into it
+  // (process_vm_writev): the child's RSS grows by 16 MiB while it does not run.
+  constexpr std::size_t kBytes = 16u << 20;
+  Child c([](int out) {
+    void* mem = ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) _exit(3);
+    say(out, std::to_string(reinterpret_cast<std::uintptr_t>(mem)));
+  });
+  const std::uintptr_t addr = std::stoull(c.line());
+  ProcessRegistry reg(FsRoot("/proc"));
+  ProcessRecord* rec = nullptr;
+  wait_asleep(c.pid());
+  sample_member(reg, c.pid(), &rec);
+  REQUIRE(rec->status.vm_rss_bytes);
+  const std::uint64_t before = *rec->status.vm_rss_bytes;
+
+  std::vector<char> page(kBytes, 'x');
+  iovec local{page.data(), page.size()};
+  iovec remote{reinterpret_cast<void*>(addr), kBytes};
+  if (::process_vm_writev(c.pid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(kBytes)) {
+    LWTEST_SKIP("process_vm_writev refused (ptrace scope): " << std::strerror(errno));
+  }
+  const double truth = std::stod(status_field(c.pid(), "VmRSS")) * 1024;
+  REQUIRE(truth >= static_cast<double>(before + kBytes));
+  // Seen within kQuietRefreshSamples samples, the child having stayed asleep throughout.
+  std::uint32_t samples = 0, kept = 0;
+  while (samples < ProcessRegistry::kQuietRefreshSamples) {
+    ++samples;
+    kept += sample_member(reg, c.pid(), &rec) ? 1 : 0;
+    if (static_cast<double>(*rec->status.vm_rss_bytes) >= truth * 0.99) break;
+  }
+  CHECK(static_cast<double>(*rec->status.vm_rss_bytes) == Approx(truth).epsilon(0.01));
+  CHECK(kept == samples);
+
+  // The fd limit, which another process can change too, keeps its own cadence.
+  struct rlimit rl {};
+  REQUIRE(::prlimit(c.pid(), RLIMIT_NOFILE, nullptr, &rl) == 0);
+  rl.rlim_cur = 512;
+  REQUIRE(::prlimit(c.pid(), RLIMIT_NOFILE, &rl, nullptr) == 0);
+  bool seen = false;
+  for (std::uint32_t i = 0; i < ProcessRegistry::kLimitRefreshSamples && !seen; ++i) {
+    sample_member(reg, c.pid(), &rec);
+    seen = rec->fd_limit && rec->fd_limit->soft == 512;
+  }
+  CHECK(seen);
+}
+
+TEST_CASE("a sleeping child whose parent exits gets its new parent in the listing", "[real]") {
+  // This process adopts orphans for the test's length, so the grandchild can be reaped.
+  REQUIRE(::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+  std::optional<Child> parent;
+  parent.emplace([](int out) {
+    const pid_t g = ::fork();
+    if (g == 0) {
+      for (;;) ::pause();
+    }
+    say(out, std::to_string(g));
+  });
+  const pid_t grandchild = std::stoi(parent->line());
+  ProcessRegistry reg(FsRoot("/proc"));
+  auto ppid_in_listing = [&] {
+    reg.begin_sample();
+    reg.refresh_listing(true);
+    pid_t ppid = -1;
+    for (const ProcessRecord* rec : reg.processes()) {
+      if (rec->pid() == grandchild) ppid = rec->stat.ppid;
+    }
+    reg.end_sample();
+    return ppid;
+  };
+  CHECK(ppid_in_listing() == parent->pid());
+  ppid_in_listing();  // a quiet sample: its stat is kept
+  parent.reset();     // killed and reaped: the grandchild is re-parented to this process
+  CHECK(ppid_in_listing() == ::getpid());
+  ::kill(grandchild, SIGKILL);
+  ::waitpid(grandchild, nullptr, 0);
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
 }

@@ -82,3 +82,15 @@ class Hosts:
 
     def popen(self, host, argv, **kwargs):
         return subprocess.Popen(self.command(host, argv), **kwargs)
+
+
+def stop_all(procs, timeout=5):
+    """Ends the processes a test started in its hosts, by PID (SIGTERM, then SIGKILL)."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()

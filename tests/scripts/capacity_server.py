@@ -2,11 +2,16 @@
 
     python3 capacity_server.py PORT K SERVICE_MS [sleep|cpu]
 
+$CAPACITY_SERVER_BIND is the address to listen on (default 127.0.0.1); with
+$CAPACITY_SERVER_LOG, the time each answer leaves is appended there, one a line: the server's
+own count of what it served.
+
 At most K requests are in service at once; each takes SERVICE_MS, sleeping (so throughput
 flattens at K / SERVICE_MS per second) or burning CPU (one Python process: the GIL caps it
 at one core, so the CPU saturates first). More requests wait for a slot.
 """
 import collections
+import os
 import http.server
 import sys
 import threading
@@ -14,6 +19,10 @@ import time
 
 PORT, K, SERVICE = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]) / 1000.0
 MODE = sys.argv[4] if len(sys.argv) > 4 else "sleep"
+BIND = os.environ.get("CAPACITY_SERVER_BIND", "127.0.0.1")
+LOG = open(os.environ["CAPACITY_SERVER_LOG"], "a", buffering=1) if os.environ.get(
+    "CAPACITY_SERVER_LOG") else None
+LOG_LOCK = threading.Lock()
 
 
 class FifoSlots:
@@ -73,6 +82,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+        if LOG:
+            with LOG_LOCK:
+                LOG.write("%.6f\n" % time.time())
 
     def log_message(self, *args):
         pass
@@ -86,4 +98,4 @@ class Server(http.server.ThreadingHTTPServer):
         pass  # a generator stopping its users mid-request is expected
 
 
-Server(("127.0.0.1", PORT), Handler).serve_forever()
+Server((BIND, PORT), Handler).serve_forever()

@@ -217,7 +217,7 @@ class LocustListener(unittest.TestCase):
             self.assertLess(max(ages), 2.5, ages)
             self.assertGreater(min(ages), -0.05, ages)
             self.assertEqual(lw.value("loadwatch_generator_data_age_uncertainty_seconds",
-                                      samples, source="steps"), 0.001)
+                                      samples, source="steps"), 1e-6)
 
             # The run and its phases at the generator's own step times.
             changes = [(at, u) for at, u in steps if u]

@@ -15,7 +15,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from lwtest import BINARY, parse_metrics  # noqa: E402
-from netns import Hosts, NotPossible  # noqa: E402
+from netns import Hosts, NotPossible, stop_all  # noqa: E402
 
 SKIP = 77
 PORT = 8080
@@ -66,17 +66,6 @@ def eventually(predicate, timeout, what):
             return
         time.sleep(0.2)
     raise AssertionError("%s: not within %g s (last: %r)" % (what, timeout, last))
-
-
-def stop(procs):
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
 
 
 def check(hosts, config, procs, failures):
@@ -139,7 +128,7 @@ def main():
             try:
                 check(hosts, config, procs, failures)
             finally:
-                stop(procs)
+                stop_all(procs)
     except NotPossible as e:
         print("SKIP: %s" % e)
         return SKIP

@@ -1,10 +1,12 @@
 #include "web/routes/run_routes.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
 
 #include "util/heap_trim.h"
+#include "util/unix_time.h"
 
 namespace loadwatch {
 
@@ -26,10 +28,15 @@ HttpResponse json_response(int status, const nlohmann::ordered_json& body) {
   return r;
 }
 
+/// This loadwatch's clock when it answered (unix seconds, ms): a client that drives several
+/// loadwatches measures each one's skew from it.
+double answer_time() { return std::round(unix_now() * 1000) / 1000; }
+
 HttpResponse success(int status, nlohmann::ordered_json data,
                      const std::vector<std::string>& warnings = {}) {
   nlohmann::ordered_json body{{"status", "success"}, {"data", std::move(data)}};
   if (!warnings.empty()) body["warnings"] = warnings;
+  body["time"] = answer_time();
   return json_response(status, body);
 }
 
@@ -37,6 +44,7 @@ HttpResponse error(int status, const char* type, const std::string& message,
                    const std::string& field = "") {
   nlohmann::ordered_json body{{"status", "error"}, {"errorType", type}, {"error", message}};
   if (!field.empty()) body["field"] = field;  // which field of the body to fix
+  body["time"] = answer_time();
   return json_response(status, body);
 }
 
@@ -128,7 +136,7 @@ HttpResponse list_page(const RunBook& book, const HttpRequest& req) {
   }
   r.body += ']';
   if (!page.next.empty()) r.body += R"(,"next_page_token":)" + dump(page.next);
-  r.body += "}\n";
+  r.body += R"(,"time":)" + dump(answer_time()) + "}\n";
   // A burst of readers frees this much: the sampler then returns it to the kernel.
   note_heap_freed(2 * r.body.size());
   return r;
@@ -147,10 +155,8 @@ HttpResponse one_run(RunBook& book, bool enabled, const RunSubresource& sub,
     return write(enabled, req, 201, [&] { return book.add_phase(parse_phase_request(req.body)); });
   }
   if (rest == "current/stop") {
-    return write(enabled, req, 200, [&] {
-      parse_empty_request(req.body);
-      return book.stop_run();
-    });
+    return write(enabled, req, 200,
+                 [&] { return book.stop_run(std::nullopt, parse_stop_request(req.body)); });
   }
   std::string_view suffix;
   if (auto slash = rest.find('/'); slash != std::string_view::npos) {
@@ -163,10 +169,8 @@ HttpResponse one_run(RunBook& book, bool enabled, const RunSubresource& sub,
         return write(enabled, req, 201,
                      [&] { return book.add_phase(parse_phase_request(req.body), id); });
       }
-      return write(enabled, req, 200, [&] {
-        parse_empty_request(req.body);
-        return book.stop_run(id);
-      });
+      return write(enabled, req, 200,
+                   [&] { return book.stop_run(id, parse_stop_request(req.body)); });
     }
     if (!sub || suffix.empty()) return error(404, "not_found", "no such endpoint");
   }

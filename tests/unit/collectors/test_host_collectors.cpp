@@ -354,13 +354,14 @@ TEST_CASE("throttling collector reads the cpu.stat of the cgroup whose quota bin
   TempProc tmp;
   const FsRoot proc(tmp.dir.string());
   tmp.write("100/cgroup", "2:cpuacct:/\n1:cpu:/app\n0::/\n");
-  tmp.write("101/cgroup", "1:cpu:/\n0::/\n");  // no quota: nothing can throttle it
+  tmp.write("101/cgroup", "1:cpu:/\n0::/\n");                  // no quota: nothing can throttle it
+  tmp.write("102/cgroup", "2:cpuacct:/\n1:cpu:/app\n0::/\n");  // 100's cgroups: walked once
   Options options;
   Config config;
   CollectorEnv env{options, config, proc, kFixtureSys};
   auto collector = make_throttling_collector(env);
   SampleContext ctx{proc, kFixtureSys, 0, {}};
-  ctx.targets.push_back(TargetState{"app", "pid:100", true, {100}, {}, {}});
+  ctx.targets.push_back(TargetState{"app", "pid:100", true, {100, 102}, {}, {}});
   ctx.targets.push_back(TargetState{"free", "pid:101", true, {101}, {}, {}});
   MetricSink sink;
   collector->collect(ctx, sink);

@@ -13,6 +13,7 @@
 #include "procfs/proc_net_tcp_listen.h"
 #include "procfs/proc_pid_io.h"
 #include "procfs/proc_pid_limits.h"
+#include "procfs/proc_pid_schedstat.h"
 #include "procfs/proc_pid_stat.h"
 #include "procfs/proc_pid_status.h"
 
@@ -174,6 +175,27 @@ TEST_CASE("io: literals", "[io]") {
   // Without CONFIG_TASK_IO_ACCOUNTING only the char counters are printed.
   CHECK_FALSE(parse_pid_io("rchar: 1\nwchar: 2\nsyscr: 3\nsyscw: 4\n"));
   CHECK_FALSE(parse_pid_io(""));
+}
+
+TEST_CASE("schedstat: time on a CPU, time waiting, times run", "[schedstat]") {
+  // Captured from PID 1 of this machine (Linux 6.18).
+  auto s = parse_pid_schedstat("216304815 33615924 621\n");
+  REQUIRE(s);
+  CHECK(s->run_ns == 216304815);
+  CHECK(s->wait_ns == 33615924);
+  CHECK(s->timeslices == 621);
+  CHECK(*s == PidSchedstat{216304815, 33615924, 621});
+  CHECK_FALSE(*s == PidSchedstat{216304815, 33615924, 622});
+  // A live task has run at least once: "0 0 0" is a kernel keeping no figures.
+  CHECK_FALSE(parse_pid_schedstat("0 0 0\n"));
+  CHECK_FALSE(parse_pid_schedstat(""));
+  CHECK_FALSE(parse_pid_schedstat("1 2\n"));
+  CHECK_FALSE(parse_pid_schedstat("1 2 3 4\n"));
+  CHECK_FALSE(parse_pid_schedstat("1 -2 3\n"));
+  CHECK_FALSE(parse_pid_schedstat("1 2 99999999999999999999999\n"));
+  // This process's own file parses (it exists on every kernel with CONFIG_SCHED_INFO).
+  std::string self;
+  if (FsRoot("/proc").read("self/schedstat", self) == 0) CHECK(parse_pid_schedstat(self));
 }
 
 TEST_CASE("limits: Max open files", "[limits]") {

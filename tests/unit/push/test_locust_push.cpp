@@ -119,7 +119,7 @@ TEST_CASE("locust push: the model exports the last push, its age from Locust's t
   CHECK(v["loadwatch_generator_failures_total{source=steps}"] == 1);
   CHECK(v["loadwatch_generator_users{source=steps}"] == 4);
   CHECK(v["loadwatch_generator_data_age_seconds{source=steps}"] == Approx(0.5));
-  CHECK(v["loadwatch_generator_data_age_uncertainty_seconds{source=steps}"] == 0.001);
+  CHECK(v["loadwatch_generator_data_age_uncertainty_seconds{source=steps}"] == 1e-6);
   const prometheus::MetricFamily* histogram = nullptr;
   for (const auto& f : sink.families()) {
     if (f.name == "loadwatch_generator_request_duration_seconds") histogram = &f;

@@ -170,7 +170,8 @@ TEST_CASE("a run's phases of a few seconds are all found under a day's lookback"
                   report::SeriesSourceError);
 }
 
-TEST_CASE("the run's instance narrows the report; a run on several instances is refused") {
+TEST_CASE(
+    "the run's instance narrows the report; a run on several instances is refused or listed") {
   FakePrometheus one, two;
   one.scrape(kT0 - 600, kT0 + 60, exported);
   for (auto& s : one.stored) {
@@ -191,6 +192,11 @@ TEST_CASE("the run's instance narrows the report; a run on several instances is 
     CHECK_THAT(e.what(),
                Catch::Contains("sut-1:9797, sut-2:9797") && Catch::Contains("--instance"));
   }
+  // Asked for them all (a report across hosts), the instances are listed instead.
+  std::vector<std::string> all;
+  Run fleet = report::find_prometheus_run(two, "step-load", now, 3600, nullptr, &all);
+  CHECK(all == std::vector<std::string>{"sut-1:9797", "sut-2:9797"});
+  CHECK(fleet.id == run.id);
 }
 
 TEST_CASE("a query_range step never asks Prometheus for more than 11000 points") {

@@ -110,6 +110,28 @@ TEST_CASE("writes the state refuses are conflicts") {
   CHECK_THROWS_WITH(book.add_phase(users(3)), Catch::Contains("2 phases"));
 }
 
+TEST_CASE("a run opened on several loadwatches: the client's id and instants") {
+  double t = 1796144712;
+  RunBook book(nullptr, {}, [&] { return t; });
+  StartRunRequest req = start("fleet");
+  req.id = "20261201T170500-fleet";  // the client's clock, 12 s behind this one
+  req.at = t - 0.75;
+  auto started = book.start_run(req);
+  CHECK(started.run.id == "20261201T170500-fleet");
+  CHECK(started.run.start == t - 0.75);
+  PhaseRequest p = users(10);
+  p.at = t + 5.25;
+  CHECK(book.add_phase(p, req.id).run.phases[0].start == t + 5.25);
+  // An id kept already is a conflict, never a second run of the same id.
+  CHECK_THROWS_AS(book.start_run(req), RunConflict);
+  // An instant a minute off this clock is refused, and changes nothing.
+  p.at = t + kMaxRunClockOffsetSeconds + 1;
+  CHECK_THROWS_AS(book.add_phase(p, req.id), RunRequestError);
+  CHECK(book.current()->phases.size() == 1);
+  auto stopped = book.stop_run(req.id, StopRequest{t + 9.5});
+  CHECK(stopped.run.end == t + 9.5);
+}
+
 TEST_CASE("phases never start before the run or the phase before them") {
   double t = 1000;
   RunBook book(nullptr, {}, [&] { return t; });

@@ -107,12 +107,12 @@ TEST_CASE("a bad phase body names the field") {
   CHECK(phase_field(R"({"users": 5, "phase": "x"})") == "phase");
 }
 
-TEST_CASE("stop takes nothing or an empty object") {
-  CHECK_NOTHROW(parse_empty_request(""));
-  CHECK_NOTHROW(parse_empty_request(" \n"));
-  CHECK_NOTHROW(parse_empty_request("{}"));
-  CHECK_THROWS_AS(parse_empty_request(R"({"force": true})"), RunRequestError);
-  CHECK_THROWS_AS(parse_empty_request("nope"), RunRequestError);
+TEST_CASE("stop takes nothing, an empty object or an instant") {
+  CHECK_NOTHROW(parse_stop_request(""));
+  CHECK_NOTHROW(parse_stop_request(" \n"));
+  CHECK_NOTHROW(parse_stop_request("{}"));
+  CHECK_THROWS_AS(parse_stop_request(R"({"force": true})"), RunRequestError);
+  CHECK_THROWS_AS(parse_stop_request("nope"), RunRequestError);
 }
 
 TEST_CASE("UTF-8 validation follows RFC 3629") {
@@ -164,4 +164,25 @@ TEST_CASE("C1 controls, bidi and format characters and duplicate keys are refuse
   CHECK(phase_field(R"({"users": 1, "users": 2})") == "body");
   // Cleaning an inferred name turns the same characters into '?'.
   CHECK(clean_name("a\xe2\x80\xaez\xc2\x85", "fallback") == "a?z?");
+}
+
+TEST_CASE("one run across loadwatches: a given id and instants") {
+  auto start =
+      parse_start_request(R"({"name": "x", "id": "20261202T091801-x", "at": 1796203081.5})");
+  CHECK(start.id == "20261202T091801-x");
+  CHECK(start.at == 1796203081.5);
+  CHECK(start_field(R"({"name": "x", "id": "../etc/passwd"})") == "id");
+  CHECK(start_field(R"({"name": "x", "id": 5})") == "id");
+  CHECK(start_field(R"({"name": "x", "at": "now"})") == "at");
+  CHECK(start_field(R"({"name": "x", "at": -1})") == "at");
+  CHECK(start_field(R"({"name": "x", "at": 1e300})") == "at");
+  CHECK(parse_phase_request(R"({"users": 3, "at": 100.25})").at == 100.25);
+  CHECK(phase_field(R"({"users": 3, "at": null})") == "(accepted)");
+  CHECK(parse_stop_request("").at == std::nullopt);
+  CHECK(parse_stop_request(R"({"at": 7})").at == 7);
+  CHECK_THROWS_AS(parse_stop_request(R"({"name": "x"})"), RunRequestError);
+  // The book's clock judges the instant: a minute off at most.
+  CHECK_NOTHROW(check_instant(1000 + kMaxRunClockOffsetSeconds, 1000));
+  CHECK_THROWS_AS(check_instant(1000 + kMaxRunClockOffsetSeconds + 1, 1000), RunRequestError);
+  CHECK_THROWS_AS(check_instant(1000 - kMaxRunClockOffsetSeconds - 1, 1000), RunRequestError);
 }

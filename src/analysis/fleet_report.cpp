@@ -1,0 +1,401 @@
+#include "analysis/fleet_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "analysis/format_figures.h"
+#include "analysis/json_fields.h"
+
+namespace loadwatch::analysis {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+namespace jf = json_fields;
+
+bool has_generator(const PhaseStats& p) {
+  return p.rps || !p.rps_method.empty() || !p.rps_unavailable.empty() || p.generator_target;
+}
+bool has_mock(const PhaseStats& p) { return p.mock.p95_seconds || p.mock.error_ratio; }
+
+/// Throughput summed over the generator hosts; a host without a figure leaves the sum out,
+/// with its reason: a partial sum would look like a drop.
+void sum_throughput(PhaseStats& out, const std::vector<const PhaseStats*>& generators,
+                    const std::vector<std::string>& names) {
+  double sum = 0, low = 0, high = 0;
+  bool bounded = true;
+  for (std::size_t g = 0; g < generators.size(); ++g) {
+    const PhaseStats& p = *generators[g];
+    if (!p.rps) {
+      out.rps_unavailable =
+          names[g] + ": " + (p.rps_unavailable.empty() ? "no throughput" : p.rps_unavailable);
+      return;
+    }
+    sum += *p.rps;
+    bounded = bounded && p.rps_low && p.rps_high;
+    if (bounded) {
+      low += *p.rps_low;
+      high += *p.rps_high;
+    }
+  }
+  if (generators.empty()) {
+    out.rps_unavailable = "no host watches a load generator";
+    return;
+  }
+  out.rps = sum;
+  if (bounded) {
+    out.rps_low = low;
+    out.rps_high = high;
+  }
+  out.rps_method = generators.size() == 1 ? generators[0]->rps_method
+                                          : "the sum over " + std::to_string(generators.size()) +
+                                                " generator hosts of each one's own figure";
+}
+
+/// Errors as failures over requests: each host's ratio weighted by its throughput.
+void weigh_errors(PhaseStats& out, const std::vector<const PhaseStats*>& generators) {
+  double failures = 0, requests = 0;
+  for (const PhaseStats* p : generators) {
+    if (!p->rps || !p->error_ratio) return;
+    failures += *p->error_ratio * *p->rps;
+    requests += *p->rps;
+  }
+  if (requests > 0) out.error_ratio = failures / requests;
+}
+
+/// Latency: one generator host's quantiles stand as they are; the quantiles of several cannot
+/// be averaged, and their histograms are not in the per-host reports.
+void latency(PhaseStats& out, const std::vector<const PhaseStats*>& generators,
+             const std::string& name) {
+  if (generators.size() != 1) {
+    if (generators.size() > 1) {
+      out.latency_window =
+          "unavailable: " + std::to_string(generators.size()) +
+          " generator hosts; quantiles are never averaged, and the per-host reports carry no "
+          "histogram to merge (see each host's own latency)";
+    }
+    return;
+  }
+  const PhaseStats& p = *generators[0];
+  out.p50_seconds = p.p50_seconds;
+  out.p95_seconds = p.p95_seconds;
+  out.p99_seconds = p.p99_seconds;
+  out.p50_low_seconds = p.p50_low_seconds;
+  out.p50_high_seconds = p.p50_high_seconds;
+  out.p95_low_seconds = p.p95_low_seconds;
+  out.p95_high_seconds = p.p95_high_seconds;
+  out.p99_low_seconds = p.p99_low_seconds;
+  out.p99_high_seconds = p.p99_high_seconds;
+  out.latency_method = p.latency_method;
+  out.latency_window = name + ": " + p.latency_window;
+}
+
+/// The fleet's phase k: figures of every host's phase k.
+PhaseStats fleet_phase(const FleetReport& r, std::size_t k) {
+  std::vector<const PhaseStats*> generators;
+  std::vector<std::string> names;
+  PhaseStats out;
+  for (std::size_t h = 0; h < r.hosts.size(); ++h) {
+    const PhaseStats& p = r.hosts[h].report.phases[k];
+    if (out.name.empty()) {
+      out.name = p.name;
+      out.users = p.users;
+      out.start = p.start;
+      out.end = p.end;
+      out.duration_seconds = p.duration_seconds;
+    }
+    if (r.roles[h] == HostRole::generator) {
+      generators.push_back(&p);
+      names.push_back(r.hosts[h].name);
+    }
+    for (const TargetPhaseStats& t : p.targets) {
+      TargetPhaseStats named = t;
+      named.name = r.hosts[h].name + "/" + t.name;
+      out.targets.push_back(std::move(named));
+    }
+  }
+  // The stable window is the generators' (their figures are what it cuts), else the first host's.
+  const PhaseStats& window = generators.empty() ? r.hosts[0].report.phases[k] : *generators[0];
+  out.stable_start = window.stable_start;
+  out.stable_seconds = window.stable_seconds;
+  out.warmup_rule = window.warmup_rule;
+  sum_throughput(out, generators, names);
+  weigh_errors(out, generators);
+  latency(out, generators, names.empty() ? "" : names[0]);
+  return out;
+}
+
+/// The phase each host is judged at, as analyse() picks it for one host: the fleet's
+/// throughput knee, else its highest load.
+std::optional<std::size_t> judged_phase(const CapacityReport& fleet) {
+  if (fleet.knee.phase) return fleet.knee.phase->index;
+  if (fleet.bottleneck.phase) return fleet.bottleneck.phase->index;
+  if (!fleet.phases.empty()) return fleet.phases.size() - 1;
+  return std::nullopt;
+}
+
+/// Same-named targets on hosts of one role: one far busier than another is uneven load.
+void uneven_targets(FleetReport& r, std::size_t k) {
+  std::map<std::string, std::vector<std::pair<std::string, double>>> by_target;
+  for (std::size_t h = 0; h < r.hosts.size(); ++h) {
+    if (k >= r.hosts[h].report.phases.size()) continue;
+    for (const TargetPhaseStats& t : r.hosts[h].report.phases[k].targets) {
+      if (!t.cpu_cores) continue;
+      by_target[std::string(host_role_name(r.roles[h])) + "\n" + t.name].emplace_back(
+          r.hosts[h].name, *t.cpu_cores);
+    }
+  }
+  for (const auto& [key, cpus] : by_target) {
+    if (cpus.size() < 2) continue;
+    auto [lo, hi] = std::minmax_element(
+        cpus.begin(), cpus.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (hi->second < kUnevenTargetMinCores || hi->second < kUnevenTargetCpu * lo->second) continue;
+    std::string target = key.substr(key.find('\n') + 1);
+    r.warnings.push_back(hi->first + "'s " + target + ": " + fmt_cores(hi->second) +
+                         " cores while " + lo->first + "'s sat at " + fmt_cores(lo->second) +
+                         ": the load is spread unevenly");
+  }
+}
+
+/// Where a host's phases start on the reader's clock differs from the first host's by more
+/// than the skew bound allows: its windows do not cover the same stretch of time.
+void compare_phase_starts(FleetReport& r) {
+  const FleetHost& ref = r.hosts[0];
+  if (!ref.skew_seconds) return;
+  for (std::size_t h = 1; h < r.hosts.size(); ++h) {
+    const FleetHost& host = r.hosts[h];
+    if (!host.skew_seconds) continue;
+    double bound = kClockSkewWarnSeconds + *ref.skew_uncertainty + *host.skew_uncertainty;
+    std::size_t n = std::min(ref.report.phases.size(), host.report.phases.size());
+    for (std::size_t k = 0; k < n; ++k) {
+      const auto& a = ref.report.phases[k].start;
+      const auto& b = host.report.phases[k].start;
+      if (!a || !b) continue;
+      double off = (*b - *host.skew_seconds) - (*a - *ref.skew_seconds);
+      if (std::fabs(off) > bound) {
+        r.warnings.push_back(host.name + "'s phase " + std::to_string(k + 1) + " starts " +
+                             fmt_number(off, 3) + " s from " + ref.name +
+                             "'s on the reader's clock: its windows cover another stretch");
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+const char* host_role_name(HostRole role) {
+  switch (role) {
+    case HostRole::generator:
+      return "generator host";
+    case HostRole::target:
+      return "target host";
+    case HostRole::mock:
+      return "mock host";
+    case HostRole::unknown:
+      return "host";
+  }
+  return "host";
+}
+
+HostRole infer_role(const CapacityReport& report) {
+  const auto& ps = report.phases;
+  if (std::any_of(ps.begin(), ps.end(), has_generator)) return HostRole::generator;
+  if (std::any_of(ps.begin(), ps.end(), has_mock)) return HostRole::mock;
+  if (std::any_of(ps.begin(), ps.end(), [](const PhaseStats& p) { return !p.targets.empty(); })) {
+    return HostRole::target;
+  }
+  return HostRole::unknown;
+}
+
+FleetReport build_fleet_report(std::vector<FleetHost> hosts) {
+  FleetReport r;
+  r.hosts = std::move(hosts);
+  if (r.hosts.empty()) return r;
+  r.run = r.hosts[0].report.run;
+  std::size_t phases = r.hosts[0].report.phases.size();
+  for (const FleetHost& h : r.hosts) {
+    r.roles.push_back(infer_role(h.report));
+    if (h.report.phases.size() != phases) {
+      r.warnings.push_back(h.name + " has " + std::to_string(h.report.phases.size()) + " phases, " +
+                           r.hosts[0].name + " " + std::to_string(phases) +
+                           ": the fleet's figures cover the phases all have");
+      phases = std::min(phases, h.report.phases.size());
+    }
+    if (h.skew_seconds &&
+        std::fabs(*h.skew_seconds) - h.skew_uncertainty.value_or(0) > kClockSkewWarnSeconds) {
+      r.warnings.push_back(h.name + "'s clock is " + fmt_number(*h.skew_seconds, 3) +
+                           " s off the reader's (more than " + fmt_number(kClockSkewWarnSeconds) +
+                           " s): fix its time sync; its phases were placed on its own clock");
+    } else if (!h.skew_seconds) {
+      r.warnings.push_back(h.name + "'s clock skew is unknown: " + h.skew_unavailable);
+    }
+  }
+  compare_phase_starts(r);
+  r.fleet.run = r.run;
+  r.fleet.input = "loadwatch fleet:";
+  for (const FleetHost& h : r.hosts) r.fleet.input += " " + h.name;
+  for (std::size_t k = 0; k < phases; ++k) r.fleet.phases.push_back(fleet_phase(r, k));
+  analyse(r.fleet);
+
+  auto at = judged_phase(r.fleet);
+  if (at) uneven_targets(r, *at);
+  // Every host judged at the same phase; the first finding in check order, over all hosts,
+  // is what saturated first.
+  const HostVerdict* first = nullptr;
+  for (std::size_t h = 0; h < r.hosts.size(); ++h) {
+    HostVerdict v;
+    v.host = r.hosts[h].name;
+    v.role = r.roles[h];
+    const auto& ps = r.hosts[h].report.phases;
+    if (at && *at < ps.size()) {
+      v.phase = *at;
+      v.result = find_bottleneck(ps[*at], *at > 0 ? &ps[*at - 1] : nullptr, &ps.front(),
+                                 &ps[std::min(ps.size(), phases) - 1]);
+    } else {
+      v.result.summary = "not assessed: no phase to judge";
+    }
+    r.verdicts.push_back(std::move(v));
+  }
+  for (const HostVerdict& v : r.verdicts) {
+    if (v.result.findings.empty()) continue;
+    if (!first || v.result.findings[0].check < first->result.findings[0].check) first = &v;
+  }
+  std::string where = at ? fmt_phase(r.fleet.phases[*at].name, r.fleet.phases[*at].users) : "";
+  std::string basis = r.fleet.knee.phase ? "at the fleet's throughput knee, " : "at ";
+  if (first) {
+    r.summary = basis + where + ": " + first->host + " (" + host_role_name(first->role) +
+                "): " + first->result.summary;
+  } else if (at) {
+    r.summary = basis + where + ": no host shows a limit loadwatch can see";
+  } else {
+    r.summary = "not assessed: the run has no phases";
+  }
+  return r;
+}
+
+Document fleet_document(const FleetReport& r) {
+  Document doc;
+  doc.title = "Run across " + std::to_string(r.hosts.size()) + " hosts" +
+              (r.run ? ": " + r.run->id : std::string());
+  doc.lines.push_back("Verdict: " + r.summary);
+  for (const auto& w : r.warnings) doc.lines.push_back("- warning: " + w);
+
+  Section hosts{"Hosts", {}, {}, {}};
+  Table t;
+  t.header = {"host", "role", "url", "clock skew", "verdict"};
+  t.numeric = {false, false, false, true, false};
+  for (std::size_t h = 0; h < r.hosts.size(); ++h) {
+    const FleetHost& host = r.hosts[h];
+    std::string skew = kNoFigure;
+    if (host.skew_seconds) {
+      char text[64];
+      std::snprintf(text, sizeof text, "%+.1f ms ± %.1f ms", *host.skew_seconds * 1000,
+                    host.skew_uncertainty.value_or(0) * 1000);
+      skew = text;
+    }
+    t.rows.push_back(
+        {host.name, host_role_name(r.roles[h]), host.url, skew, r.verdicts[h].result.summary});
+  }
+  hosts.tables.push_back(std::move(t));
+  doc.sections.push_back(std::move(hosts));
+
+  Section fleet{"The fleet per phase", {}, {}, {}};
+  Table f;
+  f.header = {"phase", "users", "req/s (sum)", "p95", "errors"};
+  f.numeric = {false, true, true, true, true};
+  for (std::size_t k = 0; k < r.fleet.phases.size(); ++k) {
+    const PhaseStats& p = r.fleet.phases[k];
+    f.rows.push_back({p.name, p.users ? std::to_string(*p.users) : kNoFigure,
+                      p.rps ? fmt_rps(*p.rps) : kNoFigure, fmt_opt(p.p95_seconds, fmt_ms),
+                      fmt_opt(p.error_ratio, fmt_pct)});
+    if (r.fleet.knee.phase && r.fleet.knee.phase->index == k) f.marked_row = k;
+  }
+  f.mark = "the fleet's throughput knee";
+  fleet.tables.push_back(std::move(f));
+  if (r.fleet.knee.phase) {
+    fleet.lines.push_back("Throughput knee: " +
+                          fmt_phase(r.fleet.knee.phase->name, r.fleet.knee.phase->users));
+  } else {
+    fleet.lines.push_back("Throughput knee: none (" + r.fleet.knee.reason + ")");
+  }
+  // A reason every phase shares is said once.
+  auto note = [&](const std::string& what, std::string PhaseStats::*field) {
+    std::string last;
+    for (const PhaseStats& p : r.fleet.phases) {
+      if ((p.*field).empty() || p.*field == last) continue;
+      fleet.notes.push_back(p.name + ": " + what + " " + p.*field);
+      last = p.*field;
+    }
+  };
+  note("req/s", &PhaseStats::rps_unavailable);
+  note("latency", &PhaseStats::latency_window);
+  doc.sections.push_back(std::move(fleet));
+
+  // A section per host: its role, its CPU per phase, and its targets.
+  for (std::size_t h = 0; h < r.hosts.size(); ++h) {
+    const FleetHost& host = r.hosts[h];
+    Section s{host.name + " (" + host_role_name(r.roles[h]) + ")", {}, {}, {}};
+    s.lines.push_back("Verdict: " + r.verdicts[h].result.summary);
+    Table ht;
+    ht.header = {"phase", "req/s", "p95", "host CPU busy", "cores", "targets' CPU"};
+    ht.numeric = {false, true, true, true, true, false};
+    for (const PhaseStats& p : host.report.phases) {
+      std::string targets;
+      for (const TargetPhaseStats& tg : p.targets) {
+        if (!targets.empty()) targets += ", ";
+        targets += tg.name + " " + fmt_opt(tg.cpu_cores, fmt_cores);
+      }
+      ht.rows.push_back({p.name, p.rps ? fmt_rps(*p.rps) : kNoFigure,
+                         fmt_opt(p.p95_seconds, fmt_ms), fmt_opt(p.host.cpu_busy_cores, fmt_cores),
+                         p.host.cores ? std::to_string(*p.host.cores) : kNoFigure,
+                         targets.empty() ? kNoFigure : targets});
+    }
+    ht.drop_empty_columns(1);
+    s.tables.push_back(std::move(ht));
+    doc.sections.push_back(std::move(s));
+  }
+  return doc;
+}
+
+void to_json(ojson& j, const FleetReport& r) {
+  j = ojson::object();
+  j["version"] = kReportVersion;
+  j["summary"] = r.summary;
+  j["warnings"] = r.warnings;
+  ojson hosts = ojson::array();
+  for (std::size_t h = 0; h < r.hosts.size(); ++h) {
+    const FleetHost& host = r.hosts[h];
+    ojson o = {{"name", host.name}, {"url", host.url}, {"role", host_role_name(r.roles[h])}};
+    ojson skew = ojson::object();
+    jf::put(skew, "seconds", host.skew_seconds);
+    jf::put(skew, "uncertainty_seconds", host.skew_uncertainty);
+    jf::put(skew, "unavailable", host.skew_unavailable);
+    o["clock_skew"] = skew;
+    ojson v = {{"summary", r.verdicts[h].result.summary}};
+    jf::put(v, "phase_index", r.verdicts[h].phase);
+    ojson findings = ojson::array();
+    for (const Finding& f : r.verdicts[h].result.findings) {
+      findings.push_back({{"check", check_name(f.check)},
+                          {"subject", f.subject},
+                          {"evidence", f.evidence},
+                          {"value", f.value},
+                          {"threshold", f.threshold}});
+    }
+    v["findings"] = findings;
+    o["verdict"] = v;
+    ojson report;
+    to_json(report, host.report);
+    o["report"] = report;
+    hosts.push_back(std::move(o));
+  }
+  j["hosts"] = hosts;
+  ojson fleet;
+  to_json(fleet, r.fleet);
+  j["fleet"] = fleet;
+}
+
+}  // namespace loadwatch::analysis

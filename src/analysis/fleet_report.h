@@ -1,0 +1,70 @@
+#pragma once
+// One run across several hosts, each watched by its own loadwatch: a section per host (its role
+// inferred from what it watches), the fleet's figures per phase, and a verdict that judges every
+// host at the fleet's knee. Pure: the per-host reports come in, already built by each loadwatch
+// over its own phase windows (its own clock). docs/report.md "Several hosts" describes it.
+
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/capacity_report.h"
+#include "analysis/document.h"
+
+namespace loadwatch::analysis {
+
+/// A host clock further than this from the reader's is a warning: phase windows of hosts would
+/// then be misplaced by more than half of a default sample interval (1 s).
+inline constexpr double kClockSkewWarnSeconds = 0.5;
+
+/// A target whose CPU is at least this many times that of the same target on another host of
+/// the same role: the load is spread unevenly (a load balancer, a shard key).
+inline constexpr double kUnevenTargetCpu = 2.0;
+/// ... when the busier one uses at least this many cores (below, the difference is noise).
+inline constexpr double kUnevenTargetMinCores = 0.2;
+
+enum class HostRole { generator, target, mock, unknown };
+/// "generator host", "target host", "mock host", "host".
+const char* host_role_name(HostRole role);
+/// A generator source or listener (throughput, or a watched generator) makes a generator host;
+/// else a mock source a mock host; else watched targets a target host.
+HostRole infer_role(const CapacityReport& report);
+
+struct FleetHost {
+  std::string name;  // as the reader named it (NAME=URL, else host:port)
+  std::string url;
+  CapacityReport report;
+  /// Its clock minus the reader's, and the bound of that figure (half the round trip).
+  std::optional<double> skew_seconds, skew_uncertainty;
+  std::string skew_unavailable;  // why there is no skew
+};
+
+struct HostVerdict {
+  std::string host;
+  HostRole role = HostRole::unknown;
+  std::optional<std::size_t> phase;  // the host's phase judged
+  Bottleneck result;
+};
+
+struct FleetReport {
+  std::optional<RunInfo> run;
+  std::vector<FleetHost> hosts;
+  std::vector<HostRole> roles;  // per host
+  /// The fleet per phase: throughput summed over the generator hosts, latency where it can be
+  /// had without averaging quantiles, errors weighted by throughput, every host's targets as
+  /// HOST/TARGET. analyse() on these gives the knee.
+  CapacityReport fleet;
+  std::vector<HostVerdict> verdicts;  // one per host, in host order
+  std::string summary;                // the verdict in one sentence
+  std::vector<std::string> warnings;  // clock skew, phases that disagree
+};
+
+/// Builds the fleet report. `hosts` must hold at least one host; phases are matched by their
+/// index (one run, opened on every host with the same phases).
+FleetReport build_fleet_report(std::vector<FleetHost> hosts);
+
+Document fleet_document(const FleetReport& report);
+void to_json(nlohmann::ordered_json& j, const FleetReport& r);
+
+}  // namespace loadwatch::analysis

@@ -1,0 +1,110 @@
+#include "cli/fleet_report_cli.h"
+
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "analysis/fleet_report.h"
+#include "analysis/render.h"
+#include "analysis/report_loader.h"
+#include "cli/cli_common.h"
+#include "cli/daemon_clock.h"
+#include "cli/url_report_loader.h"
+#include "report/prometheus_run.h"
+#include "report/prometheus_series_source.h"
+#include "report/run_report.h"
+
+namespace loadwatch::report {
+
+namespace {
+
+int render(std::vector<analysis::FleetHost> hosts, analysis::Format f, std::string& out) {
+  analysis::FleetReport report = analysis::build_fleet_report(std::move(hosts));
+  if (f == analysis::Format::json) {
+    nlohmann::ordered_json j;
+    to_json(j, report);
+    out = j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  } else if (f == analysis::Format::markdown) {
+    out = analysis::render_markdown(analysis::fleet_document(report));
+  } else {
+    out = analysis::render_text(analysis::fleet_document(report));
+  }
+  return 0;
+}
+
+std::optional<analysis::Format> fleet_format(const std::string& format) {
+  auto f = analysis::parse_format(format);
+  if (!f) analysis::usage_error("--format: a report across hosts is table, markdown or json");
+  return f;
+}
+
+}  // namespace
+
+int prometheus_fleet_report(const std::string& prometheus,
+                            const std::vector<std::string>& instances, const std::string& run_id,
+                            double now, double lookback, const RunSeriesOptions& options,
+                            const std::string& format, std::string& out) {
+  auto f = fleet_format(format);
+  if (!f) return analysis::kExitBadInput;
+  std::vector<analysis::FleetHost> hosts;
+  try {
+    for (const std::string& instance : instances) {
+      PrometheusSeriesSource source({prometheus, instance});
+      Run run = find_prometheus_run(source, run_id, now, lookback);
+      analysis::FleetHost h;
+      h.name = instance;
+      h.url = prometheus;
+      h.skew_unavailable =
+          "read from Prometheus: each loadwatch's samples and phases carry its own clock";
+      h.report = report_for_run(run, source, now, options);
+      hosts.push_back(std::move(h));
+    }
+  } catch (const std::exception& e) {
+    return analysis::usage_error(e.what());
+  }
+  return render(std::move(hosts), *f, out);
+}
+
+int fleet_report(const std::vector<Daemon>& daemons, std::string run_ref, const std::string& format,
+                 std::string& out) {
+  auto f = fleet_format(format);
+  if (!f) return analysis::kExitBadInput;
+  std::vector<analysis::FleetHost> hosts;
+  try {
+    for (const Daemon& d : daemons) {
+      RunClient client(d.options);
+      analysis::FleetHost h;
+      h.name = d.name;
+      h.url = d.options.url;
+      std::string why;
+      if (auto skew = measure_skew(client, &why)) {
+        h.skew_seconds = skew->seconds;
+        h.skew_uncertainty = skew->uncertainty;
+      } else {
+        h.skew_unavailable = why;
+      }
+      if (run_ref.empty()) run_ref = newest_run_with_phases(client);
+      std::string path = "/api/v1/runs/" + run_ref + "/report?format=json";
+      RunAnswer a = client.get(path);
+      if (a.reached && a.status == 404) {
+        throw analysis::ReportLoadError(
+            d.name + " has no run " + run_ref +
+            ": open the run on every host (loadwatch run start --url A --url B ...)");
+      }
+      if (!a.reached || a.status != 200) {
+        throw analysis::ReportLoadError(d.name + ": " +
+                                        (a.reached ? "HTTP " + std::to_string(a.status) : a.error));
+      }
+      try {
+        h.report = analysis::report_from_json(a.body);
+      } catch (const std::exception& e) {
+        throw analysis::ReportLoadError(d.name + ": the report: " + e.what());
+      }
+      hosts.push_back(std::move(h));
+    }
+  } catch (const std::exception& e) {
+    return analysis::usage_error(e.what());
+  }
+  return render(std::move(hosts), *f, out);
+}
+
+}  // namespace loadwatch::report

@@ -1,0 +1,125 @@
+// One run across hosts: roles from what each host's loadwatch watches, the fleet's figures per
+// phase (throughput summed, quantiles never averaged), every host judged at one phase, and the
+// warnings (clock skew, uneven load).
+#include <catch2/catch.hpp>
+
+#include "analysis/fleet_report.h"
+
+using namespace loadwatch::analysis;
+
+namespace {
+
+PhaseStats phase(int users) {
+  PhaseStats p;
+  p.name = "users=" + std::to_string(users);
+  p.users = users;
+  p.start = 1000.0 + 60 * users;
+  p.end = p.start.value() + 60;
+  return p;
+}
+
+/// A generator host whose throughput rises by `per_user` up to `cap`.
+FleetHost generator(const std::string& name, double per_user, double cap) {
+  FleetHost h{name, "http://" + name + ":9797", {}, 0.01, 0.002, ""};
+  for (int u : {10, 20, 30, 40, 50}) {
+    PhaseStats p = phase(u);
+    p.rps = std::min(cap, per_user * u);
+    p.rps_low = *p.rps - 1;
+    p.rps_high = *p.rps + 1;
+    p.rps_method = "counter";
+    p.p95_seconds = 0.01 * u;
+    p.error_ratio = name == "gen-1" ? 0.0 : 0.1;
+    p.host.cores = 2;
+    p.host.cpu_busy_cores = u >= 30 ? 1.97 : 0.05 * u;  // busy from the knee on
+    h.report.phases.push_back(p);
+  }
+  return h;
+}
+
+FleetHost target_host(const std::string& name, double cores_per_user) {
+  FleetHost h{name, "http://" + name + ":9797", {}, -0.02, 0.002, ""};
+  for (int u : {10, 20, 30, 40, 50}) {
+    PhaseStats p = phase(u);
+    TargetPhaseStats t;
+    t.name = "app";
+    t.cpu_cores = cores_per_user * u;
+    p.targets.push_back(t);
+    p.host.cores = 8;
+    p.host.cpu_busy_cores = cores_per_user * u;
+    h.report.phases.push_back(p);
+  }
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("roles come from what each loadwatch watches") {
+  CHECK(infer_role(generator("g", 10, 100).report) == HostRole::generator);
+  CHECK(infer_role(target_host("s", 0.01).report) == HostRole::target);
+  CapacityReport mock;
+  mock.phases.push_back(phase(1));
+  mock.phases[0].mock.p95_seconds = 0.002;
+  CHECK(infer_role(mock) == HostRole::mock);
+  CHECK(infer_role(CapacityReport{}) == HostRole::unknown);
+}
+
+TEST_CASE("the fleet sums throughput, weighs errors, and never averages quantiles") {
+  auto r = build_fleet_report(
+      {generator("gen-1", 10, 300), generator("gen-2", 10, 300), target_host("sut-1", 0.01)});
+  REQUIRE(r.fleet.phases.size() == 5);
+  const PhaseStats& p = r.fleet.phases[1];
+  CHECK(p.rps == Approx(400));
+  CHECK(p.rps_low == Approx(398));
+  CHECK(p.rps_high == Approx(402));
+  CHECK(p.error_ratio == Approx(0.05));  // 0 % of 200 req/s and 10 % of 200
+  CHECK_FALSE(p.p95_seconds);
+  CHECK_THAT(p.latency_window, Catch::Contains("never averaged"));
+  REQUIRE(p.targets.size() == 1);
+  CHECK(p.targets[0].name == "sut-1/app");
+  // One generator host: its quantiles stand as they are.
+  auto one = build_fleet_report({generator("gen-1", 10, 300), target_host("sut-1", 0.01)});
+  CHECK(one.fleet.phases[1].p95_seconds == Approx(0.2));
+}
+
+TEST_CASE("a generator without throughput leaves the sum out, with its reason") {
+  auto gen2 = generator("gen-2", 10, 300);
+  gen2.report.phases[2].rps.reset();
+  gen2.report.phases[2].rps_unavailable = "1 counter update in 7 s";
+  auto r = build_fleet_report({generator("gen-1", 10, 300), gen2});
+  CHECK_FALSE(r.fleet.phases[2].rps);
+  CHECK(r.fleet.phases[2].rps_unavailable == "gen-2: 1 counter update in 7 s");
+}
+
+TEST_CASE("every host is judged at the fleet's knee; the verdict names the host") {
+  // gen-2's throughput flattens at 30 users: the fleet's knee; its CPU is at 1.97 of 2 cores.
+  auto r = build_fleet_report({target_host("sut-1", 0.01), generator("gen-2", 10, 300)});
+  REQUIRE(r.fleet.knee.phase);
+  REQUIRE(r.verdicts.size() == 2);
+  CHECK(r.verdicts[0].phase == r.verdicts[1].phase);
+  CHECK(r.verdicts[0].result.findings.empty());
+  REQUIRE_FALSE(r.verdicts[1].result.findings.empty());
+  CHECK(r.verdicts[1].result.findings[0].check == Check::host_cpu);
+  CHECK_THAT(r.summary, Catch::Contains("gen-2 (generator host)"));
+  CHECK_THAT(r.summary, Catch::Contains("of 2 cores"));
+}
+
+TEST_CASE("clock skew and uneven load are warnings") {
+  auto far = target_host("sut-2", 0.004);
+  far.skew_seconds = 1.5;
+  auto r = build_fleet_report({generator("gen-1", 10, 1000), target_host("sut-1", 0.01), far});
+  auto has = [&](const std::string& text) {
+    for (const auto& w : r.warnings) {
+      if (w.find(text) != std::string::npos) return true;
+    }
+    return false;
+  };
+  CHECK(has("sut-2's clock is 1.5 s off"));
+  CHECK(has("sut-1's app"));
+  CHECK(has("spread unevenly"));
+  // A skew within its uncertainty of the bound is no warning.
+  auto near = target_host("sut-3", 0.01);
+  near.skew_seconds = 0.5015;
+  near.skew_uncertainty = 0.002;
+  auto quiet = build_fleet_report({generator("gen-1", 10, 1000), near});
+  for (const auto& w : quiet.warnings) CHECK(w.find("clock") == std::string::npos);
+}
