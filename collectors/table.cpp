@@ -21,6 +21,7 @@
 #include "collectors/tcp.h"
 #include "collectors/textfile.h"
 #include "collectors/throttling.h"
+#include "collectors/topcpu.h"
 #include "collectors/vmstat.h"
 
 namespace loadwatch {
@@ -39,6 +40,8 @@ const std::vector<CollectorSpec>& collector_table() {
       {"pressure", "Pressure stall information: CPU, memory, I/O (/proc/pressure), when present",
        true, make_pressure_collector},
       {"loadavg", "1, 5 and 15 minute load averages", true, make_loadavg_collector},
+      {"topcpu", "The busiest process names on the host by CPU (every /proc/PID/stat)", true,
+       make_topcpu_collector},
       {"filefd", "File handles allocated and fs.file-max", true, make_filefd_collector},
       {"tcp", "TCP sockets by state: host, watched ports, accept queues, ephemeral ports, targets",
        true, make_tcp_collector},

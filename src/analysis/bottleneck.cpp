@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "analysis/format_figures.h"
+
 namespace loadwatch::analysis {
 
 namespace {
@@ -195,7 +197,9 @@ void check_host_cpu(const PhaseStats& at, std::vector<Finding>& out) {
   }
   if (!f) return;
   std::string users = cpu_users(at);
-  f->evidence = figures + (users.empty() ? "" : "; used by " + users);
+  f->evidence =
+      figures + (users.empty() ? "" : "; used by " + users) +
+      (h.top_cpu_cores.empty() ? "" : "; busiest processes: " + fmt_busiest(h.top_cpu_cores));
   out.push_back(*f);
 }
 
@@ -271,6 +275,14 @@ std::optional<double> typical_latency(const PhaseStats& p) {
   return p.p50_seconds ? p.p50_seconds : p.p95_seconds;
 }
 
+/// The bounds of typical_latency(p): its histogram bucket's edges, or the figure itself.
+std::pair<double, double> typical_latency_bounds(const PhaseStats& p) {
+  if (p.p50_seconds)
+    return {p.p50_low_seconds.value_or(*p.p50_seconds),
+            p.p50_high_seconds.value_or(*p.p50_seconds)};
+  return {p.p95_low_seconds.value_or(*p.p95_seconds), p.p95_high_seconds.value_or(*p.p95_seconds)};
+}
+
 /// The system under test, for a sentence: the one target that is not the generator, if so.
 std::string system_under_test(const PhaseStats& at) {
   const TargetPhaseStats* only = nullptr;
@@ -309,6 +321,14 @@ void check_queueing(const PhaseStats* lowest, const PhaseStats& top, const Phase
       format("; ≈ %.1f in flight", in_flight) + users(top) +
       format(" (x %.1f ms, %.1f x higher): a pool, a lock or a connection limit of about %.0f",
              *now * 1e3, growth, in_service);
+  // K carries the uncertainty of the rate and of the latency it is made of.
+  auto [base_low, base_high] = typical_latency_bounds(*lowest);
+  double k_low = top.rps_low.value_or(*top.rps) * base_low;
+  double k_high = top.rps_high.value_or(*top.rps) * base_high;
+  if (k_high - k_low >= 0.05 * in_service) {
+    evidence +=
+        format(" (%.1f to %.1f from the bounds of the req/s and the latency)", k_low, k_high);
+  }
   if (auto used = host_cpu_used(at.host); used && at.host.cores) {
     evidence += format(", with the host CPU %.2f of %g cores busy", *used, *at.host.cores);
   }

@@ -49,14 +49,16 @@ Curve curve(const std::vector<PhaseStats>& phases, const std::vector<std::size_t
   return c;
 }
 
-/// Flat from the first step: no later phase's throughput (its lower bound) rises more than
-/// kFlatThroughputRise above the first one's (its upper bound). Then the knee is the data's
-/// shape, not a Kneedle point: Kneedle marks a knee on any noise once the curve is normalised.
+/// Flat from the first step: no later phase's throughput rises more than kFlatThroughputRise
+/// above the first one's upper bound. Then the knee is the data's shape, not a Kneedle point:
+/// Kneedle marks a knee on any noise once the curve is normalised. A later phase's own bound
+/// does not make it flat: wide bounds (a coarse source) that cannot rule out a flat curve do
+/// not show one, and a curve rising from 10 to 20 req/s is not "saturated from the first step".
 bool flat_from_first(const std::vector<PhaseStats>& phases, const std::vector<std::size_t>& pts) {
   const PhaseStats& first = phases[pts.front()];
   double ceiling = first.rps_high.value_or(*first.rps) * (1 + kFlatThroughputRise);
   for (std::size_t i : pts) {
-    if (phases[i].rps_low.value_or(*phases[i].rps) > ceiling) return false;
+    if (*phases[i].rps > ceiling) return false;
   }
   return true;
 }

@@ -295,6 +295,16 @@ RuleResult judge(const Rule& rule, const PhaseStats& base, const PhaseStats& cur
                                        : "the current run");
     return r;
   }
+  // A merged histogram's quantile and a generator's rolling one cover different windows: one
+  // run's figure is not a measure of the other's.
+  if (is_latency(rule.metric) && !base.latency_method.empty() && !cur.latency_method.empty() &&
+      base.latency_method != cur.latency_method) {
+    r.verdict = Verdict::inconclusive;
+    r.message = std::string(name) + " measured differently (" + base.latency_method +
+                " in the baseline, " + cur.latency_method +
+                " in the current run), so the figures cannot tell";
+    return r;
+  }
   r.limit = rule.limit(*r.base);
   // A hair of slack so a value equal to the limit after rounding in a saved file passes.
   double slack = 1e-9 * std::max(1.0, std::fabs(*r.limit));

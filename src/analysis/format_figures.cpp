@@ -1,7 +1,9 @@
 #include "analysis/format_figures.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 namespace loadwatch::analysis {
 
@@ -60,6 +62,17 @@ std::string fmt_seconds(double seconds) {
     std::snprintf(buf, sizeof buf, "%lds", s);
   }
   return buf;
+}
+
+std::string fmt_busiest(const std::map<std::string, double>& cores_by_name) {
+  std::vector<std::pair<double, const std::string*>> top;
+  for (const auto& [name, cores] : cores_by_name) top.emplace_back(cores, &name);
+  std::stable_sort(top.begin(), top.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out;
+  for (const auto& [cores, name] : top)
+    out += (out.empty() ? "" : ", ") + *name + " " + fmt_cores(cores);
+  return out;
 }
 
 }  // namespace loadwatch::analysis

@@ -3,6 +3,7 @@
 // so the table, markdown, compare output and JUnit messages agree.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -23,6 +24,9 @@ std::string fmt_change(double from, double to);
 std::string fmt_phase(
     const std::string& name,
     const std::optional<std::int64_t>& users);  // "+30.0 %"; kNoFigure when from is 0
+
+/// "hog 1.95, make 0.50": names with their cores, the most first; "" for none.
+std::string fmt_busiest(const std::map<std::string, double>& cores_by_name);
 
 /// The optional forms print kNoFigure when absent.
 template <typename F>

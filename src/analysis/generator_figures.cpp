@@ -177,14 +177,23 @@ void summarize_generator(PhaseStats& p, const GeneratorSeries& g, double from, d
       }
     }
   }
-  p.p50_seconds = median_in(g.p50_seconds, from, to);
-  p.p95_seconds = median_in(g.p95_seconds, from, to);
-  p.p99_seconds = median_in(g.p99_seconds, from, to);
+  // The generator's figure covers its own window (Locust: its last 10 s), not the stable
+  // window: how far it moved over the stable window is its bound there.
+  auto rolling = [&](const Series& s, std::optional<double>& value, std::optional<double>& low,
+                     std::optional<double>& high) {
+    value = median_in(s, from, to);
+    low = min_in(s, from, to);
+    high = max_in(s, from, to);
+    if (!low || !high || *low >= *high) low = high = std::nullopt;
+  };
+  rolling(g.p50_seconds, p.p50_seconds, p.p50_low_seconds, p.p50_high_seconds);
+  rolling(g.p95_seconds, p.p95_seconds, p.p95_low_seconds, p.p95_high_seconds);
+  rolling(g.p99_seconds, p.p99_seconds, p.p99_low_seconds, p.p99_high_seconds);
   if (p.p50_seconds || p.p95_seconds || p.p99_seconds) {
     p.latency_method = "generator";
     p.latency_window = (g.latency_window.empty() ? std::string("the generator's own quantiles")
                                                  : g.latency_window) +
-                       ", median of its samples over the stable window; no bound";
+                       ", median of its samples over the stable window (bound: their range)";
   }
 }
 

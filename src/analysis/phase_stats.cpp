@@ -66,6 +66,7 @@ void to_json(ojson& j, const HostPhaseStats& h) {
   jf::put(j, "io_stall_ratio", h.io_stall_ratio);
   jf::put(j, "swap_in_pages_per_second", h.swap_in_pages_per_second);
   jf::put(j, "swap_out_pages_per_second", h.swap_out_pages_per_second);
+  if (!h.top_cpu_cores.empty()) j["top_cpu_cores"] = h.top_cpu_cores;
 }
 
 void from_json(const json& j, HostPhaseStats& h) {
@@ -87,7 +88,9 @@ void from_json(const json& j, HostPhaseStats& h) {
   h.time_wait_max = jf::non_negative(j, "time_wait_max");
   h.time_wait_limit = jf::non_negative(j, "time_wait_limit");
   h.listen_overflows = jf::non_negative(j, "listen_overflows");
-  h.ephemeral_port_ratio_max = jf::ratio(j, "ephemeral_port_ratio_max");
+  // Sockets toward one destination over the range's size: above 1 when clients bind several
+  // local addresses (127.0.0.2, 127.0.0.3, ...), each with the whole range.
+  h.ephemeral_port_ratio_max = jf::non_negative(j, "ephemeral_port_ratio_max");
   h.cpu_busy_cores = jf::non_negative(j, "cpu_busy_cores");
   h.others_cpu_cores = jf::non_negative(j, "others_cpu_cores");
   h.run_queue_mean = jf::non_negative(j, "run_queue_mean");
@@ -98,6 +101,15 @@ void from_json(const json& j, HostPhaseStats& h) {
   h.io_stall_ratio = jf::ratio(j, "io_stall_ratio");
   h.swap_in_pages_per_second = jf::non_negative(j, "swap_in_pages_per_second");
   h.swap_out_pages_per_second = jf::non_negative(j, "swap_out_pages_per_second");
+  h.top_cpu_cores.clear();
+  if (const json* top = jf::object(j, "top_cpu_cores")) {
+    for (const auto& item : top->items()) {
+      const std::string& comm = item.key();
+      jf::within("top_cpu_cores.", [&] {
+        if (auto cores = jf::non_negative(*top, comm.c_str())) h.top_cpu_cores[comm] = *cores;
+      });
+    }
+  }
 }
 
 void to_json(ojson& j, const MockPhaseStats& m) {

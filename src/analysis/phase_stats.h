@@ -56,6 +56,9 @@ struct HostPhaseStats {
   std::optional<double> io_stall_ratio;
   std::optional<double> swap_in_pages_per_second;
   std::optional<double> swap_out_pages_per_second;
+  // The busiest process names on the host (everyone's, targets' too), comm -> mean cores over
+  // the stable window: who "others" are.
+  std::map<std::string, double> top_cpu_cores;
 
   bool operator==(const HostPhaseStats&) const = default;
 };

@@ -1,6 +1,7 @@
 #include "analysis/phase_summary.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "analysis/generator_figures.h"
@@ -56,6 +57,30 @@ bool busy_mode(const std::string& mode) {
          mode != "guest_nice";
 }
 
+/// The busiest process names' mean cores over [from, to]. A name is exported only while among
+/// the busiest, so a sample without it counts as 0 (it used less than the last one shown);
+/// the samples are the host's (the run queue's). The kTopCpuNamesKept busiest are kept.
+std::map<std::string, double> top_cpu(const HostSeries& s, double from, double to) {
+  constexpr std::size_t kTopCpuNamesKept = 5;
+  std::map<std::string, double> out;
+  const std::size_t samples = points_in(s.procs_running, from, to).size();
+  if (samples == 0) return out;
+  std::vector<std::pair<double, const std::string*>> mean;
+  for (const auto& [comm, series] : s.top_cpu_cores) {
+    PointRange r = points_in(series, from, to);
+    double sum = 0;
+    for (std::size_t i = r.begin; i < r.end; ++i) {
+      if (!std::isnan(series.v[i])) sum += series.v[i];
+    }
+    if (sum > 0) mean.emplace_back(sum / static_cast<double>(samples), &comm);
+  }
+  std::sort(mean.begin(), mean.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  if (mean.size() > kTopCpuNamesKept) mean.resize(kTopCpuNamesKept);
+  for (const auto& [cores, comm] : mean) out[*comm] = cores;
+  return out;
+}
+
 HostPhaseStats summarize_host(const HostSeries& s, double start, double stable, double end) {
   HostPhaseStats h;
   h.cores = s.cores;
@@ -81,6 +106,7 @@ HostPhaseStats summarize_host(const HostSeries& s, double start, double stable, 
   h.io_stall_ratio = stall_share(s.io_pressure_stalled, stable, end);
   h.swap_in_pages_per_second = rate_in(s.swap_in_pages, stable, end);
   h.swap_out_pages_per_second = rate_in(s.swap_out_pages, stable, end);
+  h.top_cpu_cores = top_cpu(s, stable, end);
   return h;
 }
 

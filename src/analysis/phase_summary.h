@@ -44,7 +44,8 @@ struct HostSeries {
   Series cpu_pressure_waiting;
   Series memory_pressure_waiting, memory_pressure_stalled;
   Series io_pressure_waiting, io_pressure_stalled;
-  Series swap_in_pages, swap_out_pages;  // counters
+  Series swap_in_pages, swap_out_pages;         // counters
+  std::map<std::string, Series> top_cpu_cores;  // comm -> cores, while among the busiest names
 };
 
 /// One generator source's own counters, with the ages that say which moment they describe.

@@ -63,9 +63,9 @@ Table phase_table(const CapacityReport& r) {
 
 Table target_table(const CapacityReport& r) {
   Table t;
-  t.header = {"Phase",   "Target",    "CPU cores", "Busiest proc", "RSS start",
-              "RSS end", "RSS slope", "FDs max",   "FD limit"};
-  t.numeric = {false, false, true, true, true, true, true, true, true};
+  t.header = {"Phase",     "Target",  "CPU cores", "Busiest proc", "Throttled",
+              "RSS start", "RSS end", "RSS slope", "FDs max",      "FD limit"};
+  t.numeric = {false, false, true, true, true, true, true, true, true, true};
   for (const PhaseStats& p : r.phases) {
     for (const TargetPhaseStats& tg : p.targets) {
       std::string name = tg.name;
@@ -73,6 +73,7 @@ Table target_table(const CapacityReport& r) {
       std::string cores = fmt_opt(tg.cpu_cores, fmt_cores);
       if (tg.cpu_cores && tg.cpu_limit_cores) cores += " of " + fmt_cores(*tg.cpu_limit_cores);
       t.rows.push_back({p.name, name, cores, fmt_opt(tg.busiest_process_core_share, fmt_cores),
+                        fmt_opt(tg.throttled_period_ratio, fmt_pct),
                         fmt_opt(tg.rss_start_bytes, fmt_mib), fmt_opt(tg.rss_end_bytes, fmt_mib),
                         fmt_opt(tg.rss_slope_bytes_per_second, mib_per_minute),
                         fmt_opt(tg.open_fds_max, fmt_count), fmt_opt(tg.fd_limit, fmt_count)});
@@ -82,41 +83,77 @@ Table target_table(const CapacityReport& r) {
   return t;
 }
 
-Table host_table(const CapacityReport& r) {
-  static const char* const modes[] = {"user", "nice", "system", "iowait", "irq", "steal"};
+/// One row per phase from `cells`, a table of none when no phase has host figures.
+template <typename Cells>
+Table host_rows(const CapacityReport& r, std::vector<std::string> header, Cells cells) {
   Table t;
-  t.header = {"Phase", "Cores"};
-  for (const char* m : modes) t.header.push_back(m);
-  for (const char* h : {"softirq", "TIME_WAIT max", "Listen overflows", "Ephemeral ports peak"}) {
-    t.header.push_back(h);
-  }
+  t.header = std::move(header);
   t.numeric.assign(t.header.size(), true);
   t.numeric[0] = false;
   bool any = false;
   for (const PhaseStats& p : r.phases) {
-    const HostPhaseStats& h = p.host;
-    if (h == HostPhaseStats{}) {
-      t.rows.push_back(std::vector<std::string>(t.header.size(), kNoFigure));
-      t.rows.back()[0] = p.name;
-      continue;
+    std::vector<std::string> row(t.header.size(), kNoFigure);
+    row[0] = p.name;
+    if (!(p.host == HostPhaseStats{})) {
+      any = true;
+      row = cells(p);
     }
-    any = true;
-    std::vector<std::string> row = {p.name, h.cores ? std::to_string(*h.cores) : kNoFigure};
-    for (const char* m : modes) {
-      auto it = h.cpu_cores_by_mode.find(m);
-      row.push_back(it == h.cpu_cores_by_mode.end() ? kNoFigure : fmt_cores(it->second));
-    }
-    row.push_back(fmt_opt(h.softirq_cores, fmt_cores));
-    std::string tw = fmt_opt(h.time_wait_max, fmt_count);
-    if (h.time_wait_max && h.time_wait_limit) tw += " / " + fmt_count(*h.time_wait_limit);
-    row.push_back(tw);
-    row.push_back(fmt_opt(h.listen_overflows, fmt_count));
-    row.push_back(fmt_opt(h.ephemeral_port_ratio_max, fmt_pct));
     t.rows.push_back(std::move(row));
   }
   if (!any) t.rows.clear();
   t.drop_empty_columns(1);
   return t;
+}
+
+/// The host's CPU: busy cores and who used them, by mode (steal included), the run queue and
+/// CPU pressure.
+Table host_cpu_table(const CapacityReport& r) {
+  static const char* const modes[] = {"user", "nice", "system", "iowait", "irq", "steal"};
+  std::vector<std::string> header = {"Phase", "Cores", "Busy", "Others"};
+  for (const char* m : modes) header.push_back(m);
+  for (const char* h : {"softirq", "Run queue", "CPU pressure", "Busiest processes"}) {
+    header.push_back(h);
+  }
+  return host_rows(r, std::move(header), [](const PhaseStats& p) {
+    const HostPhaseStats& h = p.host;
+    std::vector<std::string> row = {p.name, h.cores ? std::to_string(*h.cores) : kNoFigure,
+                                    fmt_opt(h.cpu_busy_cores, fmt_cores),
+                                    fmt_opt(h.others_cpu_cores, fmt_cores)};
+    for (const char* m : modes) {
+      auto it = h.cpu_cores_by_mode.find(m);
+      row.push_back(it == h.cpu_cores_by_mode.end() ? kNoFigure : fmt_cores(it->second));
+    }
+    row.push_back(fmt_opt(h.softirq_cores, fmt_cores));
+    row.push_back(fmt_opt(h.run_queue_mean, [](double v) { return fmt_number(v, 3); }));
+    row.push_back(fmt_opt(h.cpu_pressure_ratio, fmt_pct));
+    std::string busiest = fmt_busiest(h.top_cpu_cores);
+    row.push_back(busiest.empty() ? kNoFigure : busiest);
+    return row;
+  });
+}
+
+/// The host's memory, I/O and TCP: pressure, swapping, and the connection limits.
+Table host_system_table(const CapacityReport& r) {
+  auto per_second = [](double v) { return fmt_number(v, 3) + "/s"; };
+  return host_rows(
+      r,
+      {"Phase", "Memory pressure", "Memory stall", "Swap in", "Swap out", "I/O pressure",
+       "I/O stall", "TIME_WAIT max", "Listen overflows", "Ephemeral ports peak"},
+      [&](const PhaseStats& p) {
+        const HostPhaseStats& h = p.host;
+        std::string tw = fmt_opt(h.time_wait_max, fmt_count);
+        if (h.time_wait_max && h.time_wait_limit) tw += " / " + fmt_count(*h.time_wait_limit);
+        return std::vector<std::string>{p.name,
+                                        fmt_opt(h.memory_pressure_ratio, fmt_pct),
+                                        fmt_opt(h.memory_stall_ratio, fmt_pct),
+                                        fmt_opt(h.swap_in_pages_per_second, per_second),
+                                        fmt_opt(h.swap_out_pages_per_second, per_second),
+                                        fmt_opt(h.io_pressure_ratio, fmt_pct),
+                                        fmt_opt(h.io_stall_ratio, fmt_pct),
+                                        tw,
+                                        fmt_opt(h.listen_overflows, fmt_count),
+                                        fmt_opt(h.ephemeral_port_ratio_max, fmt_pct)};
+      });
 }
 
 /// How req/s and the latency quantiles were measured, and why a phase has no req/s.
@@ -238,13 +275,17 @@ Document capacity_document(const CapacityReport& r) {
   phases.tables.push_back(phase_table(r));
   Table targets = target_table(r);
   if (!targets.rows.empty()) phases.tables.push_back(std::move(targets));
-  Table host = host_table(r);
-  if (!host.rows.empty()) phases.tables.push_back(std::move(host));
+  for (Table host : {host_cpu_table(r), host_system_table(r)}) {
+    if (!host.rows.empty() && host.header.size() > 1) phases.tables.push_back(std::move(host));
+  }
   bool has_system_tables = phases.tables.size() > 1;
   if (has_system_tables) {
     phases.notes.push_back(
         "CPU in cores (1.00 = one core busy); busiest proc = the busiest process's share of one "
-        "core; host CPU by mode over the stable window, softirq apart.");
+        "core; throttled = the share of the target's quota periods it was held back in; host "
+        "CPU by mode over the stable window, softirq apart; busy = all but idle, iowait and "
+        "steal; others = busy minus the targets; run queue = runnable tasks (mean); pressure "
+        "and stall = the share of the window some or all tasks waited (PSI); swap in pages.");
   }
   doc.sections.push_back(std::move(phases));
   doc.sections.push_back(knee_section(r));

@@ -8,10 +8,11 @@
 
 namespace loadwatch {
 
-inline constexpr std::array<std::string_view, 22> kCollectorNames = {
-    "targets", "throttling", "stat",     "softirqs", "meminfo", "vmstat", "pressure",  "loadavg",
-    "filefd",  "tcp",        "netstat",  "sockstat", "sysctl",  "netdev", "conntrack", "graphite",
-    "influx",  "locustpush", "textfile", "sources",  "http",    "runs",
+inline constexpr std::array<std::string_view, 23> kCollectorNames = {
+    "targets",    "throttling", "stat",    "softirqs",  "meminfo",  "vmstat",
+    "pressure",   "loadavg",    "topcpu",  "filefd",    "tcp",      "netstat",
+    "sockstat",   "sysctl",     "netdev",  "conntrack", "graphite", "influx",
+    "locustpush", "textfile",   "sources", "http",      "runs",
 };
 
 /// True when `name` is one of kCollectorNames.

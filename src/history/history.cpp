@@ -36,6 +36,7 @@ constexpr KeptFamily kKept[] = {
     {"loadwatch_process_cpu_periods_total", ""},
     {"loadwatch_cpu_seconds_total", "cpu"},
     {"loadwatch_procs_running", ""},
+    {"loadwatch_top_cpu_cores", ""},
     {"loadwatch_pressure_cpu_waiting_seconds_total", ""},
     {"loadwatch_pressure_memory_waiting_seconds_total", ""},
     {"loadwatch_pressure_memory_stalled_seconds_total", ""},

@@ -165,6 +165,10 @@ analysis::RunSeries load_run_series(SeriesSource& source, double from, double to
   for (const std::string& mode : label_values(host_cpu, "mode")) {
     rs.host.cpu_seconds_by_mode[mode] = sum_aligned(with_label(host_cpu, "mode", mode));
   }
+  for (const LabeledSeries& s : fetch("loadwatch_top_cpu_cores")) {
+    auto comm = s.labels.find("comm");
+    if (comm != s.labels.end()) rs.host.top_cpu_cores[comm->second] = s.series;
+  }
   auto cpus = label_values(host_cpu, "cpu");
   if (!cpus.empty())
     rs.host.cores = static_cast<int>(cpus.size());

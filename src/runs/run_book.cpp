@@ -469,22 +469,24 @@ void RunBook::generator_seen(const GeneratorSighting& s) {
     o.stale_after = s.stale_after;
     end_stale_locked(s.at);
     bool mine = current_ && current_->origin == s.origin;
+    // Where a change this sighting shows happened: the middle of the span it must lie in.
+    const double changed_at = s.since && *s.since < s.at ? (*s.since + s.at) / 2 : s.at;
     switch (s.activity) {
       case GeneratorActivity::Idle:
         o.ramp_started.reset();
-        if (mine) close_locked(s.at);
+        if (mine) close_locked(changed_at);
         break;
       case GeneratorActivity::Ramping:
       case GeneratorActivity::Steady: {
         if (!current_ && time_problem(s.at).empty()) {
           std::string why;
-          mine = open_locked(s.origin, clean_name(origin_subject(s.origin), "run"), {}, s.at,
+          mine = open_locked(s.origin, clean_name(origin_subject(s.origin), "run"), {}, changed_at,
                              &why) != nullptr;
           if (!mine) spdlog::debug("runs: {} not recorded: {}", s.origin, why);
         }
         if (!mine) break;  // an API run, or another generator's run, is open: it wins
         if (s.activity == GeneratorActivity::Ramping) {
-          if (!o.ramp_started) o.ramp_started = s.at;
+          if (!o.ramp_started) o.ramp_started = changed_at;
           break;
         }
         if (s.users && std::isfinite(*s.users) && *s.users >= 0 &&
@@ -495,7 +497,7 @@ void RunBook::generator_seen(const GeneratorSighting& s) {
           if (changed && phases.size() < limits_.max_phases) {
             // The step began when the generator started moving to it.
             add_phase_locked("users=" + std::to_string(users), users,
-                             o.ramp_started.value_or(s.at));
+                             o.ramp_started.value_or(changed_at));
           }
         }
         o.ramp_started.reset();

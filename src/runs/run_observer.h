@@ -23,6 +23,11 @@ struct GeneratorSighting {
   /// Settled user count, when phases should follow it (Locust); absent: no phases.
   std::optional<double> users;
   double at = 0;  // unix seconds
+  /// A scraped state is known only by `at`: it was not yet shown at `since` (the moment the
+  /// previous answer may describe, at its earliest), so a change it brings happened in
+  /// (since, at] and is dated to the middle. Unset: `at` is the change's own moment (a
+  /// generator that sends its timestamps).
+  std::optional<double> since;
   /// With no sighting for this long, the generator is gone and its run ends where it was
   /// last seen (a Locust that quit right after its test).
   double stale_after = 30;

@@ -381,7 +381,8 @@ class LocustScraper : public SourceScraper {
       result.message = config.url + error;
       return result;
     }
-    if (runs_ && !stats.state.empty()) runs_->generator_seen(sighting(config, stats));
+    double now = unix_now();
+    if (runs_ && !stats.state.empty()) runs_->generator_seen(sighting(config, stats, now));
     result.dropped = std::move(stats.dropped);
     MetricSink sink;
     mapper_.map(stats, config.name, sink);
@@ -392,7 +393,6 @@ class LocustScraper : public SourceScraper {
     // left. Workers report to a master every 3 s more (docs/sources.md). But counts that
     // changed since the previous answer were computed after that answer left: scraped more
     // often than the cache turns over, a change is dated to within the scrape interval.
-    double now = unix_now();
     double requests = stats.aggregated ? stats.aggregated->requests : -1;
     result.data_age_uncertainty = kLocustStatsCacheSeconds;
     if (requests != last_requests_ && last_answer_ > 0) {
@@ -400,19 +400,23 @@ class LocustScraper : public SourceScraper {
     }
     last_requests_ = requests;
     last_answer_ = now;
+    last_earliest_ = now - *result.data_age_uncertainty;
     return result;
   }
 
  private:
-  static GeneratorSighting sighting(const SourceConfig& config, const LocustStats& stats) {
+  GeneratorSighting sighting(const SourceConfig& config, const LocustStats& stats,
+                             double now) const {
     GeneratorSighting s;
     s.origin = "locust:" + config.name;
     s.activity = stats.state == "running"    ? GeneratorActivity::Steady
                  : stats.state == "spawning" ? GeneratorActivity::Ramping
                                              : GeneratorActivity::Idle;
     s.users = stats.user_count;
-    s.at =
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    // A state this answer shows first began after the previous answer's moment, which lies up
+    // to its age uncertainty before that answer: the run book dates the change in between.
+    s.at = now;
+    if (last_answer_ > 0) s.since = last_earliest_;
     // Three missed scrapes: the Locust is gone (e.g. --autoquit right after its test).
     auto quiet = 3 * config.interval + config.timeout;
     s.stale_after = std::max(15.0, std::chrono::duration<double>(quiet).count());
@@ -423,6 +427,7 @@ class LocustScraper : public SourceScraper {
   LocustMapper mapper_;
   double last_requests_ = -1;  // the aggregate request count of the last answer
   double last_answer_ = 0;     // unix time the last answer was processed
+  double last_earliest_ = 0;   // the earliest moment the last answer may describe
 };
 
 }  // namespace

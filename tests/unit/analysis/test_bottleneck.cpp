@@ -224,6 +224,11 @@ TEST_CASE("a host CPU saturated by other processes is named, with who used it") 
   CHECK(b.summary ==
         "the host's CPU (host): 1.98 of 2 cores busy; used by others 1.18, app 0.60, "
         "generator 0.20");
+  // Who the others are, by process name (the topcpu collector), busiest first.
+  p.host.top_cpu_cores = {{"backup", 0.31}, {"app", 0.6}, {"hog", 0.85}};
+  CHECK_THAT(find_bottleneck(p, nullptr, nullptr).summary,
+             Catch::EndsWith("; busiest processes: hog 0.85, app 0.60, backup 0.31"));
+  p.host.top_cpu_cores.clear();
   // Steal counts as used: another guest had the CPU.
   p.host.cpu_busy_cores = 1.6;
   CHECK(find_bottleneck(p, nullptr, nullptr).findings.empty());
@@ -356,6 +361,20 @@ TEST_CASE("a flat throughput with rising latency and idle CPU is a queueing limi
         "about 4, with the host CPU 0.30 of 2 cores busy");
   CHECK_THAT(b.summary, Catch::Contains("a pool, a lock or a connection limit of about 4"));
   CHECK_THAT(b.summary, !Catch::Contains("database"));
+
+  // A coarse rate (+-20 %) and the latency's bucket (19.5-20.6 ms) give K a range.
+  at.rps_low = 160;
+  at.rps_high = 240;
+  lowest.p50_low_seconds = 0.0195;
+  lowest.p50_high_seconds = 0.0206;
+  b = find_bottleneck(at, &lowest, &lowest);
+  CHECK(b.findings.at(0).value == Approx(4.0));
+  CHECK_THAT(b.summary, Catch::Contains("a pool, a lock or a connection limit of about 4 (3.1 to "
+                                        "4.9 from the bounds of the req/s and the latency)"));
+  at.rps_low.reset();
+  at.rps_high.reset();
+  lowest.p50_low_seconds.reset();
+  lowest.p50_high_seconds.reset();
 
   // Latency that did not grow: no queue formed; what it cannot see is said as that.
   at.p50_seconds = 0.025;

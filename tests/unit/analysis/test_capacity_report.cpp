@@ -133,6 +133,9 @@ TEST_CASE("bad report JSON is refused with the field named") {
              Catch::Contains("phases[1].rps: expected a number"));
   CHECK_THAT(load_error(head + R"("phases":[{"name":"a","error_ratio":1.5}]})"),
              Catch::Contains("phases[0].error_ratio: must be 0..1"));
+  // Clients on several local addresses each use the whole port range toward one destination.
+  CHECK(load_error(head + R"("phases":[{"name":"a","host":{"ephemeral_port_ratio_max":1.7}}]})") ==
+        "loaded");
   CHECK_THAT(load_error(head + R"("phases":[{"name":"a","users":2.5}]})"),
              Catch::Contains("phases[0].users: expected an integer"));
   CHECK_THAT(
@@ -239,6 +242,37 @@ TEST_CASE("the report names the knee, the fit and the bottleneck in every format
   CHECK(nlohmann::json::parse(render_report(r, Format::json))["knee"]["users"] == 100);
 }
 
+TEST_CASE("the table and markdown show the host figures the verdict reads, no empty column") {
+  CapacityReport r = sample_report();
+  for (PhaseStats& p : r.phases) {
+    p.host.cpu_busy_cores = 1.98;
+    p.host.others_cpu_cores = 1.21;
+    p.host.cpu_cores_by_mode["steal"] = 0.02;
+    p.host.run_queue_mean = 3.5;
+    p.host.cpu_pressure_ratio = 0.62;
+    p.host.memory_pressure_ratio = 0.004;
+    p.host.swap_in_pages_per_second = 12;
+    p.targets[0].throttled_period_ratio = 0.4;
+    p.host.top_cpu_cores = {{"make", 0.5}, {"hog", 1.2}};
+  }
+  analyse(r);
+  for (Format f : {Format::table, Format::markdown}) {
+    std::string text = render_report(r, f);
+    for (const char* column : {"Busy", "Others", "steal", "Run queue", "CPU pressure",
+                               "Busiest processes", "Memory pressure", "Swap in", "Throttled"}) {
+      CHECK_THAT(text, Catch::Contains(column));
+    }
+    for (const char* figure :
+         {"1.98", "1.21", "3.5", "62.00 %", "12/s", "40.00 %", "hog 1.20, make 0.50"}) {
+      CHECK_THAT(text, Catch::Contains(figure));
+    }
+    // No phase has these: their columns are left out, not shown blank.
+    for (const char* column : {"Swap out", "I/O pressure", "Memory stall", "nice"}) {
+      CHECK_THAT(text, !Catch::Contains(column));
+    }
+  }
+}
+
 TEST_CASE("markdown and table output escape what names bring in") {
   CapacityReport r = sample_report();
   const std::string hostile = "a|b <b>x</b> `c` *d* [e](f) \\ g\nh\x1b[31mi\xc2\x9bj";
@@ -314,6 +348,19 @@ TEST_CASE("throughput flat within the noise from the first step has no Kneedle k
   CHECK(r.knee.shape == "flat");
   CHECK_THAT(r.knee.reason, Catch::StartsWith("saturated from the first step"));
   CHECK_THAT(render_report(r, Format::table), Catch::Contains("saturated from the first step"));
+}
+
+TEST_CASE("a coarse source's wide bounds do not make a rising throughput flat") {
+  // Locust scraped every 5 s: +-40 % bounds. 9.8 -> 19 req/s is a rise, whatever the bounds.
+  CapacityReport r = scaling({1, 2, 4, 8}, {9.8, 19.0, 20.0, 20.3});
+  for (PhaseStats& p : r.phases) {
+    p.rps_low = *p.rps * 0.7;
+    p.rps_high = *p.rps * 1.4;
+  }
+  analyse(r);
+  CHECK(r.knee.shape.empty());
+  REQUIRE(r.knee.phase);
+  CHECK(r.phases[r.knee.phase->index].users == 2);
 }
 
 TEST_CASE("flat throughput with the generator's CPU saturated: the generator capped it") {

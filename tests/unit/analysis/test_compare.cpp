@@ -263,6 +263,23 @@ TEST_CASE("uncertainty larger than the rule's margin is inconclusive: exit 0, or
   CHECK(c.exit_code() == 2);
 }
 
+TEST_CASE("a latency measured differently in the two runs is inconclusive, not judged") {
+  // Two watchers of one run: the listener's merged histogram (181 ms over the stable window)
+  // and Locust's rolling 10 s quantile (120 ms): different windows, not a regression.
+  PhaseStats rolling = phase("2", 2, 19, 0.120, 0), merged = phase("2", 2, 19, 0.181, 0);
+  rolling.latency_method = "generator";
+  merged.latency_method = "histogram";
+  std::vector<Rule> rules = {parse_rule(Bound::max, "p95=+20%")};
+  Comparison c = compare_reports(report({rolling}), report({merged}), rules);
+  CHECK(c.phases[0].results[0].verdict == Verdict::inconclusive);
+  CHECK_THAT(c.phases[0].results[0].message, Catch::Contains("measured differently"));
+  CHECK(c.exit_code() == 0);
+  // Measured the same way, the difference is judged.
+  rolling.latency_method = "histogram";
+  c = compare_reports(report({rolling}), report({merged}), rules);
+  CHECK(c.phases[0].results[0].verdict == Verdict::regression);
+}
+
 TEST_CASE("an rps rule without a unit warns; % and /s say what they mean") {
   Rule r = parse_rule(Bound::min, "rps=-10");
   CHECK(r.limit(1000) == Approx(990));

@@ -113,6 +113,21 @@ TEST_CASE("a phase is summarised from the run's series with the documented windo
   CHECK(*p.rps == Approx(100));            // the warm-up's 50 req/s is dropped
   CHECK(*p.p95_seconds == Approx(0.040));  // ... and its slow p95
   CHECK(*p.p50_seconds == Approx(0.010));
+  CHECK(p.latency_method == "generator");
+  // A figure that did not move over the stable window has no range; one that did has it as
+  // its bound.
+  CHECK_FALSE(p.p95_low_seconds);
+  {
+    RunSeries moving = run;
+    moving.generator.p95_seconds = per_second(0, 500, [](double t) {
+      return t < 300 ? 0.040 : t < 350 ? 0.050 : 0.045;
+    });
+    PhaseStats m = summarize_phase({"step", 10, kT0 + 100, kT0 + 400}, moving);
+    CHECK(*m.p95_low_seconds == Approx(0.040));
+    CHECK(*m.p95_high_seconds == Approx(0.050));
+    CHECK(*m.p95_seconds >= *m.p95_low_seconds);
+    CHECK(*m.p95_seconds <= *m.p95_high_seconds);
+  }
   CHECK_FALSE(p.p99_seconds);  // not reported: not invented
   CHECK(*p.error_ratio == Approx(0.01));
 
@@ -213,6 +228,11 @@ TEST_CASE("the host's busy CPU, who used it, the run queue, pressure, swap and t
   gen.name = "generator";
   gen.cpu_seconds = counter(0.2);
   rs.targets = {app, gen};
+  // The busiest names: "hog" at 1 core throughout; "make" at 0.5 in one sample of the stable
+  // window's 31 and absent from the others (below the five exported).
+  rs.host.top_cpu_cores["hog"] = per_second(0, 60, [](double) { return 1.0; });
+  rs.host.top_cpu_cores["make"].add(kT0 + 45, 0.5 * 31);
+  rs.host.top_cpu_cores["early"].add(kT0 + 10, 1.0);  // before the stable window
 
   PhaseStats p = summarize_phase({"8", 8, kT0, kT0 + 60}, rs);  // stable: the last 30 s
   const HostPhaseStats& h = p.host;
@@ -226,6 +246,9 @@ TEST_CASE("the host's busy CPU, who used it, the run queue, pressure, swap and t
   CHECK(*h.io_stall_ratio == Approx(0.0));
   CHECK(*h.swap_in_pages_per_second == Approx(10));
   CHECK(*h.swap_out_pages_per_second == Approx(20));
+  CHECK(h.top_cpu_cores.size() == 2);
+  CHECK(h.top_cpu_cores.at("hog") == Approx(1.0));
+  CHECK(h.top_cpu_cores.at("make") == Approx(0.5));
   REQUIRE(p.target("app"));
   CHECK(*p.target("app")->throttled_period_ratio == Approx(0.4));
   CHECK(*p.target("app")->throttled_seconds_per_second == Approx(0.3));
@@ -244,4 +267,5 @@ TEST_CASE("the host's busy CPU, who used it, the run queue, pressure, swap and t
   CHECK_FALSE(empty.host.cpu_pressure_ratio);
   CHECK_FALSE(empty.host.run_queue_mean);
   CHECK_FALSE(empty.host.swap_in_pages_per_second);
+  CHECK(empty.host.top_cpu_cores.empty());
 }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -19,6 +20,7 @@
 #include "collectors/softirqs.h"
 #include "collectors/stat.h"
 #include "collectors/throttling.h"
+#include "collectors/topcpu.h"
 #include "collectors/vmstat.h"
 #include "procfs/stat.h"
 
@@ -374,4 +376,72 @@ TEST_CASE("throttling collector reads the cpu.stat of the cgroup whose quota bin
   CHECK(value("loadwatch_process_cpu_periods_total") == 16);
   CHECK(value("loadwatch_process_cpu_throttled_periods_total") == 14);
   CHECK(value("loadwatch_process_cpu_throttled_seconds_total") == Approx(0.327767464));
+}
+
+namespace {
+
+/// /proc/PID/stat of a process named `comm` with `ticks` of user time, started at `start`.
+std::string pid_stat(int pid, const std::string& comm, std::uint64_t ticks, std::uint64_t start) {
+  return std::to_string(pid) + " (" + comm + ") R 1 1 1 0 -1 4194304 0 0 0 0 " +
+         std::to_string(ticks) + " 0 0 0 20 0 1 0 " + std::to_string(start) +
+         " 1000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+}
+
+std::map<std::string, double> top_cpu(Collector& c, const FsRoot& root, double now) {
+  SampleContext ctx{root, kFixtureSys, now, {}};
+  MetricSink sink;
+  c.collect(ctx, sink);
+  std::map<std::string, double> out;
+  for (const auto& f : sink.take()) {
+    if (f.name != "loadwatch_top_cpu_cores") continue;
+    CHECK_FALSE(f.help.empty());
+    for (const auto& m : f.metric) out[m.label.at(0).value] = m.gauge.value;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("topcpu collector names the busiest process names by their CPU", "[topcpu]") {
+  TempProc tmp;
+  const FsRoot root(tmp.dir.string());
+  Options options;
+  Config config;
+  auto c = make_topcpu_collector(CollectorEnv{options, config, root, kFixtureSys});
+  const auto hz = static_cast<std::uint64_t>(clk_tck());
+  tmp.write("101/stat", pid_stat(101, "hog", 0, 5));
+  tmp.write("102/stat", pid_stat(102, "hog", 0, 6));
+  tmp.write("103/stat", pid_stat(103, "app) x", 0, 7));  // a name with ") "
+  tmp.write("104/stat", pid_stat(104, "idle", 0, 8));
+  tmp.write("self/stat", pid_stat(1, "not a pid", 0, 1));
+  CHECK(top_cpu(*c, root, 1000).empty());  // the first scan has nothing to compare with
+
+  // Over 5 s: each hog 2.5 s of CPU (0.5 cores), the app 1 s (0.2), idle nothing. Process 105
+  // is new: its CPU since its start is not this interval's.
+  tmp.write("101/stat", pid_stat(101, "hog", 5 * hz / 2, 5));
+  tmp.write("102/stat", pid_stat(102, "hog", 5 * hz / 2, 6));
+  tmp.write("103/stat", pid_stat(103, "app) x", hz, 7));
+  tmp.write("105/stat", pid_stat(105, "app) x", 50 * hz, 9));
+  auto top = top_cpu(*c, root, 1005);
+  CHECK(top.size() == 2);
+  CHECK(top["hog"] == Approx(1.0));
+  CHECK(top["app) x"] == Approx(0.2));
+
+  // Within 5 s of the scan the same figures are exported again, without reading /proc.
+  tmp.write("101/stat", pid_stat(101, "hog", 100 * hz, 5));
+  CHECK(top_cpu(*c, root, 1006) == top);
+
+  // At most kTopCpuNames names, the busiest.
+  for (int i = 0; i < 8; ++i)
+    tmp.write(std::to_string(200 + i) + "/stat", pid_stat(200 + i, "n" + std::to_string(i), 0, 20));
+  top_cpu(*c, root, 1010);
+  for (int i = 0; i < 8; ++i) {
+    tmp.write(
+        std::to_string(200 + i) + "/stat",
+        pid_stat(200 + i, "n" + std::to_string(i), static_cast<std::uint64_t>(i + 1) * hz, 20));
+  }
+  top = top_cpu(*c, root, 1015);
+  CHECK(top.size() == kTopCpuNames);
+  CHECK(top.count("n7"));
+  CHECK_FALSE(top.count("n0"));
 }

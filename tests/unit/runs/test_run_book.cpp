@@ -308,6 +308,33 @@ TEST_CASE("a Locust test opens a run, each settled user count a phase, stopping 
   CHECK(book.list()[0].phase_end(2) == 400);
 }
 
+TEST_CASE("a scraped change is dated to the middle of the span it must lie in") {
+  // A source scraped every 5 s sees a new state up to 5 s (plus its data's age) after the
+  // generator changed: the run, its phases and its end sit between the two answers.
+  RunBook book(nullptr, {}, [] { return 0.0; });
+  const std::string o = "locust:lc";
+  auto scraped = [&](GeneratorActivity a, double users, double at, double since) {
+    GeneratorSighting s = seen(o, a, users, at);
+    s.since = since;
+    book.generator_seen(s);
+  };
+  scraped(GeneratorActivity::Idle, 0, 100, 93);
+  scraped(GeneratorActivity::Steady, 1, 105, 98);    // started in (98, 105]
+  scraped(GeneratorActivity::Steady, 1, 110, 103);   // no change: no new phase
+  scraped(GeneratorActivity::Steady, 4, 115, 108);   // stepped in (108, 115]
+  scraped(GeneratorActivity::Ramping, 6, 120, 113);  // ramp began in (113, 120]
+  scraped(GeneratorActivity::Steady, 8, 125, 118);
+  scraped(GeneratorActivity::Steady, 8, 126, 127);  // a since after `at` is ignored
+  scraped(GeneratorActivity::Idle, 0, 135, 124);    // stopped in (124, 135]
+  const Run run = book.list()[0];
+  CHECK(run.start == 101.5);
+  REQUIRE(run.phases.size() == 3);
+  CHECK(run.phases[0].start == 101.5);
+  CHECK(run.phases[1].start == 111.5);
+  CHECK(run.phases[2].start == 116.5);
+  CHECK(run.end == 129.5);
+}
+
 TEST_CASE("an API run wins over inferred starts, stops and phases") {
   double t = 100;
   RunBook book(nullptr, {}, [&] { return t; });

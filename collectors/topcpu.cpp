@@ -1,0 +1,91 @@
+#include "collectors/topcpu.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "process/process_handle.h"
+#include "procfs/proc_pid_stat.h"
+
+namespace loadwatch {
+
+namespace {
+
+class TopCpuCollector final : public Collector {
+ public:
+  TopCpuCollector() {
+    if (long t = ::sysconf(_SC_CLK_TCK); t > 0) clk_tck_ = static_cast<double>(t);
+  }
+
+  void collect(SampleContext& ctx, MetricSink& out) override {
+    if (last_ == 0 || ctx.now - last_ >= kTopCpuScanSeconds || ctx.now < last_) scan(ctx);
+    for (const auto& [cores, name] : busiest_) {
+      out.gauge("loadwatch_top_cpu_cores",
+                "CPU in cores of all processes with this name (comm), for the busiest names on "
+                "the host, whoever runs them; over the last scan's interval (5 s).",
+                {{"comm", name}}, cores);
+    }
+  }
+
+ private:
+  struct Seen {
+    std::uint64_t start = 0;  // starttime: a reused pid is another process
+    std::uint64_t ticks = 0;  // utime + stime
+  };
+
+  void scan(SampleContext& ctx) {
+    std::unordered_map<pid_t, Seen> now;
+    std::map<std::string, double> ticks_by_name;  // CPU ticks since the last scan
+    DIR* dir = ::opendir(ctx.proc.root().c_str());
+    if (!dir) throw std::runtime_error("topcpu: cannot list " + ctx.proc.root());
+    std::string text;
+    char rel[32];
+    while (const dirent* de = ::readdir(dir)) {
+      pid_t pid = 0;
+      if (!parse_pid_name(de->d_name, pid)) continue;
+      std::snprintf(rel, sizeof rel, "%d/stat", static_cast<int>(pid));
+      if (ctx.proc.read(rel, text) != 0) continue;  // gone since the listing: normal
+      auto st = parse_pid_stat(text);
+      if (!st) continue;
+      Seen s{st->starttime, st->utime + st->stime};
+      now.emplace(pid, s);
+      // Only a process seen last sample with the same start time has a known increase.
+      auto before = seen_.find(pid);
+      if (before == seen_.end() || before->second.start != s.start ||
+          s.ticks < before->second.ticks) {
+        continue;
+      }
+      ticks_by_name[st->comm] += static_cast<double>(s.ticks - before->second.ticks);
+    }
+    ::closedir(dir);
+    seen_ = std::move(now);
+    double dt = ctx.now - last_;
+    bool first = last_ == 0;
+    last_ = ctx.now;
+    busiest_.clear();
+    if (first || !(dt > 0)) return;
+    for (auto& [name, ticks] : ticks_by_name) {
+      double cores = ticks / clk_tck_ / dt;
+      if (cores >= kTopCpuMinCores) busiest_.emplace_back(cores, name);
+    }
+    std::sort(busiest_.begin(), busiest_.end(),
+              [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (busiest_.size() > kTopCpuNames) busiest_.resize(kTopCpuNames);
+  }
+
+  std::unordered_map<pid_t, Seen> seen_;
+  std::vector<std::pair<double, std::string>> busiest_;  // the last scan's, busiest first
+  double last_ = 0;
+  double clk_tck_ = 100;
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> make_topcpu_collector(const CollectorEnv&) {
+  return std::make_unique<TopCpuCollector>();
+}
+
+}  // namespace loadwatch
