@@ -9,6 +9,7 @@
 
 #include "process/process_handle.h"
 #include "procfs/proc_pid_stat.h"
+#include "procfs/stat.h"
 
 namespace loadwatch {
 
@@ -21,7 +22,15 @@ class TopCpuCollector final : public Collector {
   }
 
   void collect(SampleContext& ctx, MetricSink& out) override {
-    if (last_ == 0 || ctx.now - last_ >= kTopCpuScanSeconds || ctx.now < last_) scan(ctx);
+    if (last_ == 0 || ctx.now - last_ >= kTopCpuScanSeconds || ctx.now < last_) {
+      if (host_busy(ctx)) {
+        scan(ctx);
+      } else {  // nothing to name; the next busy period starts from a fresh base
+        seen_.clear();
+        busiest_.clear();
+        last_ = ctx.now;
+      }
+    }
     for (const auto& [cores, name] : busiest_) {
       out.gauge("loadwatch_top_cpu_cores",
                 "CPU in cores of all processes with this name (comm), for the busiest names on "
@@ -35,6 +44,32 @@ class TopCpuCollector final : public Collector {
     std::uint64_t start = 0;  // starttime: a reused pid is another process
     std::uint64_t ticks = 0;  // utime + stime
   };
+
+  /// Whether the host's CPU was at least kTopCpuHostBusy busy since the last call. True on
+  /// the first call (a scan then sets the base) and when /proc/stat cannot be read: better a
+  /// scan too many than a saturated host whose users go unnamed.
+  bool host_busy(SampleContext& ctx) {
+    std::string text;
+    std::uint64_t busy = 0, total = 0;
+    try {
+      if (ctx.proc.read("stat", text) != 0) return true;
+      for (const auto& cpu : parse_stat(text).cpus) {
+        for (std::size_t i = 0; i < cpu.modes; ++i) {
+          total += cpu.ticks[i];
+          if (i != 3 && i != 4) busy += cpu.ticks[i];  // not idle, not iowait
+        }
+      }
+    } catch (const std::exception&) {
+      return true;
+    }
+    bool first = stat_total_ == 0;
+    std::uint64_t d_busy = busy - stat_busy_, d_total = total - stat_total_;
+    bool went_back = busy < stat_busy_ || total < stat_total_;  // CPUs went offline
+    stat_busy_ = busy;
+    stat_total_ = total;
+    if (first || went_back || d_total == 0) return true;
+    return static_cast<double>(d_busy) >= kTopCpuHostBusy * static_cast<double>(d_total);
+  }
 
   void scan(SampleContext& ctx) {
     std::unordered_map<pid_t, Seen> now;
@@ -80,6 +115,7 @@ class TopCpuCollector final : public Collector {
   std::vector<std::pair<double, std::string>> busiest_;  // the last scan's, busiest first
   double last_ = 0;
   double clk_tck_ = 100;
+  std::uint64_t stat_busy_ = 0, stat_total_ = 0;  // /proc/stat's ticks at the last check
 };
 
 }  // namespace

@@ -16,8 +16,15 @@ inline constexpr double kTopCpuMinCores = 0.01;
 /// 2-core host (45 ms for 660 processes), 1 % of a core at this period. Between scans the
 /// last scan's figures are exported again.
 inline constexpr double kTopCpuScanSeconds = 5;
+/// Processes are read only while the host's CPU was at least this busy (of all its cores,
+/// steal included) over the last period, by /proc/stat: an idle host, the usual case outside
+/// a run, pays one small read per period instead of one per process. The report needs these
+/// names only when the host's CPU saturates. After the host turns busy, the first figures
+/// come two periods later (the first scan only sets the base).
+inline constexpr double kTopCpuHostBusy = 0.5;
 
-/// Builds the "topcpu" collector: reads /proc/PID/stat of every process each sample.
+/// Builds the "topcpu" collector: reads /proc/PID/stat of every process every
+/// kTopCpuScanSeconds while the host is busy.
 std::unique_ptr<Collector> make_topcpu_collector(const CollectorEnv& env);
 
 }  // namespace loadwatch

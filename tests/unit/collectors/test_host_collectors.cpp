@@ -445,3 +445,44 @@ TEST_CASE("topcpu collector names the busiest process names by their CPU", "[top
   CHECK(top.count("n7"));
   CHECK_FALSE(top.count("n0"));
 }
+
+TEST_CASE("topcpu reads processes only while the host's CPU is busy", "[topcpu]") {
+  TempProc tmp;
+  const FsRoot root(tmp.dir.string());
+  Options options;
+  Config config;
+  auto c = make_topcpu_collector(CollectorEnv{options, config, root, kFixtureSys});
+  const auto hz = static_cast<std::uint64_t>(clk_tck());
+  // Two CPUs; `busy` user ticks and `idle` idle ticks on each.
+  auto host = [&](std::uint64_t busy, std::uint64_t idle) {
+    std::string line = " " + std::to_string(busy) + " 0 0 " + std::to_string(idle) + " 0 0 0 0\n";
+    tmp.write("stat", "cpu0" + line + "cpu1" + line + "ctxt 1\n");
+  };
+  auto hogs = [&](std::uint64_t ticks) {
+    tmp.write("101/stat", pid_stat(101, "hog", ticks, 5));
+    tmp.write("102/stat", pid_stat(102, "hog", ticks, 6));
+  };
+  host(100, 1000);
+  hogs(0);
+  CHECK(top_cpu(*c, root, 1000).empty());  // the first period sets the base
+
+  // 10 % busy over 5 s: the hogs' CPU is not read, so nothing is named.
+  host(150, 1450);
+  hogs(hz);
+  CHECK(top_cpu(*c, root, 1005).empty());
+
+  // 90 % busy: this scan sets the processes' base, the next one names them.
+  host(600, 1500);
+  hogs(2 * hz);
+  CHECK(top_cpu(*c, root, 1010).empty());
+  host(1050, 1550);
+  hogs(2 * hz + 5 * hz / 2);
+  auto top = top_cpu(*c, root, 1015);
+  CHECK(top.size() == 1);
+  CHECK(top["hog"] == Approx(1.0));
+
+  // Idle again: the names go.
+  host(1060, 2040);
+  hogs(3 * hz);
+  CHECK(top_cpu(*c, root, 1020).empty());
+}
