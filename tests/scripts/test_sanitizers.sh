@@ -29,11 +29,8 @@ compiler=()
 if [ -n "${CXX_SANITIZE:-}" ]; then compiler=(-DCMAKE_CXX_COMPILER="$CXX_SANITIZE"); fi
 
 # -O1: sanitized code at -O0 makes the timing-sensitive tests several times slower. -g1 (line
-# tables) is enough for a report's file:line, and compiles faster than -g. A unity build (eight
-# files of the library in one compile) parses the heavy headers once a batch: about 0.7 of the
-# CPU in this configuration (docs/development.md, "How long the suite takes").
+# tables) is enough for a report's file:line, and compiles faster than -g.
 if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
-    -DCMAKE_UNITY_BUILD=ON \
     -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
     "${launcher[@]}" "${compiler[@]}" >"$build.configure.log" 2>&1; then
