@@ -161,8 +161,11 @@ void HttpListener::Impl::start(const TlsServerConfig& tls_config, int port) {
   core.table = std::make_unique<ConnectionTable>(static_cast<std::size_t>(core.cap),
                                                  static_cast<std::size_t>(per_address));
   const int slots = std::max(1, settings.max_requests);
-  core.pool = std::make_unique<HandlerPool>(std::min(kPoolThreads, slots), slots,
-                                            std::max(std::min(2, slots), slots / 4));
+  const int slots_per_address = settings.max_requests_per_address > 0
+                                    ? std::min(settings.max_requests_per_address, slots)
+                                    : std::max(std::min(2, slots), slots / 4);
+  core.pool =
+      std::make_unique<HandlerPool>(std::min(kPoolThreads, slots), slots, slots_per_address);
   // Twice bcrypt's own share per address: logins of one client that arrive together wait for
   // the first one's result (then cached) instead of getting 429; room for 8 such addresses.
   core.auth_pool = std::make_unique<HandlerPool>(kAuthThreads, 4 * BasicAuth::kMaxWaiting,

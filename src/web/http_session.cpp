@@ -6,11 +6,11 @@
 //   a connection that misses one is closed without an answer;
 // - a body: no byte for request_timeout_ms (400), or slower than min_transfer_rate after
 //   2 × request_timeout_ms (408); a response the same way (closed, counted).
-// A connection ends after kMaxRequestsPerConnection requests or kMaxConnectionAge, so keep-alive
-// pins nothing. Credentials are checked before the route, the body and the request limit,
-// against a bcrypt queue that turns a flood away (basic_auth.h). A framing error (Beast's parser
-// refuses Content-Length with Transfer-Encoding, differing lengths, bad chunks) is a 400 that
-// closes the connection (RFC 9112 section 6.1).
+// A connection ends after max_requests_per_connection requests or max_connection_age_ms, so
+// keep-alive pins nothing. Credentials are checked before the route, the body and the request
+// limit, against a bcrypt queue that turns a flood away (basic_auth.h). A framing error (Beast's
+// parser refuses Content-Length with Transfer-Encoding, differing lengths, bad chunks) is a 400
+// that closes the connection (RFC 9112 section 6.1).
 #include "web/http_session.h"
 
 #include <spdlog/spdlog.h>
@@ -42,9 +42,6 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-/// A connection ends (Connection: close) after this many requests or this age.
-constexpr int kMaxRequestsPerConnection = 1000;
-constexpr auto kMaxConnectionAge = std::chrono::minutes(5);
 /// After a response with Connection: close, what the client still sends is read and dropped
 /// this long, so that closing with unread data (a TCP reset) does not destroy the response.
 constexpr auto kLinger = std::chrono::seconds(1);
@@ -402,8 +399,8 @@ class Session final : public ConnectionTable::Member,
     out_ = std::move(r);
     const std::string& body = out_.shared_body ? *out_.shared_body : out_.body;
     const auto& head = parser_->get();
-    keep_ = !close && head.keep_alive() && requests_ < kMaxRequestsPerConnection &&
-            Clock::now() - opened_ < kMaxConnectionAge;
+    keep_ = !close && head.keep_alive() && requests_ < settings().max_requests_per_connection &&
+            Clock::now() - opened_ < std::chrono::milliseconds(settings().max_connection_age_ms);
     head_out_ = "HTTP/1.1 " + std::to_string(out_.status) + " " + reason_phrase(out_.status) +
                 "\r\nContent-Type: " + out_.content_type +
                 "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
