@@ -51,6 +51,17 @@ def raw(port, request, timeout=5):
     return data.split(b"\r\n", 1)[0].decode(errors="replace"), data
 
 
+def until_closed(s):
+    """Everything the server sends on `s` until it closes it."""
+    chunks = []
+    try:
+        for chunk in iter(lambda: s.recv(65536), b""):
+            chunks.append(chunk)
+    except ConnectionResetError:
+        pass
+    return b"".join(chunks)
+
+
 def hold(port, count, payload=b""):
     """Opens `count` connections without waiting for the server to accept them (non-blocking
     connect, as a flood would) and sends `payload` on each once connected."""
@@ -156,6 +167,39 @@ class RequestLimits(unittest.TestCase):
             self.assertIn(" 413 ", line)
             self.assertIn(b"Connection: close", data)
             self.assertEqual(http_get(lw.url + "/-/healthy")[0], 200)
+            self.assertEqual(settled_rejections(lw, "header_too_large", 1), 1)
+            self.assertEqual(rejected(lw, "body_not_allowed"), 1)
+
+    def test_a_framing_error_closes_the_connection(self):
+        """RFC 9112 section 6.1: after the 400, the request smuggled behind it never runs."""
+        line = b"jmeter,transaction=all,statut=all count=3i\n"
+        smuggled = (b"POST /write?db=smuggled HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                    % len(line) + line)
+        cases = (
+            (b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "bad_framing"),
+            (b"Content-Length: 5\r\nContent-Length: 40\r\n\r\n", "bad_framing"),
+            (b"Transfer-Encoding: gzip\r\n\r\n", "bad_framing"),
+            (b"Bad Header\r\n\r\n", "bad_request"))
+        with Loadwatch(["--collector.influx", "--sample.interval=200ms"]) as lw:
+            for head, reason in cases:
+                s = socket.create_connection(("127.0.0.1", lw.port), timeout=5)
+                try:
+                    s.sendall(b"POST /write?db=first HTTP/1.1\r\nHost: x\r\n" + head + smuggled)
+                    data = until_closed(s)
+                finally:
+                    s.close()
+                self.assertTrue(data.startswith(b"HTTP/1.1 400 "), (head, data[:100]))
+                self.assertIn(b"\r\nConnection: close\r\n", data)
+                self.assertEqual(data.count(b"HTTP/1.1 "), 1, (head, data))
+            self.assertEqual(settled_rejections(lw, "bad_framing", 3), 3)
+            self.assertEqual(rejected(lw, "bad_request"), 1)
+            text = lw.metrics_text()
+            self.assertNotIn('source="smuggled"', text)
+            self.assertNotIn('source="first"', text)
+            # Alone, the same request is taken: the check above could see it.
+            self.assertEqual(raw(lw.port, smuggled)[0], "HTTP/1.1 204 No Content")
+            lw.wait_for(lambda m: lw.value("loadwatch_generator_requests_total", m,
+                                           source="smuggled") == 3, what="the write taken")
 
 
 class NoFiles(unittest.TestCase):

@@ -172,6 +172,14 @@ basic_auth_users:
                     self.assertEqual(code, 401, "%s on %s" % (what, path))
                     self.assertEqual(headers.get("www-authenticate"), "Basic")
                     self.assertEqual(headers.get("x-content-type-options"), "nosniff")
+            # Each 401 is counted, and only they (the readiness probe connected without a
+            # request); the counters reach /metrics with the next sample.
+            def unauthorized():
+                body = curl(lw.https(), *ca, "-u", "alice:s3cret")[3]
+                return lwtest.parse_metrics(body)[("loadwatch_http_rejected_requests_total",
+                                                   frozenset({("reason", "unauthorized")}))]
+            lwtest.eventually(lambda: unauthorized() >= 12, what="12 refusals counted")
+            self.assertEqual(unauthorized(), 12)
             # Plain HTTP to the TLS port: the handshake fails and the connection is closed at
             # once, without a response (curl: 52 empty reply / 56 recv failure).
             t = time.time()
@@ -194,6 +202,19 @@ basic_auth_users:
             rc, code, _, _ = curl(lw.https(), *ca, "--tlsv1.3")
             self.assertNotEqual(rc, 0)
             self.assertEqual(code, 0)
+
+    def test_cipher_suites(self):
+        """TLS 1.2 offers only the configured suites (exporter-toolkit's Go names)."""
+        path = self.tls_auth_config("ciphers.yml", "  max_version: TLS12\n"
+                                    "  cipher_suites: [TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256]")
+        ca = ["--cacert", self.pki.path("ca1.crt"), "-u", "alice:s3cret", "--tls-max", "1.2"]
+        with Server(path) as lw:
+            rc, code, _, _ = curl(lw.https(), *ca, "--ciphers", "ECDHE-ECDSA-AES128-GCM-SHA256")
+            self.assertEqual((rc, code), (0, 200))
+            rc, code, _, _ = curl(lw.https(), *ca, "--ciphers", "ECDHE-ECDSA-AES256-GCM-SHA384")
+            self.assertNotEqual(rc, 0)
+            self.assertEqual(code, 0)
+            self.assertIsNone(lw.proc.poll())
 
     def test_unknown_user_costs_as_much_as_a_wrong_password(self):
         with Server(self.tls_auth_config("timing.yml")) as lw:
