@@ -169,6 +169,7 @@ class RequestLimits(unittest.TestCase):
             self.assertEqual(http_get(lw.url + "/-/healthy")[0], 200)
             self.assertEqual(settled_rejections(lw, "header_too_large", 1), 1)
             self.assertEqual(rejected(lw, "body_not_allowed"), 1)
+            self.assertEqual(lw.value("loadwatch_http_request_body_max_bytes"), 64 << 20)
 
     def test_a_framing_error_closes_the_connection(self):
         """RFC 9112 section 6.1: after the 400, the request smuggled behind it never runs."""
@@ -302,6 +303,7 @@ class FairShares(unittest.TestCase):
     def test_a_full_table_closes_the_biggest_holders_oldest_waiting_connection(self):
         with Loadwatch(["--web.max-connections=8", "--sample.interval=200ms"]) as lw:
             self.assertEqual(rejected(lw, "connections_full"), 0)
+            self.assertEqual(lw.value("loadwatch_http_max_connections"), 8)
             # 6 from 127.0.0.2, 2 from 127.0.0.3, oldest first: the table is full.
             big = [keep_alive(lw.port, "127.0.0.2") for _ in range(6)]
             small = [keep_alive(lw.port, "127.0.0.3") for _ in range(2)]
