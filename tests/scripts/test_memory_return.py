@@ -43,16 +43,24 @@ def stored_run(k, phases):
 
 
 def get(url, reader=0):
-    """GET from loopback address 127.0.0.(1 + reader % ADDRESSES); returns (status, body)."""
+    """GET from loopback address 127.0.0.(1 + reader % ADDRESSES); returns (status, body). A
+    503 (the answer builders busy with other readers) is asked again after its Retry-After, as
+    a client should, at most 120 times."""
     u = urllib.parse.urlsplit(url)
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60,
-                                      source_address=("127.0.0.%d" % (1 + reader % ADDRESSES), 0))
-    try:
-        conn.request("GET", u.path + ("?" + u.query if u.query else ""))
-        r = conn.getresponse()
-        return r.status, r.read()
-    finally:
-        conn.close()
+    for _ in range(120):
+        conn = http.client.HTTPConnection(
+            u.hostname, u.port, timeout=60,
+            source_address=("127.0.0.%d" % (1 + reader % ADDRESSES), 0))
+        try:
+            conn.request("GET", u.path + ("?" + u.query if u.query else ""))
+            r = conn.getresponse()
+            status, body, wait = r.status, r.read(), r.getheader("Retry-After")
+        finally:
+            conn.close()
+        if status != 503 or not wait:
+            break
+        time.sleep(float(wait))
+    return status, body
 
 
 def post(url, doc):
