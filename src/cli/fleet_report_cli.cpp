@@ -39,7 +39,7 @@ std::optional<analysis::Format> fleet_format(const std::string& format) {
 
 }  // namespace
 
-int prometheus_fleet_report(const std::string& prometheus,
+int prometheus_fleet_report(const PrometheusSourceOptions& prometheus,
                             const std::vector<std::string>& instances, const std::string& run_id,
                             double now, double lookback, const RunSeriesOptions& options,
                             const std::string& format, std::string& out) {
@@ -48,11 +48,13 @@ int prometheus_fleet_report(const std::string& prometheus,
   std::vector<analysis::FleetHost> hosts;
   try {
     for (const std::string& instance : instances) {
-      PrometheusSeriesSource source({prometheus, instance});
+      PrometheusSourceOptions o = prometheus;
+      o.instance = instance;
+      PrometheusSeriesSource source(o);
       Run run = find_prometheus_run(source, run_id, now, lookback);
       analysis::FleetHost h;
       h.name = instance;
-      h.url = prometheus;
+      h.url = prometheus.url;
       h.skew_unavailable =
           "read from Prometheus: each loadwatch's samples and phases carry its own clock";
       h.report = report_for_run(run, source, now, options);

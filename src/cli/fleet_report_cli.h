@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/client_flags.h"
+#include "report/prometheus_series_source.h"
 #include "report/series_source.h"
 
 namespace loadwatch::report {
@@ -19,7 +20,7 @@ int fleet_report(const std::vector<Daemon>& daemons, std::string run_ref, const 
 
 /// The same from a Prometheus server, for run `run_id` that every one of `instances` exported:
 /// each instance's own run (its phases as it recorded them) over its own series.
-int prometheus_fleet_report(const std::string& prometheus,
+int prometheus_fleet_report(const PrometheusSourceOptions& prometheus,
                             const std::vector<std::string>& instances, const std::string& run_id,
                             double now, double lookback, const RunSeriesOptions& options,
                             const std::string& format, std::string& out);

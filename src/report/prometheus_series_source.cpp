@@ -177,6 +177,7 @@ std::string PrometheusSeriesSource::selector(
   };
   for (const auto& [k, v] : match) add(k, v);
   if (!options_.instance.empty()) add("instance", options_.instance);
+  if (!options_.matchers.empty()) out += (first ? "" : ",") + options_.matchers;
   return out + "}";
 }
 

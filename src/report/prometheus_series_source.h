@@ -11,8 +11,10 @@
 namespace loadwatch::report {
 
 struct PrometheusSourceOptions {
-  std::string url;          // the server's base URL, e.g. http://prom:9090
-  std::string instance;     // narrows every query to this instance label (empty: any)
+  std::string url;       // the server's base URL, e.g. http://prom:9090
+  std::string instance;  // narrows every query to this instance label (empty: any)
+  /// Narrows every query too: matchers as parse_label_matchers() writes them (empty: none).
+  std::string matchers;
   double step_seconds = 1;  // the query's resolution; raised so no query asks > 11000 points
   std::chrono::milliseconds timeout{10000};
 };
