@@ -162,8 +162,7 @@ int run_report_cli(int argc, char** argv) {
       if (!fleet.empty()) {
         if (!baseline.empty()) return usage_error("--baseline: with one instance (--instance)");
         std::string out;
-        if (int rc = prometheus_fleet_report(prom, fleet, run.id, now, lookback_hours * 3600,
-                                             options, format_name, out)) {
+        if (int rc = prometheus_fleet_report(prom, fleet, run, now, options, format_name, out)) {
           return rc;
         }
         return write_output(out, output);

@@ -9,8 +9,7 @@
 #include "cli/cli_common.h"
 #include "cli/daemon_clock.h"
 #include "cli/url_report_loader.h"
-#include "report/prometheus_run.h"
-#include "report/prometheus_series_source.h"
+#include "report/prometheus_fleet.h"
 #include "report/run_report.h"
 
 namespace loadwatch::report {
@@ -40,26 +39,14 @@ std::optional<analysis::Format> fleet_format(const std::string& format) {
 }  // namespace
 
 int prometheus_fleet_report(const PrometheusSourceOptions& prometheus,
-                            const std::vector<std::string>& instances, const std::string& run_id,
-                            double now, double lookback, const RunSeriesOptions& options,
-                            const std::string& format, std::string& out) {
+                            const std::vector<std::string>& instances, const Run& run, double now,
+                            const RunSeriesOptions& options, const std::string& format,
+                            std::string& out) {
   auto f = fleet_format(format);
   if (!f) return analysis::kExitBadInput;
   std::vector<analysis::FleetHost> hosts;
   try {
-    for (const std::string& instance : instances) {
-      PrometheusSourceOptions o = prometheus;
-      o.instance = instance;
-      PrometheusSeriesSource source(o);
-      Run run = find_prometheus_run(source, run_id, now, lookback);
-      analysis::FleetHost h;
-      h.name = instance;
-      h.url = prometheus.url;
-      h.skew_unavailable =
-          "read from Prometheus: each loadwatch's samples and phases carry its own clock";
-      h.report = report_for_run(run, source, now, options);
-      hosts.push_back(std::move(h));
-    }
+    hosts = prometheus_fleet_hosts(prometheus, instances, run, now, options);
   } catch (const std::exception& e) {
     return analysis::usage_error(e.what());
   }

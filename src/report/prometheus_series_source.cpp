@@ -219,13 +219,23 @@ std::vector<LabeledSeries> PrometheusSeriesSource::query_range(const std::string
 std::vector<LabeledSeries> PrometheusSeriesSource::fetch(
     const std::string& family, const std::map<std::string, std::string>& match, double from,
     double to) {
+  return fetch_expression(selector(family, match), from, to);
+}
+
+std::vector<LabeledSeries> PrometheusSeriesSource::fetch_expression(const std::string& query,
+                                                                    double from, double to) {
   if (!sample_times_ || sample_times_->from != from || sample_times_->to != to) {
     sample_times_ = SampleTimes{
         from, to, query_range(selector("loadwatch_last_sample_timestamp_seconds", {}), from, to)};
   }
-  std::vector<LabeledSeries> out = query_range(selector(family, match), from, to);
+  std::vector<LabeledSeries> out = query_range(query, from, to);
   restamp_to_samples(out, sample_times_->series);
   return without_scrape_labels(std::move(out), !options_.instance.empty());
+}
+
+std::vector<LabeledSeries> PrometheusSeriesSource::instant(const std::string& query, double at) {
+  return parse_query_vector(
+      get("/api/v1/query?query=" + url_encode(query) + "&time=" + format_seconds(at)));
 }
 
 std::vector<LabeledSeries> PrometheusSeriesSource::fetch_last(
@@ -234,9 +244,7 @@ std::vector<LabeledSeries> PrometheusSeriesSource::fetch_last(
   auto range_ms = static_cast<long long>(std::ceil(std::max(to - from, 0.001) * 1000));
   std::string query =
       "last_over_time(" + selector(family, match) + "[" + std::to_string(range_ms) + "ms])";
-  std::string body =
-      get("/api/v1/query?query=" + url_encode(query) + "&time=" + format_seconds(to));
-  return without_scrape_labels(parse_query_vector(body), !options_.instance.empty());
+  return without_scrape_labels(instant(query, to), !options_.instance.empty());
 }
 
 }  // namespace loadwatch::report
