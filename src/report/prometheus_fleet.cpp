@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 
@@ -136,6 +138,89 @@ class InstanceSource : public SeriesSource {
   std::string instance_;
 };
 
+constexpr const char* kHistogramBuckets = "loadwatch_generator_request_duration_seconds_bucket";
+constexpr std::size_t kPhasesPerHistogramQuery = 8;  // keeps a query's text a few KiB
+
+std::string at_time(double t) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f", t);
+  return buf;
+}
+
+/// The stretch of each phase the fleet's figures cover: the first generator host's stable
+/// window, as the fleet report takes it. Nothing for a phase without one.
+std::vector<std::optional<std::pair<double, double>>> fleet_windows(
+    const std::vector<analysis::FleetHost>& hosts) {
+  std::vector<std::optional<std::pair<double, double>>> out;
+  for (const auto& h : hosts) {
+    if (analysis::infer_role(h.report) != analysis::HostRole::generator) continue;
+    for (const analysis::PhaseStats& p : h.report.phases) {
+      if (p.stable_start && p.stable_seconds && *p.stable_seconds > 0) {
+        out.push_back(std::make_pair(*p.stable_start, *p.stable_start + *p.stable_seconds));
+      } else {
+        out.push_back(std::nullopt);
+      }
+    }
+    break;
+  }
+  return out;
+}
+
+/// Each generator host's request-duration histogram over each phase of the fleet: its
+/// buckets' rise between the edges of the fleet's window of that phase, summed over its
+/// sources, for every host at once (one query per kPhasesPerHistogramQuery phases). A bucket
+/// that fell (a restart) leaves that host's phase without a histogram.
+void read_phase_histograms(PrometheusSeriesSource& prometheus,
+                           std::vector<analysis::FleetHost>& hosts) {
+  auto windows = fleet_windows(hosts);
+  // instance -> phase -> le -> requests; a phase with a bucket that fell is marked bad
+  std::map<std::string, std::map<std::size_t, std::map<double, double>>> rise;
+  std::map<std::string, std::map<std::size_t, bool>> fell;
+  std::string selector = prometheus.selector(kHistogramBuckets, {});
+  for (std::size_t first = 0; first < windows.size(); first += kPhasesPerHistogramQuery) {
+    std::string query;
+    double latest = 0;
+    for (std::size_t k = first; k < std::min(windows.size(), first + kPhasesPerHistogramQuery);
+         ++k) {
+      if (!windows[k]) continue;
+      auto [a, b] = *windows[k];
+      latest = std::max(latest, b);
+      if (!query.empty()) query += " or ";
+      query += "label_replace(sum by (job, instance, le) (" + selector + " @ " + at_time(b) +
+               ") - sum by (job, instance, le) (" + selector + " @ " + at_time(a) +
+               "), \"phase\", \"" + std::to_string(k) + "\", \"\", \"\")";
+    }
+    if (query.empty()) continue;
+    for (const auto& s : prometheus.instant(query, latest)) {
+      std::string le = label(s, "le");
+      if (s.series.empty() || le.empty()) continue;
+      std::size_t k = std::strtoul(label(s, "phase").c_str(), nullptr, 10);
+      double edge = le == "+Inf" ? INFINITY : std::strtod(le.c_str(), nullptr);
+      double n = s.series.v.back();
+      std::string instance = label(s, "instance");
+      if (n < 0) fell[instance][k] = true;
+      if (!std::isnan(edge)) rise[instance][k][edge] = n;
+    }
+  }
+  for (auto& h : hosts) {
+    if (analysis::infer_role(h.report) != analysis::HostRole::generator) continue;
+    auto it = rise.find(h.name);
+    if (it == rise.end()) {
+      h.histogram_unavailable = "Prometheus holds no " + std::string(kHistogramBuckets) +
+                                " for it (the Locust listener exports one)";
+      continue;
+    }
+    h.phase_histograms.assign(windows.size(), {});
+    h.histogram_window =
+        "each one's buckets as Prometheus last scraped them at or before the edges of the "
+        "fleet's stable window";
+    for (const auto& [k, buckets] : it->second) {
+      if (k >= windows.size() || fell[h.name][k]) continue;
+      for (const auto& [le, n] : buckets) h.phase_histograms[k].push_back({le, n});
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<analysis::FleetHost> prometheus_fleet_hosts(const PrometheusSourceOptions& options,
@@ -167,6 +252,7 @@ std::vector<analysis::FleetHost> prometheus_fleet_hosts(const PrometheusSourceOp
     h.report = report_for_run(runs[instance], source, now, run_options);
     hosts.push_back(std::move(h));
   }
+  read_phase_histograms(prometheus, hosts);
   return hosts;
 }
 

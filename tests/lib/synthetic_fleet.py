@@ -34,6 +34,7 @@ class Host:
         self.name, self.role, self.cores, self.env = name, role, cores, env
         self.instance = "%s:9797" % name
         self.latency = None  # a generator's every request takes this long (seconds)
+        self.weight = 1.0  # a generator's share of the per-generator req/s
 
     def labels(self, **more):
         d = {"job": "loadwatch", "instance": self.instance, "env": self.env}
@@ -56,6 +57,9 @@ class Fleet:
             h = Host("gen-%02d" % (i + 1), "generator host", 2)
             h.latency = 0.010 * (1 + i % 10)
             self.hosts.append(h)
+        # The last generator is slow but sends little: the fleet's p95 is then neither the
+        # slowest host's p95 nor the mean of the hosts' p95s.
+        self.hosts[generators - 1].weight = 0.1
         for i in range(targets):
             self.hosts.append(Host("sut-%02d" % (i + 1), "target host", 4))
         for i in range(others):
@@ -81,8 +85,12 @@ class Fleet:
         k = int((t - self.start) // self.phase_seconds)
         return k if 0 <= k < self.phases else None
 
-    def gen_rps(self, k):
-        return 20.0 * (k + 1)  # per generator: the fleet's throughput grows with its users
+    def gen_rps(self, k, h=None):
+        # per generator: the fleet's throughput grows with its users
+        return 20.0 * (k + 1) * (h.weight if h else 1.0)
+
+    def fleet_rps(self, k):
+        return sum(self.gen_rps(k, h) for h in self.perf_hosts if h.role == "generator host")
 
     def busy_cores(self, h, k):
         if h.role == "generator host":
@@ -94,12 +102,17 @@ class Fleet:
     def app_cores(self, k):
         return 0.2 + 0.2 * k
 
-    def true_p95(self, hosts):
-        """The p95 of every request of `hosts` in one phase (each generator's requests all take
-        its latency, and every generator serves the same req/s)."""
-        lat = sorted(h.latency for h in hosts)
-        rank = 0.95 * len(lat)
-        return lat[min(len(lat) - 1, int(math.ceil(rank)) - 1)]
+    def true_quantile(self, q):
+        """The q-quantile of every request of the env=perf generators in one phase: each
+        generator's requests all take its latency, in proportion to its weight."""
+        gens = sorted((h.latency, h.weight) for h in self.perf_hosts
+                      if h.role == "generator host")
+        total, seen = sum(w for _, w in gens), 0.0
+        for latency, w in gens:
+            seen += w
+            if seen >= q * total - 1e-9:
+                return latency
+        return gens[-1][0]
 
     def times(self):
         t = self.start - 10 * self.scrape
@@ -162,7 +175,8 @@ class Fleet:
                 for h in self.hosts for s, n in (("established", 50), ("time_wait", 100))])
             # The generators: requests, failures, users and the request-duration histogram.
             family("loadwatch_generator_requests_total", [
-                counter(h, lambda k: self.gen_rps(k) if k is not None else 0, source="lc")
+                counter(h, lambda k, h=h: self.gen_rps(k, h) if k is not None else 0,
+                        source="lc")
                 for h in gens])
             family("loadwatch_generator_failures_total",
                    [counter(h, lambda k: 0, source="lc") for h in gens])
@@ -172,7 +186,8 @@ class Fleet:
                   for t in times]) for h in gens])
             buckets = []
             for h in gens:
-                requests = counter(h, lambda k: self.gen_rps(k) if k is not None else 0)[1]
+                requests = counter(h, lambda k, h=h: self.gen_rps(k, h) if k is not None
+                                   else 0)[1]
                 for le in bounds:
                     inside = h.latency <= le
                     buckets.append((h.labels(source="lc", le=le_text(le)),

@@ -44,15 +44,29 @@ def check(fleet, prom, url, failures):
         failures.append("the verdict %r does not name %s" % (rep["summary"], saturated))
     else:
         print("ok: verdict: %s" % rep["summary"])
-    # The fleet's req/s: every generator serves gen_rps(k) in phase k, by construction.
-    gens = len([h for h in fleet.perf_hosts if h.role == "generator host"])
+    # The fleet's req/s: the generators' req/s in phase k, by construction.
     phases = rep["fleet"]["phases"]
-    wrong = [(p["name"], p.get("rps"), gens * fleet.gen_rps(k)) for k, p in enumerate(phases)
-             if abs(p.get("rps", -1) - gens * fleet.gen_rps(k)) > 0.01 * gens * fleet.gen_rps(k)]
+    wrong = [(p["name"], p.get("rps"), fleet.fleet_rps(k)) for k, p in enumerate(phases)
+             if abs(p.get("rps", -1) - fleet.fleet_rps(k)) > 0.01 * fleet.fleet_rps(k)]
     if len(phases) != fleet.phases or wrong:
         failures.append("fleet req/s (phase, report, truth): %r" % wrong)
     else:
         print("ok: the fleet's req/s matches the data in %d phases" % len(phases))
+    # Its latency: the generators' histograms summed by bucket. The true quantile lies in the
+    # bucket the report gives as its bound; the p95s averaged (25 ms) or the slowest host's
+    # (40 ms) would not.
+    wrong = []
+    for q, key in ((0.5, "p50"), (0.95, "p95"), (0.99, "p99")):
+        truth = fleet.true_quantile(q)
+        for p in phases:
+            low, high = p.get(key + "_low_seconds"), p.get(key + "_high_seconds")
+            if p.get("latency_method") != "histogram" or not low <= truth <= high:
+                wrong.append((p["name"], key, low, high, truth, p.get("latency_window")))
+    if wrong:
+        failures.append("fleet latency (phase, quantile, low, high, truth, window): %r" % wrong)
+    else:
+        print("ok: the fleet's p50/p95/p99 hold the true %.0f/%.0f/%.0f ms in every phase"
+              % tuple(fleet.true_quantile(q) * 1000 for q in (0.5, 0.95, 0.99)))
 
     # Without --match the other environment's hosts join; with a narrower one, fewer hosts
     # cost the same queries: one per family for all of them.
