@@ -8,6 +8,7 @@ by construction.
     with fleet.prometheus(workdir) as url:
         ... loadwatch report --prometheus url --run fleet.run_id ...
 """
+import json
 import math
 import os
 import subprocess
@@ -48,13 +49,13 @@ class Fleet:
     every other host stays below half of its cores."""
 
     def __init__(self, generators, targets, phases, phase_seconds, scrape_seconds, others=0,
-                 saturated=None, end=None):
+                 saturated=None, end=None, gen_prefix="gen"):
         self.phases, self.phase_seconds, self.scrape = phases, phase_seconds, scrape_seconds
         self.run_id = RUN
         self.saturated = saturated if saturated is not None else generators // 2
         self.hosts = []
         for i in range(generators):
-            h = Host("gen-%02d" % (i + 1), "generator host", 2)
+            h = Host("%s-%02d" % (gen_prefix, i + 1), "generator host", 2)
             h.latency = 0.010 * (1 + i % 10)
             self.hosts.append(h)
         # The last generator is slow but sends little: the fleet's p95 is then neither the
@@ -245,8 +246,9 @@ class _Prometheus:
         self.timings["promtool_s"] = time.monotonic() - t0
         os.unlink(om)
         cfg = os.path.join(self.workdir, "prometheus.yml")
+        self.query_log = os.path.join(self.workdir, "queries.log")
         with open(cfg, "w") as f:
-            f.write("global: {scrape_interval: 1m}\n")
+            f.write("global: {scrape_interval: 1m, query_log_file: %s}\n" % self.query_log)
         port = free_port()
         self.url = "http://127.0.0.1:%d" % port
         self.log = open(os.path.join(self.workdir, "prometheus.log"), "w")
@@ -273,6 +275,19 @@ class _Prometheus:
                 elif line.startswith("prometheus_http_response_size_bytes_sum{"):
                     size += float(line.rsplit(" ", 1)[1])
         return queries, size
+
+    def logged_queries(self, skip=0):
+        """The queries Prometheus logged (its query_log_file), after the first `skip`: each
+        {"query", "eval_s"} with its own evaluation time."""
+        out = []
+        if os.path.exists(self.query_log):
+            with open(self.query_log) as f:
+                for line in f.readlines()[skip:]:
+                    d = json.loads(line)
+                    out.append({"query": d["params"]["query"],
+                                "eval_s": d.get("stats", {}).get("timings", {})
+                                .get("evalTotalTime", 0.0)})
+        return out
 
     def __exit__(self, *exc):
         if self.proc:
