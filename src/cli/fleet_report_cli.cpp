@@ -1,7 +1,6 @@
 #include "cli/fleet_report_cli.h"
 
 #include <nlohmann/json.hpp>
-#include <optional>
 
 #include "analysis/fleet_report.h"
 #include "analysis/render.h"
@@ -10,15 +9,19 @@
 #include "cli/daemon_clock.h"
 #include "cli/url_report_loader.h"
 #include "report/prometheus_fleet.h"
+#include "report/render_fleet_html.h"
 #include "report/run_report.h"
 
 namespace loadwatch::report {
 
 namespace {
 
-int render(std::vector<analysis::FleetHost> hosts, analysis::Format f, std::string& out) {
+int render(std::vector<analysis::FleetHost> hosts, const std::string& format, std::string& out) {
   analysis::FleetReport report = analysis::build_fleet_report(std::move(hosts));
-  if (f == analysis::Format::json) {
+  auto f = analysis::parse_format(format);
+  if (!f) {
+    out = render_fleet_html(report);
+  } else if (f == analysis::Format::json) {
     nlohmann::ordered_json j;
     to_json(j, report);
     out = j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
@@ -30,10 +33,11 @@ int render(std::vector<analysis::FleetHost> hosts, analysis::Format f, std::stri
   return 0;
 }
 
-std::optional<analysis::Format> fleet_format(const std::string& format) {
-  auto f = analysis::parse_format(format);
-  if (!f) analysis::usage_error("--format: a report across hosts is table, markdown or json");
-  return f;
+/// table, markdown, json or html; else the usage error, false.
+bool fleet_format(const std::string& format) {
+  if (format == "html" || analysis::parse_format(format)) return true;
+  analysis::usage_error("--format: a report across hosts is table, markdown, json or html");
+  return false;
 }
 
 }  // namespace
@@ -42,21 +46,19 @@ int prometheus_fleet_report(const PrometheusSourceOptions& prometheus,
                             const std::vector<std::string>& instances, const Run& run, double now,
                             const RunSeriesOptions& options, const std::string& format,
                             std::string& out) {
-  auto f = fleet_format(format);
-  if (!f) return analysis::kExitBadInput;
+  if (!fleet_format(format)) return analysis::kExitBadInput;
   std::vector<analysis::FleetHost> hosts;
   try {
     hosts = prometheus_fleet_hosts(prometheus, instances, run, now, options);
   } catch (const std::exception& e) {
     return analysis::usage_error(e.what());
   }
-  return render(std::move(hosts), *f, out);
+  return render(std::move(hosts), format, out);
 }
 
 int fleet_report(const std::vector<Daemon>& daemons, std::string run_ref, const std::string& format,
                  std::string& out) {
-  auto f = fleet_format(format);
-  if (!f) return analysis::kExitBadInput;
+  if (!fleet_format(format)) return analysis::kExitBadInput;
   std::vector<analysis::FleetHost> hosts;
   try {
     for (const Daemon& d : daemons) {
@@ -93,7 +95,7 @@ int fleet_report(const std::vector<Daemon>& daemons, std::string run_ref, const 
   } catch (const std::exception& e) {
     return analysis::usage_error(e.what());
   }
-  return render(std::move(hosts), *f, out);
+  return render(std::move(hosts), format, out);
 }
 
 }  // namespace loadwatch::report

@@ -13,7 +13,7 @@
 namespace loadwatch::report {
 
 /// Reads run `run_ref` (empty: the first loadwatch's newest run with phases) from every
-/// loadwatch and writes the fleet report in `format` (table, markdown or json). Returns the
+/// loadwatch and writes the fleet report in `format` (table, markdown, json or html). Returns the
 /// exit code: 0, or 2 when a loadwatch cannot be read or lacks the run (fail closed: a report
 /// that leaves a host out would judge without it).
 int fleet_report(const std::vector<Daemon>& daemons, std::string run_ref, const std::string& format,
