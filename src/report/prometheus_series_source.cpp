@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/bounded_json.h"
+#include "util/printable.h"
 
 namespace loadwatch::report {
 
@@ -24,6 +25,20 @@ std::string escape_label(const std::string& v) {
     out += c;
   }
   return out;
+}
+
+/// Prometheus's own reason in a refused answer ({"status":"error","error":"..."}), e.g. an
+/// invalid regex in a --match, on one line and at most 300 bytes; else nothing.
+std::string answer_error(const std::string& body) {
+  if (body.empty()) return {};
+  try {
+    std::string e = json_string_or(parse_bounded_json(body), "error");
+    if (e.empty()) return {};
+    if (e.size() > 300) e = e.substr(0, 300) + "...";
+    return ": " + printable_line(e);
+  } catch (const std::exception&) {
+    return {};
+  }
 }
 
 std::string format_seconds(double t) {
@@ -185,9 +200,10 @@ std::string PrometheusSeriesSource::get(const std::string& path_and_query) {
   FetchOptions fo;
   fo.timeout = options_.timeout;
   fo.max_bytes = kMaxAnswerBytes;
+  fo.keep_error_body = true;
   FetchResult r = http_->get(options_.url + path_and_query, fo);
   if (!r.ok()) {
-    throw SeriesSourceError("Prometheus " + options_.url + ": " + r.message);
+    throw SeriesSourceError("Prometheus " + options_.url + ": " + r.message + answer_error(r.body));
   }
   return std::move(r.body);
 }

@@ -89,6 +89,10 @@ def check(fleet, prom, url, failures):
     r = report(url, fleet, "--match", '{env="perf"')
     if r.returncode != 2 or "--match: at byte" not in r.stderr:
         failures.append("a malformed --match: %d %r" % (r.returncode, r.stderr))
+    # A regex only Prometheus can judge: its own reason, not just its status.
+    r = report(url, fleet, "--match", '{env=~"("}')
+    if r.returncode != 2 or "error parsing regexp" not in r.stderr:
+        failures.append("a --match Prometheus refuses: %d %r" % (r.returncode, r.stderr))
 
 
 def main():
