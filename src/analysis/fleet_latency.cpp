@@ -30,10 +30,13 @@ bool merge_host_histograms(PhaseStats& out,
   set(p95, out.p95_seconds, out.p95_low_seconds, out.p95_high_seconds);
   set(p99, out.p99_seconds, out.p99_low_seconds, out.p99_high_seconds);
   out.latency_method = "histogram";
-  out.latency_window = "the " + std::to_string(histograms.size()) +
-                       " generator hosts' histograms summed by bucket (never their quantiles "
-                       "averaged), " +
-                       window + ", interpolated in the bucket (bound: the bucket's edges)";
+  std::string whose = histograms.size() == 1
+                          ? std::string("the generator's histogram")
+                          : "the " + std::to_string(histograms.size()) +
+                                " generator hosts' histograms summed by bucket (never their "
+                                "quantiles averaged)";
+  out.latency_window =
+      whose + ", " + window + ", interpolated in the bucket (bound: the bucket's edges)";
   return true;
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 
+#include "analysis/fleet_latency.h"
 #include "report/prometheus_run.h"
 #include "report/run_report.h"
 
@@ -219,10 +220,21 @@ void read_phase_histograms(PrometheusSeriesSource& prometheus,
     h.histogram_window =
         "each one's buckets as Prometheus last scraped them at or before the edges of the "
         "fleet's stable window";
+    bool filled = false;
     for (const auto& [k, buckets] : it->second) {
       if (k >= windows.size() || fell[h.name][k]) continue;
       for (const auto& [le, n] : buckets) h.phase_histograms[k].push_back({le, n});
+      // The host's own latency, which its report read without the histogram, from the same
+      // buckets: its verdict's latency checks need it.
+      if (k < h.report.phases.size()) {
+        analysis::PhaseStats& p = h.report.phases[k];
+        if (!p.p50_seconds && !p.p95_seconds && !p.p99_seconds) {
+          filled |=
+              analysis::merge_host_histograms(p, {&h.phase_histograms[k]}, h.histogram_window);
+        }
+      }
     }
+    if (filled) analysis::analyse(h.report);  // its knees and bottleneck with the latency
   }
 }
 
