@@ -33,6 +33,9 @@ struct HttpResponse {
   /// /metrics page), so a slow reader holds no copy of it.
   std::shared_ptr<const std::string> shared_body;
   std::vector<std::pair<std::string, std::string>> headers;
+  /// Set by a handler that turns a request away for lack of its own capacity (a 503, e.g. the
+  /// answer builders are busy): counted as `answers_busy` in HttpServerStats::rejected.
+  bool refused_busy = false;
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
@@ -79,9 +82,9 @@ struct HttpServerStats {
   std::size_t max_body_memory = 0;
   /// Requests and connections turned away since start, by reason: unauthorized, auth_busy,
   /// bad_framing, body_not_allowed, body_too_large, body_incomplete, body_memory,
-  /// too_many_requests, transfer_timeout, bad_request, header_too_large, address_requests
-  /// (requests), address_connections, connections_full (connections closed at once or to make
-  /// room); every reason, zeros included.
+  /// too_many_requests, transfer_timeout, bad_request, header_too_large, address_requests,
+  /// answers_busy (requests), address_connections, connections_full (connections closed at once
+  /// or to make room); every reason, zeros included.
   std::vector<std::pair<std::string, std::uint64_t>> rejected;
 };
 

@@ -381,6 +381,7 @@ class Session final : public ConnectionTable::Member,
       self->core_.pool->give_back_slot(self->peer_);
       std::string().swap(self->req_.body);
       self->core_.release_body(std::exchange(self->reserved_, 0));
+      if (resp.refused_busy) self->core_.count(Rejection::answers_busy);
       asio::post(self->stream_.get_executor(), [self, resp = std::move(resp)]() mutable {
         if (!self->closed_) self->respond(std::move(resp), *self->web_, false);
       });

@@ -33,6 +33,8 @@ const char* rejection_name(Rejection r) {
       return "header_too_large";
     case Rejection::address_requests:
       return "address_requests";
+    case Rejection::answers_busy:
+      return "answers_busy";
     case Rejection::address_connections:
       return "address_connections";
     case Rejection::connections_full:

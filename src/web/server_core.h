@@ -40,6 +40,7 @@ enum class Rejection {
   bad_request,
   header_too_large,
   address_requests,
+  answers_busy,
   address_connections,
   connections_full,
   count_

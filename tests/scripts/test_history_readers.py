@@ -149,6 +149,7 @@ class HistoryReaders(unittest.TestCase):
             len(answer["series"]) - 1, len(answer["data"][0]), len(body)))
 
         base_rss = rss_kib(lw.proc.pid)
+        refused_before = lw.value("loadwatch_http_rejected_requests_total", reason="answers_busy")
         quiet, busy = [], []
         for _ in range(2):  # alternated, so a change in the machine's own load hits both
             quiet.append(self.turn(lw, 0))
@@ -159,6 +160,12 @@ class HistoryReaders(unittest.TestCase):
         ok = [a for a in answers if a[0] == 200]
         self.assertLessEqual(statuses, {200, 503}, answers[:5])
         self.assertTrue(all(a[2] for a in answers if a[0] == 503), "503 without Retry-After")
+        # Every refusal is counted, and only those: the readers' 503s are the counter's rise.
+        # (polled: /metrics serves the last sample's page).
+        want = refused_before + sum(1 for a in answers if a[0] == 503)
+        eventually(lambda: lw.value("loadwatch_http_rejected_requests_total",
+                                    reason="answers_busy") == want,
+                   timeout=5, what="answers_busy at %d" % want)
         self.assertGreaterEqual(len(ok), 20, "the history was hardly served: %s" % statuses)
         self.assertGreater(min(a[1] for a in ok), 200000)
 

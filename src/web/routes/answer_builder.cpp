@@ -22,6 +22,7 @@ HttpResponse busy(const std::string& why) {
   r.content_type = "application/json";
   r.body = "{\"status\":\"error\",\"error\":\"" + why + "; retry later\"}\n";
   r.headers.push_back({"Retry-After", "1"});
+  r.refused_busy = true;
   return r;
 }
 
