@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "util/thread_name.h"
 #include "util/unix_time.h"
 
 namespace loadwatch {
@@ -141,7 +142,10 @@ GraphiteListener::GraphiteListener(Settings settings, std::shared_ptr<JMeterMode
     close(listen_fd_);
     throw std::runtime_error(std::string("graphite listener: eventfd: ") + std::strerror(errno));
   }
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    name_this_thread("lw-graphite");
+    run();
+  });
 }
 
 GraphiteListener::~GraphiteListener() {

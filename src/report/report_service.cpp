@@ -14,6 +14,7 @@
 #include "util/atomic_file.h"
 #include "util/bounded_file.h"
 #include "util/heap_trim.h"
+#include "util/thread_name.h"
 #include "util/unix_time.h"
 
 namespace loadwatch::report {
@@ -60,6 +61,7 @@ void ReportService::start() {
   std::error_code ec;
   fs::create_directories(reports_dir(), ec);
   keeper_ = std::thread([this] {
+    name_this_thread("lw-reports");
     std::unique_lock lock(mutex_);
     while (!stop_) {
       lock.unlock();

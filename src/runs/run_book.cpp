@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "util/thread_name.h"
 #include "util/unix_time.h"
 
 namespace loadwatch {
@@ -68,7 +69,10 @@ RunBook::RunBook(std::unique_ptr<RunStore> store, RunBookLimits limits, Clock cl
   spdlog::info("runs: {} runs loaded from {}", finished_.size(), store_->directory());
   lock.unlock();
   flush_pending();
-  writer_ = std::thread([this] { writer_loop(); });
+  writer_ = std::thread([this] {
+    name_this_thread("lw-run-writer");
+    writer_loop();
+  });
 }
 
 RunBook::~RunBook() {

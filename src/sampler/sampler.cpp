@@ -6,6 +6,7 @@
 #include "metrics/series_guard.h"
 #include "runs/run_book.h"
 #include "util/heap_trim.h"
+#include "util/thread_name.h"
 #include "util/unix_time.h"
 #include "version.h"
 
@@ -214,6 +215,7 @@ void Sampler::account(const GuardReport& report, const MetricSink& sink) {
 
 void Sampler::start() {
   thread_ = std::thread([this] {
+    name_this_thread("lw-sampler");
     run();
     std::lock_guard lock(mutex_);
     finished_ = true;

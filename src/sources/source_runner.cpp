@@ -8,6 +8,7 @@
 
 #include "util/heap_trim.h"
 #include "util/secret_file.h"
+#include "util/thread_name.h"
 #include "util/unix_time.h"
 
 namespace loadwatch {
@@ -49,7 +50,10 @@ SourceRunner::SourceRunner(SourceConfig config, std::unique_ptr<SourceScraper> s
     : scraper_(std::move(scraper)),
       config_(std::move(config)),
       snapshot_(std::make_shared<SourceSnapshot>()) {
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    name_this_thread("lw-source");
+    run();
+  });
 }
 
 SourceRunner::~SourceRunner() {

@@ -2,11 +2,18 @@
 
 #include <utility>
 
+#include "util/thread_name.h"
+
 namespace loadwatch {
 
-HandlerPool::HandlerPool(int threads, int slots, int slots_per_address)
+HandlerPool::HandlerPool(int threads, int slots, int slots_per_address, const char* thread_name)
     : slots_(slots), slots_per_address_(slots_per_address) {
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+  for (int i = 0; i < threads; ++i) {
+    threads_.emplace_back([this, thread_name] {
+      name_this_thread(thread_name);
+      work();
+    });
+  }
 }
 
 HandlerPool::~HandlerPool() { stop(); }

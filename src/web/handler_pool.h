@@ -21,7 +21,9 @@ class HandlerPool {
 
   /// `threads` run the work; `slots` handlers may be queued or running at once in all,
   /// `slots_per_address` of them for one address.
-  HandlerPool(int threads, int slots, int slots_per_address);
+  /// `thread_name`: what its threads are called (util/thread_name.h).
+  HandlerPool(int threads, int slots, int slots_per_address,
+              const char* thread_name = "lw-handler");
   ~HandlerPool();
   HandlerPool(const HandlerPool&) = delete;
   HandlerPool& operator=(const HandlerPool&) = delete;

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "util/thread_name.h"
 #include "web/http_session.h"
 #include "web/server_core.h"
 #include "web/tls_context.h"
@@ -169,7 +170,7 @@ void HttpListener::Impl::start(const TlsServerConfig& tls_config, int port) {
   // Twice bcrypt's own share per address: logins of one client that arrive together wait for
   // the first one's result (then cached) instead of getting 429; room for 8 such addresses.
   core.auth_pool = std::make_unique<HandlerPool>(kAuthThreads, 4 * BasicAuth::kMaxWaiting,
-                                                 2 * BasicAuth::kMaxWaitingPerClient);
+                                                 2 * BasicAuth::kMaxWaitingPerClient, "lw-auth");
   io = std::move(ctx);
   acceptor = std::move(acc);
   accept_retry = std::make_unique<asio::steady_timer>(*io);
@@ -178,6 +179,7 @@ void HttpListener::Impl::start(const TlsServerConfig& tls_config, int port) {
   trim_after_floods();
   for (int i = 0; i < kIoThreads; ++i) {
     io_threads.emplace_back([this] {
+      name_this_thread("lw-http-io");
       for (;;) {
         try {
           io->run();

@@ -112,6 +112,22 @@ class Serving(unittest.TestCase):
             self.assertEqual(lw.get("/metrics/")[0], 404)
             self.assertEqual(lw.get("/..%2f..%2fetc/passwd")[0], 404)
 
+    def test_threads_are_few_and_named(self):
+        # An operator's `ps -L` on the system under test tells the agent's threads apart, and
+        # there are few of them: no thread per connection.
+        with Loadwatch(["--target=self=comm:loadwatch"]) as lw:
+            lw.wait_samples(2)
+            task = "/proc/%d/task" % lw.proc.pid
+            names = []
+            for tid in os.listdir(task):
+                with open(os.path.join(task, tid, "comm")) as f:
+                    names.append(f.read().strip())
+            self.assertLessEqual(len(names), 16, names)
+            for want in ("lw-sampler", "lw-http-io", "lw-handler", "lw-auth", "lw-builder"):
+                self.assertIn(want, names)
+            unnamed = [n for n in names if not n.startswith("lw-")]
+            self.assertEqual(len(unnamed), 1, names)  # the main thread keeps the process's name
+
     def test_concurrent_scrapes_see_whole_samples(self):
         with Loadwatch(["--target=self=comm:loadwatch", "--sample.interval=100ms"]) as lw:
             errors = []

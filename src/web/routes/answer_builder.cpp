@@ -10,6 +10,7 @@
 #include <string>
 
 #include "util/heap_trim.h"
+#include "util/thread_name.h"
 
 namespace loadwatch {
 
@@ -53,6 +54,7 @@ AnswerBuilder::~AnswerBuilder() {
 
 void AnswerBuilder::work() {
   on_builder = true;
+  name_this_thread("lw-builder");
   lower_priority(kNiceness);
   std::unique_lock lock(mutex_);
   for (;;) {
