@@ -21,6 +21,7 @@ void to_json(ojson& j, const TargetPhaseStats& t) {
   jf::put(j, "cpu_cores", t.cpu_cores);
   jf::put(j, "busiest_process_core_share", t.busiest_process_core_share);
   jf::put(j, "cpu_limit_cores", t.cpu_limit_cores);
+  jf::put(j, "nice", t.nice);
   jf::put(j, "rss_start_bytes", t.rss_start_bytes);
   jf::put(j, "rss_end_bytes", t.rss_end_bytes);
   jf::put(j, "rss_slope_bytes_per_second", t.rss_slope_bytes_per_second);
@@ -38,6 +39,10 @@ void from_json(const json& j, TargetPhaseStats& t) {
   t.cpu_cores = jf::non_negative(j, "cpu_cores");
   t.busiest_process_core_share = jf::non_negative(j, "busiest_process_core_share");
   t.cpu_limit_cores = jf::non_negative(j, "cpu_limit_cores");
+  t.nice = jf::number(j, "nice");
+  if (t.nice && (*t.nice < -20 || *t.nice > 19)) {
+    throw std::invalid_argument("nice: outside -20..19");
+  }
   t.rss_start_bytes = jf::non_negative(j, "rss_start_bytes");
   t.rss_end_bytes = jf::non_negative(j, "rss_end_bytes");
   t.rss_slope_bytes_per_second = jf::number(j, "rss_slope_bytes_per_second");

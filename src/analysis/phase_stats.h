@@ -29,6 +29,7 @@ struct TargetPhaseStats {
   std::optional<double> fd_limit;                    // lowest soft RLIMIT_NOFILE seen in the phase
   std::optional<double> throttled_period_ratio;      // quota periods that ran out / periods, 0..1
   std::optional<double> throttled_seconds_per_second;  // time held back by the quota, per second
+  std::optional<double> nice;                          // its members' highest nice value, -20..19
 
   bool operator==(const TargetPhaseStats&) const = default;
 };

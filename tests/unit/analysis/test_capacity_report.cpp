@@ -40,8 +40,8 @@ PhaseStats full_phase() {
   p.latency_method = "histogram";
   p.latency_window = "merged histogram buckets";
   p.error_ratio = 0.0025;
-  TargetPhaseStats app{"app", 1.9, 0.97, 2.0, 100e6, 120e6, 1234.5, 900, 1024, 0.1, 0.05};
-  TargetPhaseStats gen{"locust", 0.4, 0.4, std::nullopt, 50e6, 51e6, -3.0, 30, 65536, {}, {}};
+  TargetPhaseStats app{"app", 1.9, 0.97, 2.0, 100e6, 120e6, 1234.5, 900, 1024, 0.1, 0.05, 0};
+  TargetPhaseStats gen{"locust", 0.4, 0.4, std::nullopt, 50e6, 51e6, -3.0, 30, 65536, {}, {}, {}};
   p.targets = {app, gen};
   p.host.cores = 2;
   p.host.cpu_cores_by_mode = {{"user", 1.2}, {"system", 0.4}, {"iowait", 0.01}};
