@@ -386,8 +386,8 @@ void check_queueing(const PhaseStats* lowest, const PhaseStats& top, const Phase
         format(" (%.1f to %.1f from the bounds of the req/s and the latency)", k_low, k_high);
   }
   if (auto load = host_cpu_load(at)) evidence += ", with the host CPU " + load->figures;
-  out.push_back(
-      {Check::queueing, system_under_test(at), evidence, in_service, kQueueLatencyGrowth});
+  out.push_back({Check::queueing, system_under_test(at), evidence, in_service, kQueueLatencyGrowth,
+                 k_low, k_high});
 }
 
 /// Why nothing was named: the figures that rule each cause out, as far as they are known.

@@ -232,11 +232,14 @@ ojson bottleneck_json(const BottleneckFinding& b) {
   j["summary"] = b.result.summary;
   ojson findings = ojson::array();
   for (const Finding& f : b.result.findings) {
-    findings.push_back({{"check", check_name(f.check)},
-                        {"subject", f.subject},
-                        {"evidence", f.evidence},
-                        {"value", f.value},
-                        {"threshold", f.threshold}});
+    ojson o = {{"check", check_name(f.check)},
+               {"subject", f.subject},
+               {"evidence", f.evidence},
+               {"value", f.value}};
+    jf::put(o, "value_low", f.value_low);
+    jf::put(o, "value_high", f.value_high);
+    o["threshold"] = f.threshold;
+    findings.push_back(std::move(o));
   }
   j["findings"] = std::move(findings);
   j["thresholds"] = {{"process_core_share", kProcessCoreSaturation},
@@ -309,7 +312,8 @@ void read_bottleneck(const json& j, CapacityReport& r) {
         if (!check) throw std::invalid_argument("check: unknown");
         b.result.findings.push_back(
             {*check, jf::string(f, "subject").value_or(""), jf::string(f, "evidence").value_or(""),
-             jf::number(f, "value").value_or(0), jf::number(f, "threshold").value_or(0)});
+             jf::number(f, "value").value_or(0), jf::number(f, "threshold").value_or(0),
+             jf::number(f, "value_low"), jf::number(f, "value_high")});
       });
     }
   }

@@ -339,6 +339,12 @@ class Bottleneck(CapacityRunHelpers, unittest.TestCase):
         self.assertEqual((first["check"], first["subject"]), ("queueing", "app"), b)
         self.assertNotIn("host_cpu", [f["check"] for f in b["findings"]], b)
         self.assertAlmostEqual(first["value"], QUEUE_K, delta=0.25 * QUEUE_K)
+        # K's range from the bounds of req/s and latency holds the figure and reaches the
+        # server's K within the same 25 %.
+        self.assertLessEqual(first["value_low"], first["value"])
+        self.assertLessEqual(first["value"], first["value_high"])
+        self.assertLessEqual(first["value_low"], 1.25 * QUEUE_K)
+        self.assertGreaterEqual(first["value_high"], 0.75 * QUEUE_K)
         self.assertIn("a pool, a lock or a connection limit of about", b["summary"])
         self.assertIn("of it niced work that yields", b["summary"])
         self.assertNotIn("database", b["summary"])

@@ -399,6 +399,8 @@ TEST_CASE("a flat throughput with rising latency and idle CPU is a queueing limi
   CHECK(b.findings[0].check == Check::queueing);
   CHECK(b.findings[0].subject == "app");
   CHECK(b.findings[0].value == Approx(4.0));
+  CHECK(b.findings[0].value_low == Approx(4.0));  // exact inputs: K has no spread
+  CHECK(b.findings[0].value_high == Approx(4.0));
   CHECK(b.summary ==
         "a queueing limit with idle CPU (app): ≈ 4.0 requests in service at once (200.0 req/s at "
         "the highest load x 20.0 ms, the median latency at the lowest load at 1 users); ≈ 16.0 in "
@@ -416,6 +418,8 @@ TEST_CASE("a flat throughput with rising latency and idle CPU is a queueing limi
   CHECK(b.findings.at(0).value == Approx(4.0));
   CHECK_THAT(b.summary, Catch::Contains("a pool, a lock or a connection limit of about 4 (3.1 to "
                                         "4.9 from the bounds of the req/s and the latency)"));
+  CHECK(b.findings.at(0).value_low == Approx(160 * 0.0195));
+  CHECK(b.findings.at(0).value_high == Approx(240 * 0.0206));
   at.rps_low.reset();
   at.rps_high.reset();
   lowest.p50_low_seconds.reset();

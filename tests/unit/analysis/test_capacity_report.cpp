@@ -120,6 +120,18 @@ TEST_CASE("a whole report round-trips, analysis included") {
   CHECK(render_report_json(back) == text);
 }
 
+TEST_CASE("a queueing finding's K range round-trips as value_low and value_high") {
+  CapacityReport r = sample_report();
+  r.bottleneck.result.findings.push_back({Check::queueing, "app", "K", 9.1, 1.5, 7.0, 12.3});
+  std::string text = render_report_json(r);
+  auto found = nlohmann::json::parse(text)["bottleneck"]["findings"].back();
+  CHECK(found["value_low"] == 7.0);
+  CHECK(found["value_high"] == 12.3);
+  CapacityReport back = report_from_json(text);
+  CHECK(back.bottleneck == r.bottleneck);
+  CHECK(back.bottleneck.result.findings.back().value_high == 12.3);
+}
+
 TEST_CASE("bad report JSON is refused with the field named") {
   CHECK_THAT(load_error("{"), Catch::Contains("not valid JSON"));
   CHECK_THAT(load_error("[]"), Catch::Contains("JSON object"));
