@@ -157,6 +157,7 @@ void to_json(ojson& j, const PhaseStats& p) {
   jf::put(j, "p99_high_seconds", p.p99_high_seconds);
   jf::put(j, "latency_method", p.latency_method);
   jf::put(j, "latency_window", p.latency_window);
+  jf::put(j, "latency_unavailable", p.latency_unavailable);
   jf::put(j, "error_ratio", p.error_ratio);
   if (!p.targets.empty()) j["targets"] = p.targets;
   ojson host = p.host;
@@ -202,6 +203,7 @@ void from_json(const json& j, PhaseStats& p) {
   p.p99_high_seconds = jf::non_negative(j, "p99_high_seconds");
   p.latency_method = jf::string(j, "latency_method").value_or("");
   p.latency_window = jf::string(j, "latency_window").value_or("");
+  p.latency_unavailable = jf::string(j, "latency_unavailable").value_or("");
   p.error_ratio = jf::ratio(j, "error_ratio");
   p.targets.clear();
   if (const json* targets = jf::array(j, "targets")) {

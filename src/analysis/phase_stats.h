@@ -97,6 +97,7 @@ struct PhaseStats {
   std::optional<double> p99_low_seconds, p99_high_seconds;
   std::string latency_method;         // "histogram", "generator" or empty (no quantiles)
   std::string latency_window;         // which figure and over what window, in words
+  std::string latency_unavailable;    // why there are no quantiles, when a generator reported
   std::optional<double> error_ratio;  // failures / requests in the stable window
 
   std::vector<TargetPhaseStats> targets;
