@@ -75,6 +75,14 @@ void find_knee(CapacityReport& r, const std::vector<std::size_t>& pts,
   r.knee.options = options.kneedle;
   if (pts.size() < 3) {
     r.knee.reason = "too few phases: the knee needs three user counts with a throughput";
+    // Say how many there were, and why the others had none: a source too coarse for the
+    // phase length is the usual cause, and its reason gives the numbers.
+    if (!r.left_out_of_scaling.empty()) {
+      r.knee.reason += ", " + std::to_string(pts.size()) + " had one; left out: ";
+      for (std::size_t i = 0; i < r.left_out_of_scaling.size(); ++i) {
+        r.knee.reason += (i ? "; " : "") + r.left_out_of_scaling[i];
+      }
+    }
     return;
   }
   if (flat_from_first(r.phases, pts)) {

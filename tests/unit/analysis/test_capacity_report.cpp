@@ -132,6 +132,27 @@ TEST_CASE("a queueing finding's K range round-trips as value_low and value_high"
   CHECK(back.bottleneck.result.findings.back().value_high == 12.3);
 }
 
+TEST_CASE("too few phases for a knee: how many had a rate, and why the others had none") {
+  CapacityReport r;
+  for (int users : {1, 2, 4, 8}) {
+    PhaseStats p;
+    p.name = "users=" + std::to_string(users);
+    p.users = users;
+    if (users <= 2) {
+      p.rps = 10.0 * users;
+    } else {
+      p.rps_unavailable = "1 counter update in 8 s: a rate needs two";
+    }
+    r.phases.push_back(p);
+  }
+  analyse(r);
+  CHECK_FALSE(r.knee.phase);
+  CHECK(r.knee.reason ==
+        "too few phases: the knee needs three user counts with a throughput, 2 had one; left "
+        "out: phase users=4 (4 users): no req/s (1 counter update in 8 s: a rate needs two); "
+        "phase users=8 (8 users): no req/s (1 counter update in 8 s: a rate needs two)");
+}
+
 TEST_CASE("bad report JSON is refused with the field named") {
   CHECK_THAT(load_error("{"), Catch::Contains("not valid JSON"));
   CHECK_THAT(load_error("[]"), Catch::Contains("JSON object"));
