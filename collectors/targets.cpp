@@ -44,6 +44,9 @@ struct Target {
   // samples (every sample while unknown): a few files per member, and limits change rarely.
   std::optional<double> cpu_limit;
   std::uint32_t cpu_limit_age = 0;
+  // The highest nice value over the live members (the least favoured): niced work elsewhere
+  // on the host yields CPU to the group only while the group itself does not run niced.
+  std::optional<std::int64_t> nice;
 };
 
 constexpr std::uint32_t kCpuLimitSamples = 15;
@@ -95,6 +98,7 @@ class TargetsCollector final : public Collector {
       t.partial_reads += rctx.denied;
 
       GroupSample sample;
+      t.nice.reset();
       TargetState state{t.config.name, t.selector_text, false, {}, {}, {}};
       for (pid_t pid : members_) {
         ProcessRecord* rec = reg.member(pid);
@@ -112,6 +116,7 @@ class TargetsCollector final : public Collector {
           sample.exited.push_back(m);
         } else {
           sample.live.push_back(m);
+          t.nice = std::max(t.nice.value_or(rec->stat.nice), rec->stat.nice);
           state.pids.push_back(pid);
           state.fd_counts.push_back(rec->open_fds ? static_cast<long long>(*rec->open_fds) : -1);
         }
@@ -236,6 +241,11 @@ class TargetsCollector final : public Collector {
                   "Cores the group may use: the largest over its members of the smaller of "
                   "the CPU affinity and the cgroup CPU quota.",
                   labels(), *t.cpu_limit);
+      }
+      if (t.nice) {
+        out.gauge("loadwatch_process_nice",
+                  "The highest nice value over the group's members (19: the lowest priority).",
+                  labels(), static_cast<double>(*t.nice));
       }
     }
     const char* ctx_help = "Context switches of the group (exited members included).";

@@ -144,6 +144,59 @@ std::optional<double> host_cpu_used(const HostPhaseStats& h) {
   return *h.cpu_busy_cores + (steal == h.cpu_cores_by_mode.end() ? 0 : steal->second);
 }
 
+/// The host's CPU as the targets see it. Niced processes' time (the `nice` mode) yields to
+/// normal-priority work: the scheduler gives a nice-19 thread about 1.5 % of a CPU a nice-0
+/// thread wants. It is CPU the targets could have had, unless they run niced themselves (their
+/// CPU is then in the same mode, competing with it), or their nice value is unknown.
+struct HostCpuLoad {
+  double used = 0;      // busy + steal, cores
+  double niced = 0;     // the nice mode, cores
+  double yielding = 0;  // the part of `niced` that yields to the targets
+  std::string figures;  // "2.00 of 2 cores busy, 1.40 of it niced work that yields"
+  /// The cores the targets could not have had.
+  double taken() const { return used - yielding; }
+  /// Niced tasks wait for a CPU too, in PSI and the run queue. When niced work got more CPU
+  /// than the saturation rule leaves idle, the targets had that CPU to take: those two figures
+  /// cannot tell whose waits they count.
+  bool waits_include_niced(double cores) const {
+    return yielding >= (1 - kHostCpuSaturation) * cores;
+  }
+};
+
+std::optional<HostCpuLoad> host_cpu_load(const PhaseStats& at) {
+  const HostPhaseStats& h = at.host;
+  auto used = host_cpu_used(h);
+  if (!used || !h.cores) return std::nullopt;
+  HostCpuLoad load;
+  load.used = *used;
+  load.figures = format("%.2f of %g cores busy", *used, *h.cores);
+  auto nice = h.cpu_cores_by_mode.find("nice");
+  if (nice != h.cpu_cores_by_mode.end()) load.niced = std::clamp(nice->second, 0.0, *used);
+  if (load.niced < 0.005) return load;
+  std::string niced_targets;
+  bool unknown = at.targets.empty();
+  for (const TargetPhaseStats& t : at.targets) {
+    if (!t.nice) unknown = true;
+    if (t.nice && *t.nice > 0) {
+      niced_targets +=
+          (niced_targets.empty() ? "" : ", ") + t.name + format(" at nice %g", *t.nice);
+    }
+  }
+  if (!niced_targets.empty()) {
+    load.figures += format(", %.2f of it niced work that does not yield: ", load.niced) +
+                    niced_targets + " too";
+  } else if (unknown) {
+    load.figures += format(
+        ", %.2f of it niced work, counted as busy: the targets' nice "
+        "value is unknown",
+        load.niced);
+  } else {
+    load.yielding = load.niced;
+    load.figures += format(", %.2f of it niced work that yields", load.niced);
+  }
+  return load;
+}
+
 /// "others 1.20, app 0.60, generator 0.20": who used the host's CPU, the most first.
 std::string cpu_users(const PhaseStats& at) {
   std::vector<std::pair<double, std::string>> users;
@@ -162,36 +215,39 @@ std::string cpu_users(const PhaseStats& at) {
 
 void check_host_cpu(const PhaseStats& at, std::vector<Finding>& out) {
   const HostPhaseStats& h = at.host;
-  auto used = host_cpu_used(h);
+  auto load = host_cpu_load(at);
   std::optional<Finding> f;
   std::string figures;
   // Tasks a cgroup quota holds back count as waiting in PSI and as runnable in the run queue:
   // on a host whose CPUs are mostly idle those are the quota's (the throttling check), not
   // the host's, so pressure and the queue judge the host only when it is half busy or more.
-  bool busy_enough = !used || !h.cores || *used / *h.cores >= kHostBusyForPressure;
-  if (used && h.cores) {
-    figures = format("%.2f of %g cores busy", *used, *h.cores);
+  bool busy_enough = !load || load->taken() / *h.cores >= kHostBusyForPressure;
+  bool waits_are_targets = !load || !load->waits_include_niced(*h.cores);
+  if (load) {
+    figures = load->figures;
     auto steal = h.cpu_cores_by_mode.find("steal");
     if (steal != h.cpu_cores_by_mode.end() && steal->second >= 0.005) {
       figures += format(" (steal %.2f)", steal->second);
     }
-    double share = *used / *h.cores;
+    double share = load->taken() / *h.cores;
     if (share >= kHostCpuSaturation) {
       f = Finding{Check::host_cpu, "host", "", share, kHostCpuSaturation};
     }
   }
+  const char* niced_too = waits_are_targets ? "" : " (niced tasks' waits included)";
   if (h.cpu_pressure_ratio) {
     figures += (figures.empty() ? "" : "; ") +
-               format("a task waited for a CPU %.0f %% of the time", *h.cpu_pressure_ratio * 100);
-    if (!f && busy_enough && *h.cpu_pressure_ratio >= kCpuPressureRatio) {
+               format("a task waited for a CPU %.0f %% of the time", *h.cpu_pressure_ratio * 100) +
+               niced_too;
+    if (!f && busy_enough && waits_are_targets && *h.cpu_pressure_ratio >= kCpuPressureRatio) {
       f = Finding{Check::host_cpu, "host", "", *h.cpu_pressure_ratio, kCpuPressureRatio};
     }
   }
   if (h.run_queue_mean && h.cores) {
     figures += (figures.empty() ? "" : "; ") +
-               format("run queue %.1f for %g cores", *h.run_queue_mean, *h.cores);
+               format("run queue %.1f for %g cores", *h.run_queue_mean, *h.cores) + niced_too;
     double per_core = *h.run_queue_mean / *h.cores;
-    if (!f && busy_enough && per_core > kRunQueuePerCore) {
+    if (!f && busy_enough && waits_are_targets && per_core > kRunQueuePerCore) {
       f = Finding{Check::host_cpu, "host", "", per_core, kRunQueuePerCore};
     }
   }
@@ -329,11 +385,9 @@ void check_queueing(const PhaseStats* lowest, const PhaseStats& top, const Phase
     evidence +=
         format(" (%.1f to %.1f from the bounds of the req/s and the latency)", k_low, k_high);
   }
-  if (auto used = host_cpu_used(at.host); used && at.host.cores) {
-    evidence += format(", with the host CPU %.2f of %g cores busy", *used, *at.host.cores);
-  }
-  out.push_back(
-      {Check::queueing, system_under_test(at), evidence, in_service, kQueueLatencyGrowth});
+  if (auto load = host_cpu_load(at)) evidence += ", with the host CPU " + load->figures;
+  out.push_back({Check::queueing, system_under_test(at), evidence, in_service, kQueueLatencyGrowth,
+                 k_low, k_high});
 }
 
 /// Why nothing was named: the figures that rule each cause out, as far as they are known.
@@ -347,11 +401,12 @@ std::string ruled_out(const PhaseStats& at, const PhaseStats* lowest, const Phas
                (cores ? format(" of %g cores", *cores) : "");
   }
   if (!targets.empty()) parts.push_back("targets' CPU below their limits (" + targets + ")");
-  if (auto used = host_cpu_used(at.host); used && at.host.cores) {
-    parts.push_back(format("host CPU %.2f of %g cores busy", *used, *at.host.cores));
-  }
+  if (auto load = host_cpu_load(at)) parts.push_back("host CPU " + load->figures);
   if (at.host.cpu_pressure_ratio) {
-    parts.push_back(format("CPU pressure %.0f %%", *at.host.cpu_pressure_ratio * 100));
+    auto load = host_cpu_load(at);
+    bool niced = load && load->waits_include_niced(*at.host.cores);
+    parts.push_back(format("CPU pressure %.0f %%", *at.host.cpu_pressure_ratio * 100) +
+                    (niced ? " (niced tasks' waits included)" : ""));
   }
   bool throttling = false;
   for (const TargetPhaseStats& t : at.targets) throttling |= t.throttled_period_ratio.has_value();

@@ -62,6 +62,9 @@ struct Finding {
   std::string evidence;  // the figures, in words
   double value = 0;      // the figure compared (queueing: the requests in service at once) ...
   double threshold = 0;  // ... with this (queueing: the latency growth needed)
+  /// The bound of `value`, when its inputs carry one (queueing: K from the bounds of the
+  /// req/s and of the latency).
+  std::optional<double> value_low = {}, value_high = {};
 
   bool operator==(const Finding&) const = default;
 };

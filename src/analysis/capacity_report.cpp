@@ -75,6 +75,14 @@ void find_knee(CapacityReport& r, const std::vector<std::size_t>& pts,
   r.knee.options = options.kneedle;
   if (pts.size() < 3) {
     r.knee.reason = "too few phases: the knee needs three user counts with a throughput";
+    // Say how many there were, and why the others had none: a source too coarse for the
+    // phase length is the usual cause, and its reason gives the numbers.
+    if (!r.left_out_of_scaling.empty()) {
+      r.knee.reason += ", " + std::to_string(pts.size()) + " had one; left out: ";
+      for (std::size_t i = 0; i < r.left_out_of_scaling.size(); ++i) {
+        r.knee.reason += (i ? "; " : "") + r.left_out_of_scaling[i];
+      }
+    }
     return;
   }
   if (flat_from_first(r.phases, pts)) {
@@ -232,11 +240,14 @@ ojson bottleneck_json(const BottleneckFinding& b) {
   j["summary"] = b.result.summary;
   ojson findings = ojson::array();
   for (const Finding& f : b.result.findings) {
-    findings.push_back({{"check", check_name(f.check)},
-                        {"subject", f.subject},
-                        {"evidence", f.evidence},
-                        {"value", f.value},
-                        {"threshold", f.threshold}});
+    ojson o = {{"check", check_name(f.check)},
+               {"subject", f.subject},
+               {"evidence", f.evidence},
+               {"value", f.value}};
+    jf::put(o, "value_low", f.value_low);
+    jf::put(o, "value_high", f.value_high);
+    o["threshold"] = f.threshold;
+    findings.push_back(std::move(o));
   }
   j["findings"] = std::move(findings);
   j["thresholds"] = {{"process_core_share", kProcessCoreSaturation},
@@ -309,7 +320,8 @@ void read_bottleneck(const json& j, CapacityReport& r) {
         if (!check) throw std::invalid_argument("check: unknown");
         b.result.findings.push_back(
             {*check, jf::string(f, "subject").value_or(""), jf::string(f, "evidence").value_or(""),
-             jf::number(f, "value").value_or(0), jf::number(f, "threshold").value_or(0)});
+             jf::number(f, "value").value_or(0), jf::number(f, "threshold").value_or(0),
+             jf::number(f, "value_low"), jf::number(f, "value_high")});
       });
     }
   }

@@ -274,10 +274,14 @@ RuleResult judge(const Rule& rule, const PhaseStats& base, const PhaseStats& cur
   r.base = metric_value(base, rule.metric);
   r.current = metric_value(cur, rule.metric);
   const char* name = metric_name(rule.metric);
-  // A figure the report left out as too coarse was measured, just not finely enough to judge.
-  const std::string& coarse = rule.metric != Metric::rps ? std::string()
-                              : !r.base                  ? base.rps_unavailable
-                                                         : cur.rps_unavailable;
+  // A figure the report left out as too coarse was measured, just not finely enough to judge:
+  // req/s, and a latency read between the same two counter changes. A latency the generator
+  // never reported stays missing data.
+  const PhaseStats& lacking = !r.base ? base : cur;
+  const bool coarse_latency = is_latency(rule.metric) && !lacking.rps_unavailable.empty();
+  const std::string& coarse = rule.metric == Metric::rps ? lacking.rps_unavailable
+                              : coarse_latency           ? lacking.latency_unavailable
+                                                         : std::string();
   if ((!r.base || !r.current) && !coarse.empty()) {
     r.verdict = Verdict::inconclusive;
     r.message = std::string("no ") + name + " in " +

@@ -177,6 +177,9 @@ void summarize_generator(PhaseStats& p, const GeneratorSeries& g, double from, d
       }
     }
   }
+  const bool histograms = std::any_of(rates.begin(), rates.end(), [](const SourceRate& r) {
+    return !r.source->duration_buckets.empty();
+  });
   // The generator's figure covers its own window (Locust: its last 10 s), not the stable
   // window: how far it moved over the stable window is its bound there.
   auto rolling = [&](const Series& s, std::optional<double>& value, std::optional<double>& low,
@@ -194,6 +197,17 @@ void summarize_generator(PhaseStats& p, const GeneratorSeries& g, double from, d
     p.latency_window = (g.latency_window.empty() ? std::string("the generator's own quantiles")
                                                  : g.latency_window) +
                        ", median of its samples over the stable window (bound: their range)";
+  } else if (histograms) {
+    // The histogram is read between the rate's two counter changes: without a rate, no window.
+    p.latency_unavailable =
+        !p.rps_unavailable.empty()
+            ? "the latency histogram is read between the same two counter changes as req/s, "
+              "and there are none: " +
+                  p.rps_unavailable
+            : "the latency histograms cannot be merged over the window (different bucket edges, "
+              "or a counter restart between its two changes)";
+  } else if (!rates.empty() || p.rps) {
+    p.latency_unavailable = "the generator reported no latency quantile in the stable window";
   }
 }
 

@@ -21,6 +21,7 @@ void to_json(ojson& j, const TargetPhaseStats& t) {
   jf::put(j, "cpu_cores", t.cpu_cores);
   jf::put(j, "busiest_process_core_share", t.busiest_process_core_share);
   jf::put(j, "cpu_limit_cores", t.cpu_limit_cores);
+  jf::put(j, "nice", t.nice);
   jf::put(j, "rss_start_bytes", t.rss_start_bytes);
   jf::put(j, "rss_end_bytes", t.rss_end_bytes);
   jf::put(j, "rss_slope_bytes_per_second", t.rss_slope_bytes_per_second);
@@ -38,6 +39,10 @@ void from_json(const json& j, TargetPhaseStats& t) {
   t.cpu_cores = jf::non_negative(j, "cpu_cores");
   t.busiest_process_core_share = jf::non_negative(j, "busiest_process_core_share");
   t.cpu_limit_cores = jf::non_negative(j, "cpu_limit_cores");
+  t.nice = jf::number(j, "nice");
+  if (t.nice && (*t.nice < -20 || *t.nice > 19)) {
+    throw std::invalid_argument("nice: outside -20..19");
+  }
   t.rss_start_bytes = jf::non_negative(j, "rss_start_bytes");
   t.rss_end_bytes = jf::non_negative(j, "rss_end_bytes");
   t.rss_slope_bytes_per_second = jf::number(j, "rss_slope_bytes_per_second");
@@ -152,6 +157,7 @@ void to_json(ojson& j, const PhaseStats& p) {
   jf::put(j, "p99_high_seconds", p.p99_high_seconds);
   jf::put(j, "latency_method", p.latency_method);
   jf::put(j, "latency_window", p.latency_window);
+  jf::put(j, "latency_unavailable", p.latency_unavailable);
   jf::put(j, "error_ratio", p.error_ratio);
   if (!p.targets.empty()) j["targets"] = p.targets;
   ojson host = p.host;
@@ -197,6 +203,7 @@ void from_json(const json& j, PhaseStats& p) {
   p.p99_high_seconds = jf::non_negative(j, "p99_high_seconds");
   p.latency_method = jf::string(j, "latency_method").value_or("");
   p.latency_window = jf::string(j, "latency_window").value_or("");
+  p.latency_unavailable = jf::string(j, "latency_unavailable").value_or("");
   p.error_ratio = jf::ratio(j, "error_ratio");
   p.targets.clear();
   if (const json* targets = jf::array(j, "targets")) {

@@ -29,6 +29,7 @@ struct TargetPhaseStats {
   std::optional<double> fd_limit;                    // lowest soft RLIMIT_NOFILE seen in the phase
   std::optional<double> throttled_period_ratio;      // quota periods that ran out / periods, 0..1
   std::optional<double> throttled_seconds_per_second;  // time held back by the quota, per second
+  std::optional<double> nice;                          // its members' highest nice value, -20..19
 
   bool operator==(const TargetPhaseStats&) const = default;
 };
@@ -96,6 +97,7 @@ struct PhaseStats {
   std::optional<double> p99_low_seconds, p99_high_seconds;
   std::string latency_method;         // "histogram", "generator" or empty (no quantiles)
   std::string latency_window;         // which figure and over what window, in words
+  std::string latency_unavailable;    // why there are no quantiles, when a generator reported
   std::optional<double> error_ratio;  // failures / requests in the stable window
 
   std::vector<TargetPhaseStats> targets;

@@ -29,6 +29,7 @@ TargetPhaseStats summarize_target(const TargetSeries& s, double start, double st
   t.cpu_cores = rate_in(s.cpu_seconds, stable, end);
   t.busiest_process_core_share = mean_in(s.busiest_process_cores, stable, end);
   t.cpu_limit_cores = s.cpu_limit_cores;
+  t.nice = max_in(s.nice, stable, end);
   t.rss_start_bytes = first_in(s.rss_bytes, start, end);
   t.rss_end_bytes = last_in(s.rss_bytes, start, end);
   t.rss_slope_bytes_per_second = slope_in(s.rss_bytes, start, end);

@@ -27,6 +27,7 @@ struct TargetSeries {
   Series open_fds;
   Series max_fds;                         // soft RLIMIT_NOFILE of the member closest to it
   std::optional<double> cpu_limit_cores;  // cgroup cpu.max quota or affinity, when smaller
+  Series nice;                            // gauge: the highest nice value of its members
   Series cpu_periods;                     // counter: quota periods of the binding cgroup (cpu.stat)
   Series cpu_throttled_periods;           // counter: those in which the quota ran out
   Series cpu_throttled_seconds;           // counter: time held back, summed over CPUs

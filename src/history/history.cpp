@@ -30,6 +30,7 @@ constexpr KeptFamily kKept[] = {
     {"loadwatch_process_max_fds", ""},
     {"loadwatch_process_threads", ""},
     {"loadwatch_process_cpu_limit_cores", ""},
+    {"loadwatch_process_nice", ""},
     {"loadwatch_target_processes", ""},
     {"loadwatch_process_cpu_throttled_seconds_total", ""},
     {"loadwatch_process_cpu_throttled_periods_total", ""},

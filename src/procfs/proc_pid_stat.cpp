@@ -61,6 +61,9 @@ std::optional<PidStat> parse_pid_stat(std::string_view text) {
       case 15:
         ok = to_number(f, st.stime);
         break;
+      case 19:
+        ok = to_number(f, st.nice);
+        break;
       case 20:
         ok = to_number(f, st.num_threads);
         break;

@@ -20,6 +20,7 @@ struct PidStat {
   std::uint64_t majflt = 0;      // (12) major faults
   std::uint64_t utime = 0;       // (14) user time, clock ticks (sysconf(_SC_CLK_TCK))
   std::uint64_t stime = 0;       // (15) system time, clock ticks
+  std::int64_t nice = 0;         // (19) -20 (most favoured) .. 19 (least), 0 by default
   std::int64_t num_threads = 0;  // (20)
   std::uint64_t starttime = 0;   // (22) clock ticks after boot
   std::uint64_t vsize = 0;       // (23) bytes

@@ -130,6 +130,7 @@ analysis::RunSeries load_run_series(SeriesSource& source, double from, double to
   auto max_fds = fetch("loadwatch_process_max_fds");
   auto procs = fetch("loadwatch_target_processes");
   auto cpu_limit = fetch("loadwatch_process_cpu_limit_cores");
+  auto nice = fetch("loadwatch_process_nice");
   auto periods = fetch("loadwatch_process_cpu_periods_total");
   auto throttled_periods = fetch("loadwatch_process_cpu_throttled_periods_total");
   auto throttled_seconds = fetch("loadwatch_process_cpu_throttled_seconds_total");
@@ -154,6 +155,7 @@ analysis::RunSeries load_run_series(SeriesSource& source, double from, double to
     for (double v : first(cpu_limit).v) {
       if (v > 0 && (!t.cpu_limit_cores || v < *t.cpu_limit_cores)) t.cpu_limit_cores = v;
     }
+    t.nice = first(nice);
     t.cpu_periods = first(periods);
     t.cpu_throttled_periods = first(throttled_periods);
     t.cpu_throttled_seconds = first(throttled_seconds);

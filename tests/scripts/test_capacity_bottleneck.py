@@ -88,12 +88,13 @@ class CpuCgroup:
         raise AssertionError("cgroup %s not removed" % self.dir)
 
 
-def host_busy_seconds():
-    """CPU seconds the host spent running something (all modes but idle, iowait, steal)."""
+def host_cpu_seconds():
+    """CPU seconds the host spent running something (all modes but idle, iowait, steal), and
+    the part of it spent on niced processes (the nice mode)."""
     with open("/proc/stat") as f:
         ticks = [int(x) for x in f.readline().split()[1:9]]
     user, nice, system, idle, iowait, irq, softirq, steal = ticks
-    return (user + nice + system + irq + softirq) / CLK_TCK
+    return (user + nice + system + irq + softirq) / CLK_TCK, nice / CLK_TCK
 
 
 def process_cpu_seconds(pid):
@@ -105,17 +106,10 @@ def process_cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
 
 
-def cpu_pressure_seconds():
-    """/proc/pressure/cpu "some" total in seconds (time some task waited for a CPU), or None
-    on a kernel without PSI."""
-    try:
-        with open("/proc/pressure/cpu") as f:
-            for line in f:
-                if line.startswith("some "):
-                    return int(line.split("total=")[1]) / 1e6
-    except (OSError, IndexError, ValueError):
-        pass
-    return None
+def process_nice(pid):
+    """The nice value of process `pid` (/proc/PID/stat field 19)."""
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[16])
 
 
 class CpuMeter:
@@ -124,7 +118,7 @@ class CpuMeter:
 
     def __init__(self, pids=(), limit=180):
         self.pids = list(pids)
-        self.points = []  # (time, host busy seconds, {pid: cpu seconds})
+        self.points = []  # (time, host busy seconds, {pid: cpu seconds}, host nice seconds)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, args=(limit,), daemon=True)
         self.thread.start()
@@ -132,21 +126,26 @@ class CpuMeter:
     def _run(self, limit):
         end = time.time() + limit
         while not self.stop.is_set() and time.time() < end:
-            self.points.append((time.time(), host_busy_seconds(),
-                                {p: process_cpu_seconds(p) for p in self.pids}))
+            busy, nice = host_cpu_seconds()
+            self.points.append((time.time(), busy, {p: process_cpu_seconds(p) for p in self.pids},
+                                nice))
             self.stop.wait(0.25)
 
     def close(self):
         self.stop.set()
         self.thread.join(timeout=5)
 
-    def cores(self, t0, t1, pid=None):
-        """Mean cores over [t0, t1]: the host's busy CPU, or process `pid`'s."""
+    def cores(self, t0, t1, pid=None, niced=False):
+        """Mean cores over [t0, t1]: the host's busy CPU (niced: its nice mode), or process
+        `pid`'s."""
         inside = [p for p in self.points if t0 <= p[0] <= t1]
         if len(inside) < 2:
             raise AssertionError("no CPU samples in [%f, %f]" % (t0, t1))
         a, b = inside[0], inside[-1]
-        va, vb = (a[1], b[1]) if pid is None else (a[2][pid], b[2][pid])
+        if pid is not None:
+            va, vb = a[2][pid], b[2][pid]
+        else:
+            va, vb = (a[3], b[3]) if niced else (a[1], b[1])
         return (vb - va) / (b[0] - a[0])
 
 
@@ -231,23 +230,24 @@ class Bottleneck(CapacityRunHelpers, unittest.TestCase):
 
     HOG = "lwtest-hog"  # the loops' process name (comm), set with prctl(PR_SET_NAME)
 
-    def hogs(self, n, seconds):
-        """n busy loops at nice 10 (they fill every idle cycle, yet leave the run room to
-        progress), each ending by itself after `seconds` and killed by PID at tearDown."""
+    def hogs(self, n, seconds, nice=0):
+        """n busy loops at `nice`, each ending by itself after `seconds` and killed by PID at
+        tearDown. Children of this test, they share its scheduling group (autogroup), where a
+        nice value counts."""
         code = ("import ctypes, time\n"
                 "ctypes.CDLL(None).prctl(15, %r, 0, 0, 0)\n"  # 15: PR_SET_NAME
                 "e = time.time() + %d\nwhile time.time() < e: pass\n"
                 % (self.HOG.encode(), seconds))
-        procs = [subprocess.Popen(["nice", "-n", "10", sys.executable, "-c", code])
+        procs = [subprocess.Popen(["nice", "-n", str(nice), sys.executable, "-c", code])
                  for _ in range(n)]
         self.children.extend(procs)
         return [p.pid for p in procs]
 
     def test_host_cpu_saturated_by_others(self):
-        """Busy loops outside every target (one more than the host has cores) take whatever
-        CPU the run leaves: the verdict is the host's CPU, the share it gives "others"
-        covers what the loops used by /proc over the same window, and it names the busiest
-        processes, the loops among them."""
+        """Busy loops at nice 0 outside every target (one more than the host has cores)
+        compete with the run as equals: the verdict is the host's CPU, the share it gives
+        "others" covers what the loops used by /proc over the same window, and it names the
+        busiest processes, the loops among them."""
         cores = os.cpu_count()
         app, _ = self.server(50, 50)  # 1,000 req/s of room: never the limit at 4 users
         locust_port = free_port()
@@ -272,8 +272,11 @@ class Bottleneck(CapacityRunHelpers, unittest.TestCase):
         print("hogs %.2f cores, host busy %.2f by /proc; report: busy %.2f, others %.2f" %
               (hog_cores, busy, phase["host"]["cpu_busy_cores"],
                phase["host"]["others_cpu_cores"]), file=sys.stderr)
-        # The host really was saturated, and loadwatch's busy figure agrees with /proc.
-        self.assertGreaterEqual(busy, 0.9 * cores)
+        # The host really was saturated, by normal-priority work (niced work, a build beside
+        # the test, yields to it), and loadwatch's busy figure agrees with /proc.
+        niced = meter.cores(t0, t1, niced=True)
+        print("of it niced %.2f by /proc" % niced, file=sys.stderr)
+        self.assertGreaterEqual(busy - niced, 0.9 * cores)
         self.assertAlmostEqual(phase["host"]["cpu_busy_cores"], busy, delta=0.1 * cores)
         # Everyone else's share holds the loops' CPU (and whatever else ran on the host), and
         # the loops used more than any target.
@@ -285,7 +288,7 @@ class Bottleneck(CapacityRunHelpers, unittest.TestCase):
         # scanned every 5 s, and each sample of the stable window repeats the last scan, which
         # covered up to 5 s before the sample: so the figure is the loops' CPU over some span
         # within [t0 - 10, t1], and lies between its lowest and highest over such spans. On a
-        # host where other work outranks the loops (nice 10) they may fall out of the five.
+        # host where other work takes a large share they may fall out of the five.
         top = phase["host"]["top_cpu_cores"]
         spans = [sum(meter.cores(a, b, pid) for pid in pids)
                  for a in (t0 - 10, t0 - 5, t0) for b in (t0, t1)
@@ -300,40 +303,55 @@ class Bottleneck(CapacityRunHelpers, unittest.TestCase):
     def test_queueing_limit_with_idle_cpu(self):
         """A server with QUEUE_K slots of QUEUE_SERVICE_MS (sleeping, so its CPU stays low):
         throughput flattens at K / service time while latency grows, and the verdict is a
-        queueing limit whose Little's-law figure is K within 25 %."""
-        app, _ = self.server(QUEUE_K, QUEUE_SERVICE_MS)
+        queueing limit whose Little's-law figure is K within 25 %. Busy loops at nice 19, one
+        per core, fill the host's CPU beside it, as a build at low priority does: that CPU
+        yields to the server, so the host is not the limit."""
+        cores = os.cpu_count()
+        app, server = self.server(QUEUE_K, QUEUE_SERVICE_MS)
+        server_nice = process_nice(server.pid)
         locust_port = free_port()
         with Loadwatch(self.loadwatch_args(app, locust_port, os.path.join(self.dir, "s"))) as lw:
-            meter = CpuMeter()
-            waited0, t0 = cpu_pressure_seconds(), time.time()
+            pids = self.hogs(cores, STEP * len(QUEUE_USERS) + 60, nice=19)
+            meter = CpuMeter(pids)
             try:
                 run = self.step_run(lw, app, locust_port, QUEUE_USERS, step=STEP)
                 rep = self.report(lw, run["id"])
             finally:
                 meter.close()
-            waited1, t1 = cpu_pressure_seconds(), time.time()
-        # The share of the run in which some task waited for a CPU, by the kernel's own count.
-        pressure = (waited1 - waited0) / (t1 - t0) if waited0 is not None else 0.0
         b = rep["bottleneck"]
         phase = next(p for p in rep["phases"] if p["name"] == b["phase"])
-        busy = meter.cores(phase["stable_start"], phase["end"])
+        t0, t1 = phase["stable_start"], phase["end"]
+        busy, niced = meter.cores(t0, t1), meter.cores(t0, t1, niced=True)
         print("\nrps by users:", [(p.get("users"), round(p.get("rps", 0), 1))
                                   for p in rep["phases"]],
-              "\nhost busy %.2f by /proc; bottleneck:" % busy, b["summary"], file=sys.stderr)
-        if busy >= 0.8 * os.cpu_count():
-            self.skipTest("the host's CPU was %.2f of %d cores busy with other work: the idle-CPU "
-                          "premise does not hold on this machine now" % (busy, os.cpu_count()))
-        if b["findings"] and b["findings"][0]["check"] == "host_cpu" and pressure >= 0.5:
-            self.skipTest("tasks waited for a CPU %.0f %% of the run (/proc/pressure/cpu): the "
-                          "host's CPU was contended, so the idle-CPU premise does not hold "
-                          "here now" % (pressure * 100))
+              "\nhost busy %.2f, niced %.2f by /proc; report: busy %.2f, nice %.2f"
+              "\nbottleneck:" % (busy, niced, phase["host"]["cpu_busy_cores"],
+                                 phase["host"]["cpu_cores_by_mode"].get("nice", 0)),
+              b["summary"], file=sys.stderr)
+        if busy - niced >= 0.85 * cores:
+            self.skipTest("normal-priority work kept %.2f of %d cores busy: the idle-CPU premise "
+                          "does not hold on this machine now" % (busy - niced, cores))
+        # The premise by /proc: the host's CPU was full (the rule for normal-priority work
+        # names the host from 90 %), and niced work is what filled it.
+        self.assertGreaterEqual(busy, 0.9 * cores)
         self.assertTrue(b["findings"], b)
         first = b["findings"][0]
         self.assertEqual((first["check"], first["subject"]), ("queueing", "app"), b)
+        self.assertNotIn("host_cpu", [f["check"] for f in b["findings"]], b)
         self.assertAlmostEqual(first["value"], QUEUE_K, delta=0.25 * QUEUE_K)
+        # K's range from the bounds of req/s and latency holds the figure and reaches the
+        # server's K within the same 25 %.
+        self.assertLessEqual(first["value_low"], first["value"])
+        self.assertLessEqual(first["value"], first["value_high"])
+        self.assertLessEqual(first["value_low"], 1.25 * QUEUE_K)
+        self.assertGreaterEqual(first["value_high"], 0.75 * QUEUE_K)
         self.assertIn("a pool, a lock or a connection limit of about", b["summary"])
+        self.assertIn("of it niced work that yields", b["summary"])
         self.assertNotIn("database", b["summary"])
-
+        # The report read the server's nice value as /proc/PID/stat has it.
+        self.assertEqual(server_nice, 0)
+        self.assertEqual(next(t for t in phase["targets"] if t["name"] == "app")["nice"],
+                         server_nice)
 
 if __name__ == "__main__":
     lwtest.main()

@@ -282,6 +282,51 @@ TEST_CASE("on a mostly idle host, pressure and the run queue are a quota's, not 
   CHECK(b.findings[0].check == Check::host_cpu);
 }
 
+TEST_CASE("niced work yields its CPU to targets at nice 0, not to niced targets") {
+  // 2 cores busy, 1.4 of them niced (a build at nice 19): the targets could have had it.
+  PhaseStats p = busy_host();
+  p.host.cpu_busy_cores = 2.0;
+  p.host.cpu_cores_by_mode = {{"user", 0.5}, {"nice", 1.4}, {"system", 0.1}};
+  p.host.cpu_pressure_ratio = 0.9;  // the niced tasks wait too
+  p.host.run_queue_mean = 4.0;
+  for (auto& t : p.targets) t.nice = 0;
+  Bottleneck b = find_bottleneck(p, nullptr, nullptr);
+  CHECK(b.findings.empty());
+  CHECK_THAT(b.summary, Catch::Contains("host CPU 2.00 of 2 cores busy, 1.40 of it niced work "
+                                        "that yields"));
+  CHECK_THAT(b.summary, Catch::Contains("(niced tasks' waits included)"));
+  // Normal-priority work at 90 % of the cores saturates, niced work or not.
+  p.host.cpu_cores_by_mode["nice"] = 0.2;
+  p.host.cpu_cores_by_mode["user"] = 1.7;
+  b = find_bottleneck(p, nullptr, nullptr);
+  REQUIRE_FALSE(b.findings.empty());
+  CHECK(b.findings[0].check == Check::host_cpu);
+  CHECK(b.findings[0].value == Approx(0.9));
+  // A little niced work leaves pressure and the run queue to judge as before.
+  p.host.cpu_busy_cores = 1.3;
+  p.host.cpu_cores_by_mode = {{"user", 1.2}, {"nice", 0.1}};
+  b = find_bottleneck(p, nullptr, nullptr);
+  REQUIRE_FALSE(b.findings.empty());
+  CHECK(b.findings[0].threshold == kCpuPressureRatio);
+  // The targets run niced themselves: the niced work competes with them.
+  p = busy_host();
+  p.host.cpu_busy_cores = 2.0;
+  p.host.cpu_cores_by_mode = {{"user", 0.5}, {"nice", 1.4}, {"system", 0.1}};
+  p.targets[0].nice = 19;
+  p.targets[1].nice = 0;
+  b = find_bottleneck(p, nullptr, nullptr);
+  REQUIRE_FALSE(b.findings.empty());
+  CHECK(b.findings[0].check == Check::host_cpu);
+  CHECK_THAT(b.summary, Catch::Contains("1.40 of it niced work that does not yield: app at nice "
+                                        "19 too"));
+  // Unknown nice values (older data): counted as busy, as before, and said so.
+  for (auto& t : p.targets) t.nice.reset();
+  b = find_bottleneck(p, nullptr, nullptr);
+  REQUIRE_FALSE(b.findings.empty());
+  CHECK(b.findings[0].check == Check::host_cpu);
+  CHECK_THAT(b.summary, Catch::Contains("counted as busy: the targets' nice value is unknown"));
+}
+
 TEST_CASE("a target whose quota keeps running out is throttled") {
   PhaseStats p;
   p.host.cores = 4;
@@ -354,6 +399,8 @@ TEST_CASE("a flat throughput with rising latency and idle CPU is a queueing limi
   CHECK(b.findings[0].check == Check::queueing);
   CHECK(b.findings[0].subject == "app");
   CHECK(b.findings[0].value == Approx(4.0));
+  CHECK(b.findings[0].value_low == Approx(4.0));  // exact inputs: K has no spread
+  CHECK(b.findings[0].value_high == Approx(4.0));
   CHECK(b.summary ==
         "a queueing limit with idle CPU (app): ≈ 4.0 requests in service at once (200.0 req/s at "
         "the highest load x 20.0 ms, the median latency at the lowest load at 1 users); ≈ 16.0 in "
@@ -371,6 +418,8 @@ TEST_CASE("a flat throughput with rising latency and idle CPU is a queueing limi
   CHECK(b.findings.at(0).value == Approx(4.0));
   CHECK_THAT(b.summary, Catch::Contains("a pool, a lock or a connection limit of about 4 (3.1 to "
                                         "4.9 from the bounds of the req/s and the latency)"));
+  CHECK(b.findings.at(0).value_low == Approx(160 * 0.0195));
+  CHECK(b.findings.at(0).value_high == Approx(240 * 0.0206));
   at.rps_low.reset();
   at.rps_high.reset();
   lowest.p50_low_seconds.reset();

@@ -40,8 +40,8 @@ PhaseStats full_phase() {
   p.latency_method = "histogram";
   p.latency_window = "merged histogram buckets";
   p.error_ratio = 0.0025;
-  TargetPhaseStats app{"app", 1.9, 0.97, 2.0, 100e6, 120e6, 1234.5, 900, 1024, 0.1, 0.05};
-  TargetPhaseStats gen{"locust", 0.4, 0.4, std::nullopt, 50e6, 51e6, -3.0, 30, 65536, {}, {}};
+  TargetPhaseStats app{"app", 1.9, 0.97, 2.0, 100e6, 120e6, 1234.5, 900, 1024, 0.1, 0.05, 0};
+  TargetPhaseStats gen{"locust", 0.4, 0.4, std::nullopt, 50e6, 51e6, -3.0, 30, 65536, {}, {}, {}};
   p.targets = {app, gen};
   p.host.cores = 2;
   p.host.cpu_cores_by_mode = {{"user", 1.2}, {"system", 0.4}, {"iowait", 0.01}};
@@ -118,6 +118,39 @@ TEST_CASE("a whole report round-trips, analysis included") {
   CHECK(back.bottleneck == r.bottleneck);
   CHECK(back.usl.fitted == r.usl.fitted);
   CHECK(render_report_json(back) == text);
+}
+
+TEST_CASE("a queueing finding's K range round-trips as value_low and value_high") {
+  CapacityReport r = sample_report();
+  r.bottleneck.result.findings.push_back({Check::queueing, "app", "K", 9.1, 1.5, 7.0, 12.3});
+  std::string text = render_report_json(r);
+  auto found = nlohmann::json::parse(text)["bottleneck"]["findings"].back();
+  CHECK(found["value_low"] == 7.0);
+  CHECK(found["value_high"] == 12.3);
+  CapacityReport back = report_from_json(text);
+  CHECK(back.bottleneck == r.bottleneck);
+  CHECK(back.bottleneck.result.findings.back().value_high == 12.3);
+}
+
+TEST_CASE("too few phases for a knee: how many had a rate, and why the others had none") {
+  CapacityReport r;
+  for (int users : {1, 2, 4, 8}) {
+    PhaseStats p;
+    p.name = "users=" + std::to_string(users);
+    p.users = users;
+    if (users <= 2) {
+      p.rps = 10.0 * users;
+    } else {
+      p.rps_unavailable = "1 counter update in 8 s: a rate needs two";
+    }
+    r.phases.push_back(p);
+  }
+  analyse(r);
+  CHECK_FALSE(r.knee.phase);
+  CHECK(r.knee.reason ==
+        "too few phases: the knee needs three user counts with a throughput, 2 had one; left "
+        "out: phase users=4 (4 users): no req/s (1 counter update in 8 s: a rate needs two); "
+        "phase users=8 (8 users): no req/s (1 counter update in 8 s: a rate needs two)");
 }
 
 TEST_CASE("bad report JSON is refused with the field named") {

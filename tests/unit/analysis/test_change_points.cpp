@@ -304,6 +304,44 @@ TEST_CASE("a phase's quantiles come from the histogram between the rate's change
   CHECK(*p.error_ratio == 0);
 }
 
+TEST_CASE("a histogram with no rate in the window gives no quantile, with the reason") {
+  // Pushes every 2 s; a 2.5 s window holds one change: no rate, so no span to
+  // read the histogram over.
+  GeneratorSourceSeries s;
+  s.name = "lc";
+  for (double t = 0; t <= 20; t += 2) {
+    s.requests.add(kT0 + t, 50 * t);
+    s.failures.add(kT0 + t, 0);
+    s.data_age_seconds.add(kT0 + t, 0);
+    s.data_age_uncertainty_seconds.add(kT0 + t, 1e-6);
+    s.duration_buckets[0.1].add(kT0 + t, 50 * t);
+    s.duration_buckets[INFINITY].add(kT0 + t, 50 * t);
+  }
+  GeneratorSeries g;
+  g.sources.push_back(s);
+  PhaseStats p;
+  summarize_generator(p, g, kT0 + 9, kT0 + 11.5);
+  CHECK_FALSE(p.rps);
+  CHECK_FALSE(p.p95_seconds);
+  CHECK(p.latency_method.empty());
+  CHECK(p.latency_unavailable ==
+        "the latency histogram is read between the same two counter changes as req/s, and there "
+        "are none: " +
+            p.rps_unavailable);
+  // With the window holding two changes, the quantiles are there and no reason is given.
+  PhaseStats q;
+  summarize_generator(q, g, kT0 + 9, kT0 + 15);
+  CHECK(q.p95_seconds);
+  CHECK(q.latency_unavailable.empty());
+  // A generator that reports no latency at all says so (a rate without quantiles).
+  GeneratorSeries bare;
+  for (double t = 0; t <= 20; t += 1) bare.requests.add(kT0 + t, 10 * t);
+  PhaseStats r;
+  summarize_generator(r, bare, kT0 + 5, kT0 + 15);
+  CHECK(r.rps);
+  CHECK(r.latency_unavailable == "the generator reported no latency quantile in the stable window");
+}
+
 TEST_CASE("without a histogram the generator's rolling figure is used and labelled") {
   GeneratorSeries g;
   g.latency_window = "the generator's rolling quantile (Locust: its last 10 s)";

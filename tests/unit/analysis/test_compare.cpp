@@ -261,6 +261,22 @@ TEST_CASE("uncertainty larger than the rule's margin is inconclusive: exit 0, or
   c = compare_reports(report({bounded("10", 1000, 990, 1010)}), report({coarse}), rules);
   CHECK(c.phases[0].results[0].verdict == Verdict::no_data);
   CHECK(c.exit_code() == 2);
+  // The listener's p95 without a rate (no span to read the histogram over) is as coarse.
+  std::vector<Rule> p95 = {parse_rule(Bound::max, "p95=+20%")};
+  coarse.p95_seconds.reset();
+  coarse.rps_unavailable = "1 counter update in 2 s: a rate needs two";
+  coarse.latency_unavailable =
+      "the latency histogram is read between ...: " + coarse.rps_unavailable;
+  c = compare_reports(report({phase("10", 10, 1000, 0.1, 0)}), report({coarse}), p95);
+  CHECK(c.phases[0].results[0].verdict == Verdict::inconclusive);
+  CHECK_THAT(c.phases[0].results[0].message, Catch::Contains("1 counter update in 2 s"));
+  // A latency the generator never reported is missing data, not coarse.
+  coarse.rps = 1000;
+  coarse.rps_unavailable.clear();
+  coarse.latency_unavailable = "the generator reported no latency quantile in the stable window";
+  c = compare_reports(report({phase("10", 10, 1000, 0.1, 0)}), report({coarse}), p95);
+  CHECK(c.phases[0].results[0].verdict == Verdict::no_data);
+  CHECK(c.exit_code() == 2);
 }
 
 TEST_CASE("a latency measured differently in the two runs is inconclusive, not judged") {

@@ -77,6 +77,24 @@ TEST_CASE("stat: a zombie has exited, a kernel thread has no mm", "[stat]") {
   CHECK(k->ppid == 0);
   CHECK(k->starttime == 21);
   CHECK_FALSE(k->exited());
+  CHECK(k->nice == 0);
+}
+
+TEST_CASE("stat: the nice value (field 19)", "[stat]") {
+  // Captured from `nice -n 19 sleep 300`: priority 39, nice 19.
+  auto st = parse_pid_stat(
+      "15758 (sleep) S 15755 15755 3589 0 -1 4194304 219 0 1 0 0 0 0 0 39 19 1 0 2523567 "
+      "2990080 417 18446744073709551615 94519755993088 94519756011017 140728230474752 0 0 0 0 "
+      "6 0 1 0 0 17 0 0 0 0 0 0 94519756025104 94519756026368 94520117321728 140728230476222 "
+      "140728230476232 140728230476232 140728230477801 0\n");
+  REQUIRE(st);
+  CHECK(st->nice == 19);
+  CHECK(st->num_threads == 1);
+  CHECK(parse_pid_stat(fixture("19771/stat"))->nice == 0);
+  // The most favoured value a root process may take.
+  auto fav = parse_pid_stat("7 (x) R 1 7 7 0 -1 0 5 0 6 0 11 12 0 0 0 -20 3 0 99 1000 7\n");
+  REQUIRE(fav);
+  CHECK(fav->nice == -20);
 }
 
 TEST_CASE("stat: literals", "[stat]") {
