@@ -23,6 +23,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import locust_log  # noqa: E402
 from lwtest import BINARY, eventually, find_mb  # noqa: E402
 from netns import SKIP, run_on_hosts  # noqa: E402
 
@@ -46,15 +47,9 @@ while time.time() < end:
     time.sleep(0.05)
 """
 
-LOCUSTFILE = """
-from locust import HttpUser, LoadTestShape, constant, task
+LOCUSTFILE = locust_log.VISITOR + """
+from locust import LoadTestShape
 
-class Visitor(HttpUser):
-    wait_time = constant(0)
-
-    @task
-    def home(self):
-        self.client.get('/')
 
 class Steps(LoadTestShape):
     def tick(self):
