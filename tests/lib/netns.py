@@ -14,6 +14,7 @@ import os
 import subprocess
 
 SUBNET = "198.18.0"
+SKIP = 77  # the exit code ctest counts as skipped
 
 
 class NotPossible(Exception):
@@ -94,3 +95,23 @@ def stop_all(procs, timeout=5):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+
+
+def run_on_hosts(names, check, *args):
+    """A script test's body on fresh hosts: check(hosts, *args, procs, failures) starts what it
+    needs (each process appended to procs, all ended by PID afterwards) and appends a line to
+    failures for each property that did not hold. Returns the exit code: SKIP when namespaces
+    cannot be made here, 1 after printing the failures, else 0."""
+    failures, procs = [], []
+    try:
+        with Hosts(names) as hosts:
+            try:
+                check(hosts, *args, procs, failures)
+            finally:
+                stop_all(procs)
+    except NotPossible as e:
+        print("SKIP: %s" % e)
+        return SKIP
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0

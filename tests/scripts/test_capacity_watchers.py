@@ -5,9 +5,14 @@ both ways, and all three must find the same knee.
 
 The server (tests/scripts/capacity_server.py) serves K requests at once, SERVICE_MS each: its
 throughput flattens at K / SERVICE_MS from K users on, so the run has a knee by construction.
-The shape logs each step as it hands it to Locust: the pull daemons' phase boundaries are
-checked against that record. Everything listens on 127.0.0.1; every wait is bounded.
+The locustfile logs every request Locust counts and each step as the shape hands it out
+(tests/lib/locust_log.py): the pull daemons' phase boundaries are checked against the steps,
+and every daemon's per-phase req/s bound against the requests. Locust's /stats/requests
+scraped every 5 s moves loadwatch's counter in 5 s steps, which once made a phase read 0 req/s:
+a phase without a rate must say why, never read 0. Everything listens on 127.0.0.1; every wait
+is bounded.
 """
+import bisect
 import json
 import os
 import shutil
@@ -20,6 +25,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import locust_log  # noqa: E402
 import lwtest  # noqa: E402
 from lwtest import Loadwatch, eventually, free_port  # noqa: E402
 from test_capacity_run import CapacityRunHelpers  # noqa: E402
@@ -27,26 +33,15 @@ from test_capacity_run import CapacityRunHelpers  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 LISTENER = os.path.join(HERE, "..", "..", "scripts", "locust", "loadwatch_listener.py")
 USERS = [1, 2, 4, 8]  # Kneedle needs a few steps past the knee to tell it from noise
-# A 7.5 s stable window (the warm-up rule takes the first half): a source scraped every second
-# gives it three or four counter updates (Locust's cache turns over every 2 s), one scraped
-# every 5 s one or two, often too few for a rate.
-STEP = 15.0
+# A 12.5 s stable window (the warm-up rule takes the first half): a source scraped every 5 s
+# gives it two or three counter updates, enough for a rate in most phases; one scraped every
+# second a dozen (Locust's cache turns over every 2 s).
+STEP = 25.0
 K, SERVICE_MS = 2, 100  # 20 req/s from 2 users on
 GATE = ["--max", "p95=+20%", "--min", "rps=-10%"]  # the README's gate
 
-LOCUSTFILE = """
-import time
-from locust import HttpUser, LoadTestShape, constant, task
-
-LOG = open(%(log)r, "a", buffering=1)
-
-
-class Visitor(HttpUser):
-    wait_time = constant(0)
-
-    @task
-    def home(self):
-        self.client.get("/")
+LOCUSTFILE = locust_log.CODE + locust_log.VISITOR + """
+from locust import LoadTestShape
 
 
 class Steps(LoadTestShape):
@@ -58,7 +53,7 @@ class Steps(LoadTestShape):
         i = int(t // %(step)r)
         want = self.users[i] if i < len(self.users) else 0 if t < %(end)r else None
         if want != self.last:
-            LOG.write("%%.6f %%s\\n" %% (time.time(), want))
+            log_step(want)
             self.last = want
         return None if want is None else (want, 100)
 """
@@ -85,7 +80,7 @@ class Watchers(CapacityRunHelpers, unittest.TestCase):
                          "--storage.path=" + os.path.join(self.dir, "listener")],
         }
         origins = {"pull5s": "locust:lc", "pull1s": "locust:lc", "listener": "locust:push"}
-        log = os.path.join(self.dir, "steps.log")
+        log = os.path.join(self.dir, "locust_log.txt")
         lf = os.path.join(self.dir, "steps.py")
         end = STEP * len(USERS) + 2
         with open(lf, "w") as f:
@@ -117,8 +112,7 @@ class Watchers(CapacityRunHelpers, unittest.TestCase):
             # Locust stays up once the shape ends, so that the 5 s scraper sees it stop; it is
             # killed (tearDown) once every daemon has its run.
             def ended():
-                with open(log) as f:
-                    return f.read().endswith(" None\n")
+                return any(users is None for _, users in locust_log.read(log)[1])
             eventually(ended, timeout=end + 30, what="the shape's end")
 
             def finished(name):
@@ -134,11 +128,7 @@ class Watchers(CapacityRunHelpers, unittest.TestCase):
                 reports[name] = (run, self.report(lw, run["id"]))
             print("\nrun took %.1f s" % (time.time() - started), file=sys.stderr)
 
-        steps = []
-        with open(log) as f:
-            for line in f:
-                at, users = line.split()
-                steps.append((float(at), None if users == "None" else int(users)))
+        requests, steps = locust_log.read(log)
         files = {}
         for name, (run, rep) in reports.items():
             print("%-8s knee %s" % (name, rep["knee"].get("users")), file=sys.stderr)
@@ -167,6 +157,33 @@ class Watchers(CapacityRunHelpers, unittest.TestCase):
                   file=sys.stderr)
             for e in errors:
                 self.assertLessEqual(abs(e), (interval + 2) / 2 + 0.5, (name, errors))
+
+        # Every daemon's req/s bound holds the rate Locust's own log gives over the window its
+        # report states; a phase without a rate says why, and never reads 0.
+        ends = [r[0] for r in requests]
+        self.assertGreater(len(ends), 100)
+        measured = dict.fromkeys(reports, 0)
+        for name, (_, rep) in reports.items():
+            for ph in rep["phases"]:
+                if not ph.get("users"):
+                    continue
+                self.assertNotEqual(ph.get("rps"), 0, (name, ph))
+                if "rps" not in ph:
+                    self.assertTrue(ph.get("rps_unavailable"), (name, ph))
+                    continue
+                w0, w1 = ph["rps_window_start"], ph["rps_window_end"]
+                self.assertGreaterEqual(w0, ph["stable_start"] - 0.01, (name, ph))
+                self.assertLessEqual(w1, ph["end"] + 0.01, (name, ph))
+                n = bisect.bisect_right(ends, w1) - bisect.bisect_right(ends, w0)
+                truth = n / (w1 - w0)
+                one = 1.0 / (w1 - w0)  # whole requests: the count is known within one
+                print("%-8s %-8s log %.2f req/s over %.1f s" % (name, ph["name"], truth, w1 - w0),
+                      file=sys.stderr)
+                self.assertLessEqual(ph["rps_low"] - one, truth, (name, ph))
+                self.assertLessEqual(truth, ph["rps_high"] + one, (name, ph))
+                measured[name] += 1
+        # 12.5 s stable windows hold two 5 s scrapes at least in most phases.
+        self.assertGreaterEqual(measured["pull5s"], len(USERS) // 2, reports["pull5s"][1])
 
         # One run, one knee: the step where the server saturates, whoever watched. A source
         # too coarse to place it (every 5 s: phases without a rate, or +-40 %) says why it has

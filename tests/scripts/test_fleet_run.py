@@ -23,10 +23,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import locust_log  # noqa: E402
 from lwtest import BINARY, eventually, find_mb  # noqa: E402
-from netns import Hosts, NotPossible, stop_all  # noqa: E402
+from netns import SKIP, run_on_hosts  # noqa: E402
 
-SKIP = 77
 APP_PORT = 8080
 LW_PORT = 9797
 LOCUST_PORT = 8089
@@ -47,15 +47,9 @@ while time.time() < end:
     time.sleep(0.05)
 """
 
-LOCUSTFILE = """
-from locust import HttpUser, LoadTestShape, constant, task
+LOCUSTFILE = locust_log.VISITOR + """
+from locust import LoadTestShape
 
-class Visitor(HttpUser):
-    wait_time = constant(0)
-
-    @task
-    def home(self):
-        self.client.get('/')
 
 class Steps(LoadTestShape):
     def tick(self):
@@ -265,23 +259,11 @@ def main():
     if not shutil.which("locust") or not find_mb() or not shutil.which("prometheus"):
         print("SKIP: locust, Mountebank or prometheus missing (scripts/install-deps test)")
         return SKIP
-    failures = []
     work = tempfile.mkdtemp(prefix="lw-fleet-")
-    procs = []
     try:
-        with Hosts(["sut", "gen", "mock"]) as hosts:
-            try:
-                check(hosts, work, procs, failures)
-            finally:
-                stop_all(procs)
-    except NotPossible as e:
-        print("SKIP: %s" % e)
-        return SKIP
+        return run_on_hosts(["sut", "gen", "mock"], check, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    for f in failures:
-        print("FAIL:", f)
-    return 1 if failures else 0
 
 
 if __name__ == "__main__":

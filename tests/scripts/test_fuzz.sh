@@ -20,7 +20,7 @@
 # Env: LOADWATCH_SOURCE_DIR, LOADWATCH_BUILD_DIR (set by ctest), FUZZ_SECONDS (default 10),
 # FUZZ_ONLY (a harness name, to run one), CXX_FUZZ (default clang++), FUZZ_REPLAY=1 (run each
 # seed input once instead of fuzzing: the sanitizer pass, test_sanitizers.sh), SANITIZE_JOBS
-# (parallel compiles, default 2).
+# (compiles and harness runs at once, default 2).
 # Fuzzing runs at nice 10: it is bounded in time, not in work, so in the suite it yields the
 # CPU to the tests beside it that measure throughput and latency.
 set -euo pipefail
@@ -144,36 +144,30 @@ for harness in "${harnesses[@]}"; do
 done
 if [ "${1:-}" = --build-only ]; then exit $failed; fi
 
-ran=0
-for harness in "${harnesses[@]}"; do
-  name=$(basename "$harness" .cpp)
-  if [ -n "${FUZZ_ONLY:-}" ] && [ "$name" != "$FUZZ_ONLY" ]; then continue; fi
-  bin="$build/$name"
-  [ -x "$bin" ] || continue  # its build failed, reported above
-  seeds="$src/tests/fuzz/corpus/$name"
+# One harness: 0 when it ran clean, 1 on a failure (reported), 2 when it was not built.
+run_one() {
+  local name=$1 bin="$build/$1" seeds="$src/tests/fuzz/corpus/$1"
+  [ -x "$bin" ] || return 2  # its build failed, reported above
   if [ "${FUZZ_REPLAY:-}" = 1 ]; then
     # Each committed seed once (libFuzzer runs the files it is given and exits).
-    inputs=()
+    local inputs=()
     if [ -d "$seeds" ]; then mapfile -t inputs < <(find "$seeds" -type f | sort); fi
     if [ ${#inputs[@]} = 0 ]; then
       echo "test_fuzz: $name has no seed corpus to replay" >&2
-      failed=1
-      continue
+      return 1
     fi
     if ! timeout 300 "$bin" -timeout=10 -rss_limit_mb=2048 "${inputs[@]}" \
         >"$build/$name.replay.log" 2>&1; then
       echo "test_fuzz: $name FAILED on its seed corpus:" >&2
       tail -40 "$build/$name.replay.log" >&2
-      failed=1
-      continue
+      return 1
     fi
     echo "test_fuzz: $name: replayed ${#inputs[@]} seed inputs"
-    ran=$((ran + 1))
-    continue
+    return 0
   fi
-  scratch="$build/$name.corpus"
+  local scratch="$build/$name.corpus"
   mkdir -p "$scratch" "$build/$name.artifacts"
-  corpora=("$scratch")
+  local corpora=("$scratch")
   [ -d "$seeds" ] && corpora+=("$seeds")
   echo "test_fuzz: running $name for ${secs}s"
   if ! timeout $((secs + 120)) nice -n 10 "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
@@ -181,12 +175,30 @@ for harness in "${harnesses[@]}"; do
       >"$build/$name.log" 2>&1; then
     echo "test_fuzz: $name FAILED (crash inputs in $build/$name.artifacts/):" >&2
     grep -v '^#[0-9]' "$build/$name.log" | tail -40 >&2
-    failed=1
-    continue
+    return 1
   fi
   grep -E '^stat::number_of_executed_units|^Done' "$build/$name.log" | sed "s|^|test_fuzz: $name: |"
-  ran=$((ran + 1))
+}
+
+# The harnesses run SANITIZE_JOBS at a time, each on a core of its own: in the suite test_fuzz
+# holds the CPU lock, so the cores are there, and the chain of tests that take turns on it is
+# shorter by half of the fuzzing time.
+ran=0
+running=0
+reap() {
+  local rc=0
+  wait -n || rc=$?
+  running=$((running - 1))
+  case $rc in 0) ran=$((ran + 1)) ;; 2) ;; *) failed=1 ;; esac
+}
+for harness in "${harnesses[@]}"; do
+  name=$(basename "$harness" .cpp)
+  if [ -n "${FUZZ_ONLY:-}" ] && [ "$name" != "$FUZZ_ONLY" ]; then continue; fi
+  if [ $running -ge "$jobs" ]; then reap; fi
+  run_one "$name" &
+  running=$((running + 1))
 done
+while [ $running -gt 0 ]; do reap; done
 
 if [ $ran = 0 ] && [ $failed = 0 ]; then
   echo "test_fuzz: no harness ran" >&2

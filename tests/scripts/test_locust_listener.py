@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import locust_log  # noqa: E402
 import lwtest  # noqa: E402
 from lwtest import Loadwatch, free_port, http_get  # noqa: E402
 
@@ -27,16 +28,8 @@ LISTENER = os.path.join(ROOT, "scripts", "locust", "loadwatch_listener.py")
 STEP = 4.0
 USERS = [1, 3, 6]
 
-LOCUSTFILE = """
-import time
-from locust import HttpUser, LoadTestShape, between, events, task
-
-LOG = open(%(log)r, "a", buffering=1)
-
-
-@events.request.add_listener
-def _log(response_time=0, exception=None, **_):
-    LOG.write("req %%.6f %%.6f %%d\\n" %% (time.time(), response_time, exception is None))
+LOCUSTFILE = locust_log.CODE + """
+from locust import HttpUser, LoadTestShape, between, task
 
 
 class Visitor(HttpUser):
@@ -60,23 +53,10 @@ class Steps(LoadTestShape):
         i = int(self.get_run_time() // %(step)r)
         want = self.users[i] if i < len(self.users) else None
         if want != self.last:
-            LOG.write("step %%.6f %%s\\n" %% (time.time(), want))
+            log_step(want)
             self.last = want
         return None if want is None else (want, 1000)
 """
-
-
-def raw_log(path):
-    requests, steps = [], []
-    with open(path) as f:
-        for line in f:
-            kind, at, rest = line.split(" ", 2)
-            if kind == "req":
-                ms, ok = rest.split()
-                requests.append((float(at), float(ms) / 1000.0, ok == "1"))
-            else:
-                steps.append((float(at), None if rest.strip() == "None" else int(rest)))
-    return requests, steps
 
 
 def histogram(samples, source):
@@ -101,11 +81,6 @@ def interpolated(buckets, q):
             return lower + (le - lower) * (rank - below) / (count - below)
         lower, below = le, count
     return lower
-
-
-def raw_quantile(values, q):
-    s = sorted(values)
-    return s[max(0, math.ceil(q * len(s)) - 1)]
 
 
 class LocustListener(unittest.TestCase):
@@ -161,7 +136,7 @@ class LocustListener(unittest.TestCase):
         with open(os.path.join(self.dir, "locust.out")) as f:
             output = f.read()
         self.assertNotIn("loadwatch push", output)  # no push failed
-        return raw_log(log)
+        return locust_log.read(log)
 
     def test_exact_counts_histogram_age_and_steps(self):
         ages = []
@@ -200,7 +175,7 @@ class LocustListener(unittest.TestCase):
 
             durations = [r[1] for r in requests]
             for q in (0.5, 0.95, 0.99):
-                raw, est = raw_quantile(durations, q), interpolated(buckets, q)
+                raw, est = locust_log.nearest_rank(durations, q), interpolated(buckets, q)
                 print("p%g: raw %.2f ms, histogram %.2f ms (%+.1f %%)"
                       % (q * 100, raw * 1000, est * 1000, (est / raw - 1) * 100), file=sys.stderr)
                 # p99 of a few thousand requests rests on a few dozen: the raw figure itself

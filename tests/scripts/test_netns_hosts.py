@@ -15,9 +15,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from lwtest import BINARY, parse_metrics  # noqa: E402
-from netns import Hosts, NotPossible, stop_all  # noqa: E402
+from netns import run_on_hosts  # noqa: E402
 
-SKIP = 77
 PORT = 8080
 LW_PORT = 9797  # each host has its own stack: the same port on every host
 CONNECTIONS = 200
@@ -118,25 +117,13 @@ def check(hosts, config, procs, failures):
 
 
 def main():
-    failures = []
     config = tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False)
     config.write("tcp: {ports: [%d]}\nallow_empty: true\n" % PORT)
     config.close()
-    procs = []
     try:
-        with Hosts(["sut", "gen"]) as hosts:
-            try:
-                check(hosts, config, procs, failures)
-            finally:
-                stop_all(procs)
-    except NotPossible as e:
-        print("SKIP: %s" % e)
-        return SKIP
+        return run_on_hosts(["sut", "gen"], check, config)
     finally:
         os.unlink(config.name)
-    for f in failures:
-        print("FAIL:", f)
-    return 1 if failures else 0
 
 
 if __name__ == "__main__":

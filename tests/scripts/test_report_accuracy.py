@@ -22,10 +22,11 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import locust_log  # noqa: E402
 import lwtest  # noqa: E402
 from lwtest import BINARY, Loadwatch, eventually  # noqa: E402
 from test_capacity_run import CapacityRunHelpers  # noqa: E402
-from test_locust_listener import LISTENER, raw_quantile  # noqa: E402
+from test_locust_listener import LISTENER  # noqa: E402
 
 USERS = [1, 2, 4, 8]
 # Seconds per step. The warm-up rule keeps the second half: 4 s, four 1 s pushes, of which the
@@ -34,26 +35,8 @@ STEP = float(os.environ.get("LOADWATCH_STEP_SECONDS", "8"))
 K, SERVICE_MS = 4, 20  # capacity 200 req/s: the 8-user step queues, the others do not
 RPS_TOLERANCE, P95_TOLERANCE = 0.03, 0.05
 
-LOCUSTFILE = """
-import time
-from locust import HttpUser, LoadTestShape, constant, events, task
-
-LOG = open(%(log)r, "a", buffering=1)
-
-
-@events.request.add_listener
-def _log(response_time=0, exception=None, **_):
-    # The listener counts on this same event, in the same greenlet: a request logged before a
-    # push's timestamp is in that push.
-    LOG.write("%%.6f %%.6f %%d\\n" %% (time.time(), response_time, exception is None))
-
-
-class Visitor(HttpUser):
-    wait_time = constant(0)
-
-    @task
-    def home(self):
-        self.client.get("/")
+LOCUSTFILE = locust_log.CODE + locust_log.VISITOR + """
+from locust import LoadTestShape
 
 
 class Steps(LoadTestShape):
@@ -68,16 +51,6 @@ BURNER = ("import time\n"
           "end = time.monotonic() + %d\n"
           "while time.monotonic() < end:\n"
           "    pass\n")
-
-
-def raw_log(path):
-    """[(end time, response time in s, ok)] sorted by end time."""
-    out = []
-    with open(path) as f:
-        for line in f:
-            at, ms, ok = line.split()
-            out.append((float(at), float(ms) / 1000.0, ok == "1"))
-    return sorted(out)
 
 
 class ReportAccuracy(CapacityRunHelpers, unittest.TestCase):
@@ -124,7 +97,7 @@ class ReportAccuracy(CapacityRunHelpers, unittest.TestCase):
             b.kill()
             b.wait()
 
-        requests = raw_log(log)
+        requests, _ = locust_log.read(log)
         ends = [r[0] for r in requests]
         self.assertGreater(len(requests), 200)
         loaded = [ph for ph in rep["phases"] if ph.get("users")]
@@ -168,7 +141,7 @@ class ReportAccuracy(CapacityRunHelpers, unittest.TestCase):
             self.assertEqual(ph.get("latency_method"), "histogram", ph)
             if "p95_seconds" not in ph:
                 self.fail("%s: p95 missing without a reason: %s" % (name, ph))
-            raw = raw_quantile([r[1] for r in window], 0.95)
+            raw = locust_log.nearest_rank([r[1] for r in window], 0.95)
             p95_err = ph["p95_seconds"] / raw - 1
             line += "; p95 %.2f ms [%.2f, %.2f], log %.2f ms: %+.2f %%" % (
                 ph["p95_seconds"] * 1000, ph["p95_low_seconds"] * 1000,

@@ -28,9 +28,12 @@ fi
 compiler=()
 if [ -n "${CXX_SANITIZE:-}" ]; then compiler=(-DCMAKE_CXX_COMPILER="$CXX_SANITIZE"); fi
 
-# -O1: sanitized code at -O0 makes the timing-sensitive tests several times slower. -g1 (line
-# tables) is enough for a report's file:line, and compiles faster than -g.
-if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
+# -Og: sanitized code at -O0 makes the timing-sensitive tests several times slower; -O1's
+# inlining multiplies the instrumented code, and compiling it takes about 1.5 times the CPU
+# (docs/development.md, "How long the suite takes"). -g1 (line tables) is enough for a
+# report's file:line, and compiles faster than -g. The test files themselves are at -O0
+# (tests/CMakeLists.txt).
+if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-Og -g1" \
     -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
     "${launcher[@]}" "${compiler[@]}" >"$build.configure.log" 2>&1; then
