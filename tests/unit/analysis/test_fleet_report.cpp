@@ -123,3 +123,28 @@ TEST_CASE("clock skew and uneven load are warnings") {
   auto quiet = build_fleet_report({generator("gen-1", 10, 1000), near});
   for (const auto& w : quiet.warnings) CHECK(w.find("clock") == std::string::npos);
 }
+
+TEST_CASE("phases are matched by name and instant, not by index") {
+  // Prometheus scraped none of sut-1's short second phase: its later phases stay matched.
+  auto sut = target_host("sut-1", 0.01);
+  sut.report.phases.erase(sut.report.phases.begin() + 1);
+  auto r = build_fleet_report({generator("gen-1", 10, 1000), sut});
+  REQUIRE(r.fleet.phases.size() == 4);
+  CHECK(r.fleet.phases[1].name == "users=30");
+  REQUIRE(r.fleet.phases[1].targets.size() == 1);
+  CHECK(r.fleet.phases[1].targets[0].cpu_cores == Approx(0.3));  // sut-1's users=30, not 40
+  CHECK(r.host_phase[1] == std::vector<std::size_t>{0, 1, 2, 3});
+  bool warned = false;
+  for (const auto& w : r.warnings) warned |= w.find("users=20 (not on sut-1)") != std::string::npos;
+  CHECK(warned);
+  // A name given twice (a step down and up again) is matched by its start.
+  auto gen = generator("gen-1", 10, 1000);
+  auto other = target_host("sut-1", 0.01);
+  for (auto* h : {&gen, &other}) {
+    for (auto& p : h->report.phases) p.name = "steady";
+  }
+  other.report.phases.erase(other.report.phases.begin());
+  auto same = build_fleet_report({gen, other});
+  REQUIRE(same.fleet.phases.size() == 4);
+  CHECK(same.host_phase[0] == std::vector<std::size_t>{1, 2, 3, 4});
+}
