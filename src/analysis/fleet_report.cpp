@@ -129,11 +129,18 @@ PhaseStats fleet_phase(const FleetReport& r, std::size_t k) {
   return out;
 }
 
-/// The phase each host is judged at, as analyse() picks it for one host: the fleet's
-/// throughput knee, else its highest load.
+/// The phase each host is judged at: the fleet's throughput knee, else its highest load by
+/// users, whether or not its throughput is known there. A generator starved of CPU (its own
+/// quota) reports too few counter updates to give a rate at the loads it cannot keep up with,
+/// and judging at the highest load that has one would judge where nothing had saturated yet.
 std::optional<std::size_t> judged_phase(const CapacityReport& fleet) {
   if (fleet.knee.phase) return fleet.knee.phase->index;
-  if (fleet.bottleneck.phase) return fleet.bottleneck.phase->index;
+  std::optional<std::size_t> most;
+  for (std::size_t k = 0; k < fleet.phases.size(); ++k) {
+    const auto& users = fleet.phases[k].users;
+    if (users && (!most || *users >= *fleet.phases[*most].users)) most = k;
+  }
+  if (most) return most;
   if (!fleet.phases.empty()) return fleet.phases.size() - 1;
   return std::nullopt;
 }
@@ -242,15 +249,21 @@ void match_phases(FleetReport& r) {
     }
   }
   for (std::size_t h = 1; h < r.hosts.size(); ++h) {
-    std::size_t extra = r.hosts[h].report.phases.size() - r.host_phase[h].size();
-    if (extra > 0) {
-      left_out.push_back(std::to_string(extra) + " of " + r.hosts[h].name + "'s phases (not on " +
-                         first.name + " or out of order)");
+    const auto& own = r.host_phase[h];
+    const auto& ps = r.hosts[h].report.phases;
+    for (std::size_t j = 0; j < ps.size(); ++j) {
+      if (std::find(own.begin(), own.end(), j) != own.end()) continue;
+      left_out.push_back(r.hosts[h].name + "'s " + ps[j].name + " (not on " + first.name + ")");
     }
   }
   if (left_out.empty()) return;
   std::string list;
-  for (const std::string& s : left_out) list += (list.empty() ? "" : "; ") + s;
+  constexpr std::size_t kNamed = 5;  // a host with hundreds of phases of its own: one line
+  for (std::size_t i = 0; i < std::min(kNamed, left_out.size()); ++i) {
+    list += (i ? "; " : "") + left_out[i];
+  }
+  if (left_out.size() > kNamed)
+    list += "; and " + std::to_string(left_out.size() - kNamed) + " more";
   r.warnings.push_back("phases not on every host, left out of the fleet's figures: " + list);
 }
 

@@ -148,3 +148,18 @@ TEST_CASE("phases are matched by name and instant, not by index") {
   REQUIRE(same.fleet.phases.size() == 4);
   CHECK(same.host_phase[0] == std::vector<std::size_t>{1, 2, 3, 4});
 }
+
+TEST_CASE("without a knee every host is judged at the highest load, rate or not") {
+  // The generator's own quota starves it from 30 users on: too few counter updates for a rate
+  // there. Judged at 50 users, not at 20 (the highest load with a rate), where it still kept up.
+  auto gen = generator("gen-1", 10, 1000);
+  for (std::size_t k = 2; k < gen.report.phases.size(); ++k) {
+    gen.report.phases[k].rps.reset();
+    gen.report.phases[k].rps_unavailable = "1 counter update in 5 s";
+  }
+  auto r = build_fleet_report({target_host("sut-1", 0.001), gen});
+  CHECK_FALSE(r.fleet.knee.phase);
+  REQUIRE(r.verdicts[1].phase);
+  CHECK(*r.verdicts[1].phase == 4);
+  CHECK_THAT(r.summary, Catch::Contains("users=50"));
+}
