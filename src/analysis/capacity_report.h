@@ -31,6 +31,7 @@ struct RunInfo {
   std::map<std::string, std::string> labels;
   std::optional<double> start, end;  // unix seconds
   std::string status;                // e.g. finished, interrupted
+  std::vector<std::string> hosts;    // a run across loadwatches: the hosts that took part
 
   bool operator==(const RunInfo&) const = default;
 };

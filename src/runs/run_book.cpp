@@ -30,6 +30,7 @@ std::size_t run_bytes(const Run& run) {
   std::size_t n = 256 + run.name.size() + run.origin.size();
   for (const auto& [k, v] : run.labels) n += k.size() + v.size() + 8;
   for (const RunPhase& p : run.phases) n += 96 + p.name.size();
+  for (const std::string& h : run.hosts) n += 4 + h.size();
   return n;
 }
 
@@ -286,6 +287,10 @@ RunBook::Change RunBook::start_run(const StartRunRequest& request) {
     std::string why;
     Run* run = open_locked("api", request.name, request.labels, at, &why, request.id);
     if (!run) throw RunConflict("no room for a new run: " + why);
+    if (!request.hosts.empty()) {
+      run->hosts = request.hosts;
+      save_locked(*run);
+    }
     change.run = *run;
   }
   change.warnings = flush_pending();

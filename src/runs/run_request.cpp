@@ -15,7 +15,7 @@ namespace {
 // keeps a hostile body from building a deep tree at all.
 constexpr int kMaxDepth = 4;
 // The most values a body can need: its fields and a full label map.
-constexpr std::size_t kMaxRequestValues = 2 * kMaxLabels + 16;
+constexpr std::size_t kMaxRequestValues = 2 * kMaxLabels + kMaxRunHosts + 16;
 
 nlohmann::json parse_object(std::string_view body) {
   if (body.size() > kMaxRunBodyBytes) {
@@ -87,6 +87,19 @@ std::string name_problem(std::string_view name) {
   return text_problem(name);
 }
 
+std::string hosts_problem(const std::vector<std::string>& hosts) {
+  if (hosts.size() > kMaxRunHosts) return "more than " + std::to_string(kMaxRunHosts) + " hosts";
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    if (std::string why = name_problem(hosts[i]); !why.empty()) {
+      return "host " + std::to_string(i + 1) + ": " + why;
+    }
+    for (std::size_t k = 0; k < i; ++k) {
+      if (hosts[k] == hosts[i]) return "\"" + hosts[i] + "\" given twice";
+    }
+  }
+  return "";
+}
+
 std::string label_problem(const std::string& key, const std::string& value) {
   if (!label_name_ok(key)) {
     return "label names match [a-zA-Z_][a-zA-Z0-9_]* (at most " +
@@ -119,7 +132,7 @@ std::string clean_name(std::string_view raw, std::string_view fallback) {
 
 StartRunRequest parse_start_request(std::string_view body) {
   nlohmann::json j = parse_object(body);
-  check_fields(j, {"name", "labels", "id", "at"});
+  check_fields(j, {"name", "labels", "id", "at", "hosts"});
   StartRunRequest req;
   req.name = name_field(j, "name");
   req.at = instant_field(j);
@@ -129,6 +142,20 @@ StartRunRequest parse_start_request(std::string_view body) {
       throw RunRequestError("id", "want a run id (YYYYMMDDTHHMMSS-name)");
     }
     req.id = id->get<std::string>();
+  }
+  auto hosts = j.find("hosts");
+  if (hosts != j.end() && !hosts->is_null()) {
+    if (!hosts->is_array()) throw RunRequestError("hosts", "want an array of names");
+    if (hosts->size() > kMaxRunHosts) {
+      throw RunRequestError("hosts", "more than " + std::to_string(kMaxRunHosts) + " hosts");
+    }
+    for (const auto& h : *hosts) {
+      if (!h.is_string()) throw RunRequestError("hosts", "want an array of names");
+      req.hosts.push_back(h.get<std::string>());
+    }
+    if (std::string why = hosts_problem(req.hosts); !why.empty()) {
+      throw RunRequestError("hosts", why);
+    }
   }
   auto labels = j.find("labels");
   if (labels == j.end() || labels->is_null()) return req;
