@@ -129,16 +129,28 @@ PhaseStats fleet_phase(const FleetReport& r, std::size_t k) {
   return out;
 }
 
+/// How long phase `p` lasted, when known.
+std::optional<double> phase_seconds(const PhaseStats& p) {
+  if (p.start && p.end) return *p.end - *p.start;
+  return std::nullopt;
+}
+
 /// The phase each host is judged at: the fleet's throughput knee, else its highest load by
 /// users, whether or not its throughput is known there. A generator starved of CPU (its own
 /// quota) reports too few counter updates to give a rate at the loads it cannot keep up with,
 /// and judging at the highest load that has one would judge where nothing had saturated yet.
+/// A stub shorter than half the longest phase (a step opened as the generator quit) is no load.
 std::optional<std::size_t> judged_phase(const CapacityReport& fleet) {
   if (fleet.knee.phase) return fleet.knee.phase->index;
+  double longest = 0;
+  for (const PhaseStats& p : fleet.phases)
+    longest = std::max(longest, phase_seconds(p).value_or(0));
   std::optional<std::size_t> most;
   for (std::size_t k = 0; k < fleet.phases.size(); ++k) {
-    const auto& users = fleet.phases[k].users;
-    if (users && (!most || *users >= *fleet.phases[*most].users)) most = k;
+    const PhaseStats& p = fleet.phases[k];
+    auto seconds = phase_seconds(p);
+    if (!p.users || (seconds && *seconds < longest / 2)) continue;
+    if (!most || *p.users >= *fleet.phases[*most].users) most = k;
   }
   if (most) return most;
   if (!fleet.phases.empty()) return fleet.phases.size() - 1;

@@ -162,4 +162,13 @@ TEST_CASE("without a knee every host is judged at the highest load, rate or not"
   REQUIRE(r.verdicts[1].phase);
   CHECK(*r.verdicts[1].phase == 4);
   CHECK_THAT(r.summary, Catch::Contains("users=50"));
+  // A stub step opened as the generator quit (2 s of 60) is no load to judge at.
+  PhaseStats stub = phase(60);
+  stub.end = *stub.start + 2;
+  auto sut = target_host("sut-1", 0.001);
+  gen.report.phases.push_back(stub);
+  sut.report.phases.push_back(stub);
+  auto with_stub = build_fleet_report({sut, gen});
+  REQUIRE(with_stub.verdicts[1].phase);
+  CHECK(*with_stub.verdicts[1].phase == 4);
 }
