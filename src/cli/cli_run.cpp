@@ -586,6 +586,17 @@ int join_run(Host& from, std::vector<Host>& hosts, const JoinPlan& plan) {
   }
   std::printf("%s\n", joined.id.c_str());
   std::fflush(stdout);
+  // The other loadwatch's record learns the hosts too (its run was opened by no client). Its
+  // run API may be read-only: the others still follow the run.
+  nlohmann::json took_part{{"hosts", joined.took_part}};
+  RunAnswer told =
+      from.client.post("/api/v1/runs/" + joined.id + "/hosts",
+                       took_part.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (!told.reached || told.status != 200) {
+    std::fprintf(stderr, "loadwatch run join: warning: %s keeps no hosts with the run: %s\n",
+                 from.name.c_str(),
+                 told.reached ? server_message(told).c_str() : told.error.c_str());
+  }
   std::fprintf(stderr, "loadwatch run join: run %s of %s joined on %zu loadwatches\n",
                joined.id.c_str(), from.name.c_str(), hosts.size());
 

@@ -346,6 +346,19 @@ RunBook::Change RunBook::stop_run(const std::optional<std::string>& run_id,
   return change;
 }
 
+RunBook::Change RunBook::set_hosts(const std::string& run_id, const HostsRequest& request) {
+  Change change;
+  {
+    std::lock_guard lock(mutex_);
+    check_open_locked(run_id);
+    current_->hosts = request.hosts;
+    save_locked(*current_);
+    change.run = *current_;
+  }
+  change.warnings = flush_pending();
+  return change;
+}
+
 std::optional<Run> RunBook::current() const {
   std::lock_guard lock(mutex_);
   return current_;

@@ -69,6 +69,23 @@ std::optional<double> instant_field(const nlohmann::json& j) {
   return v;
 }
 
+/// "hosts": names of hosts (absent or null: none).
+std::vector<std::string> hosts_field(const nlohmann::json& j) {
+  std::vector<std::string> out;
+  auto hosts = j.find("hosts");
+  if (hosts == j.end() || hosts->is_null()) return out;
+  if (!hosts->is_array()) throw RunRequestError("hosts", "want an array of names");
+  if (hosts->size() > kMaxRunHosts) {
+    throw RunRequestError("hosts", "more than " + std::to_string(kMaxRunHosts) + " hosts");
+  }
+  for (const auto& h : *hosts) {
+    if (!h.is_string()) throw RunRequestError("hosts", "want an array of names");
+    out.push_back(h.get<std::string>());
+  }
+  if (std::string why = hosts_problem(out); !why.empty()) throw RunRequestError("hosts", why);
+  return out;
+}
+
 }  // namespace
 
 void check_instant(double at, double now) {
@@ -143,20 +160,7 @@ StartRunRequest parse_start_request(std::string_view body) {
     }
     req.id = id->get<std::string>();
   }
-  auto hosts = j.find("hosts");
-  if (hosts != j.end() && !hosts->is_null()) {
-    if (!hosts->is_array()) throw RunRequestError("hosts", "want an array of names");
-    if (hosts->size() > kMaxRunHosts) {
-      throw RunRequestError("hosts", "more than " + std::to_string(kMaxRunHosts) + " hosts");
-    }
-    for (const auto& h : *hosts) {
-      if (!h.is_string()) throw RunRequestError("hosts", "want an array of names");
-      req.hosts.push_back(h.get<std::string>());
-    }
-    if (std::string why = hosts_problem(req.hosts); !why.empty()) {
-      throw RunRequestError("hosts", why);
-    }
-  }
+  req.hosts = hosts_field(j);
   auto labels = j.find("labels");
   if (labels == j.end() || labels->is_null()) return req;
   if (!labels->is_object()) throw RunRequestError("labels", "want an object of strings");
@@ -195,6 +199,13 @@ PhaseRequest parse_phase_request(std::string_view body) {
     req.name = "users=" + std::to_string(*req.users);
   }
   return req;
+}
+
+HostsRequest parse_hosts_request(std::string_view body) {
+  nlohmann::json j = parse_object(body);
+  check_fields(j, {"hosts"});
+  if (!j.contains("hosts")) throw RunRequestError("hosts", "required");
+  return HostsRequest{hosts_field(j)};
 }
 
 StopRequest parse_stop_request(std::string_view body) {

@@ -58,12 +58,18 @@ struct StopRequest {
   std::optional<double> at = std::nullopt;
 };
 
+struct HostsRequest {
+  std::vector<std::string> hosts;
+};
+
 /// {"name": "checkout", "labels": {"build": "1234"}, "id": "...", "at": 1764680000.25}; id and
 /// at optional. Throws RunRequestError.
 StartRunRequest parse_start_request(std::string_view body);
 /// {"name": "step 2", "users": 100, "at": ...}; name or users (or both) required. Throws
 /// RunRequestError.
 PhaseRequest parse_phase_request(std::string_view body);
+/// {"hosts": ["sut-1", "gen-1"]}: the hosts an open run takes part on. Throws RunRequestError.
+HostsRequest parse_hosts_request(std::string_view body);
 /// Empty, or a JSON object with at most "at". Throws RunRequestError.
 StopRequest parse_stop_request(std::string_view body);
 /// RunRequestError("at") unless `at` lies within kMaxRunClockOffsetSeconds of `now`.

@@ -43,14 +43,17 @@ class CpuQuota:
         self.v2 = False
 
     def __enter__(self):
-        quota = int(self.cores * PERIOD_US)
+        # cores None: no quota, only the weight (a process that must not be slowed by the
+        # machine's other work either).
+        quota = int(self.cores * PERIOD_US) if self.cores else -1
         try:
             # The machine's cgroup set-up is left as it is: only a root that hands the cpu
             # controller to its children already will do.
             if "cpu" in _read(os.path.join(V2, "cgroup.subtree_control")).split():
                 self.path, self.v2 = os.path.join(V2, self.name), True
                 os.mkdir(self.path)
-                _write(os.path.join(self.path, "cpu.max"), "%d %d" % (quota, PERIOD_US))
+                _write(os.path.join(self.path, "cpu.max"),
+                       "%s %d" % (quota if quota > 0 else "max", PERIOD_US))
                 _write(os.path.join(self.path, "cpu.weight"), "10000")
                 return self
         except OSError:

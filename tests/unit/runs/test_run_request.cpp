@@ -203,3 +203,20 @@ TEST_CASE("the hosts of a run across loadwatches are names, capped and each once
   CHECK(start_field(many + "]}") == "hosts");
   CHECK(hosts_problem({"a", "b"}).empty());
 }
+
+TEST_CASE("a hosts body names the hosts, nothing else") {
+  CHECK(parse_hosts_request(R"({"hosts":["gen-1","sut-1"]})").hosts ==
+        std::vector<std::string>{"gen-1", "sut-1"});
+  auto field = [](const std::string& body) -> std::string {
+    try {
+      parse_hosts_request(body);
+    } catch (const RunRequestError& e) {
+      return e.field();
+    }
+    return "(accepted)";
+  };
+  CHECK(field("{}") == "hosts");
+  CHECK(field(R"({"hosts":["a","a"]})") == "hosts");
+  CHECK(field(R"({"hosts":["a"],"name":"x"})") == "name");
+  CHECK(field("[]") == "body");
+}
