@@ -157,6 +157,21 @@ std::optional<std::size_t> judged_phase(const CapacityReport& fleet) {
   return std::nullopt;
 }
 
+/// Where a finding ranks among every host's: the check order, except that a host's CPU taken
+/// mostly by processes outside the test (at least half of its busy cores are others': another
+/// tenant of a machine the hosts share, as containers and VMs do) ranks after a process held
+/// at its own limit on any host (its CPU against its quota or affinity, quota throttling).
+/// That process is the test's own limit; the machine's busy cores would be busy without it.
+double fleet_rank(const Finding& f, const PhaseStats& at) {
+  double rank = static_cast<double>(f.check);
+  const HostPhaseStats& h = at.host;
+  if (f.check == Check::host_cpu && h.others_cpu_cores && h.cpu_busy_cores &&
+      *h.others_cpu_cores >= 0.5 * *h.cpu_busy_cores) {
+    rank = static_cast<double>(Check::throttling) + 0.5;
+  }
+  return rank;
+}
+
 /// Same-named targets on hosts of one role: one far busier than another is uneven load.
 void uneven_targets(FleetReport& r, std::size_t k) {
   std::map<std::string, std::vector<std::pair<std::string, double>>> by_target;
@@ -351,15 +366,23 @@ FleetReport build_fleet_report(std::vector<FleetHost> hosts) {
     }
     r.verdicts.push_back(std::move(v));
   }
-  for (const HostVerdict& v : r.verdicts) {
-    if (v.result.findings.empty()) continue;
-    if (!first || v.result.findings[0].check < first->result.findings[0].check) first = &v;
+  const Finding* finding = nullptr;
+  double best = 0;
+  for (std::size_t h = 0; h < r.verdicts.size(); ++h) {
+    const HostVerdict& v = r.verdicts[h];
+    if (!v.phase) continue;
+    const PhaseStats& judged = r.hosts[h].report.phases[r.host_phase[h][*v.phase]];
+    for (const Finding& f : v.result.findings) {
+      double rank = fleet_rank(f, judged);
+      if (!first || rank < best) first = &v, finding = &f, best = rank;
+    }
   }
   std::string where = at ? fmt_phase(r.fleet.phases[*at].name, r.fleet.phases[*at].users) : "";
   std::string basis = r.fleet.knee.phase ? "at the fleet's throughput knee, " : "at ";
   if (first) {
     r.summary = basis + where + ": " + first->host + " (" + host_role_name(first->role) +
-                "): " + first->result.summary;
+                "): " + what_saturated(finding->check) + " (" + finding->subject +
+                "): " + finding->evidence;
   } else if (at) {
     r.summary = basis + where + ": no host shows a limit loadwatch can see";
   } else {

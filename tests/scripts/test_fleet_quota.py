@@ -209,11 +209,17 @@ def judged(rep, host_name, target):
     raise AssertionError("no host %s in %r" % (host_name, [h["name"] for h in rep["hosts"]]))
 
 
+THROTTLED = "the target's cgroup CPU quota (throttling)"
+
+
 def check_verdict(what, rep, host_name, role, target, saturated, truth, failures):
-    """The summary names the host and its target; their figures match /proc and cpu.stat."""
-    want = "%s (%s): %s (%s)" % (host_name, role, saturated, target)
+    """The summary names the host and its target, at its CPU limit or throttled by its quota
+    (CPU time sampled in ticks can read under the quota while it is throttled in most periods);
+    the target's figures match /proc and cpu.stat."""
+    named = ["%s (%s): %s (%s)" % (host_name, role, s, target) for s in (saturated, THROTTLED)]
+    want = named[0]
     t, phase = judged(rep, host_name, target)
-    if want not in rep["summary"]:
+    if not any(n in rep["summary"] for n in named):
         own = [h["verdict"]["summary"] for h in rep["hosts"] if h["name"] == host_name]
         failures.append("%s: the verdict does not name %r: %s; %s's own: %s; its %s at %s: %r"
                         % (what, want, rep["summary"], host_name, own, target, phase["name"], t))
@@ -230,6 +236,7 @@ def check_verdict(what, rep, host_name, role, target, saturated, truth, failures
         failures.append("%s: %s's limit %r, the quota is %g" % (
             what, target, t.get("cpu_limit_cores"), QUOTA))
     else:
+        want = [n for n in named if n in rep["summary"]][0]
         print("ok: %s names %s; %s used %.3f cores (/proc: %.3f) of %g, throttled %.2f "
               "(cpu.stat: %.2f) at %s" % (what, want, target, got_cores, cores, QUOTA, got_ratio,
                                           ratio, phase["name"]))
@@ -382,6 +389,36 @@ def locust_saturated(fleet, failures):
                       "generator", "the load generator's CPU", truth, failures)
 
 
+def join_fails_closed(fleet, failures):
+    """run join: a run that is not there, none coming, and a join ended by SIGTERM, which
+    stops the run it opened rather than leave it open on the other host."""
+    join = [BINARY, "run", "join", "--from=gen=http://%s:%d" % (fleet.gen, LW_PORT),
+            "--url=sut=http://%s:%d" % (fleet.sut, LW_PORT)]
+    missing = fleet.hosts.run("gen", join + ["--run=20200101T000000-none"])
+    waited = fleet.hosts.run("gen", join + ["--wait=1s"])
+    if missing.returncode != 1 or "has no run" not in missing.stderr or \
+            waited.returncode != 1 or "no run opened" not in waited.stderr:
+        failures.append("join without a run: %d %r; %d %r" % (
+            missing.returncode, missing.stderr, waited.returncode, waited.stderr))
+        return
+    run_id = fleet.cli("run", "start", "--name", "joined", "--url=gen=http://%s:%d" % (
+        fleet.gen, LW_PORT)).strip()
+    p = fleet.popen("gen", join, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    eventually(lambda: fleet.api("sut", "/api/v1/runs/%s" % run_id), 15, 0.2,
+               "the joined run on sut")
+    p.terminate()
+    out, err = p.communicate(timeout=15)
+    sut = fleet.api("sut", "/api/v1/runs/%s" % run_id)["data"]
+    gen = fleet.api("gen", "/api/v1/runs/%s" % run_id)["data"]
+    fleet.cli("run", "stop", "--url=gen=http://%s:%d" % (fleet.gen, LW_PORT), "--run", run_id)
+    if p.returncode != 143 or sut["state"] != "finished" or gen["state"] != "running" or \
+            gen.get("hosts") != ["gen", "sut"]:
+        failures.append("a join ended by SIGTERM: exit %d, sut's run %s, gen's %s %r; %r" % (
+            p.returncode, sut["state"], gen["state"], gen.get("hosts"), err))
+    else:
+        print("ok: run join exits 1 without a run; on SIGTERM it stops the run on sut (143)")
+
+
 def main():
     if not shutil.which("locust") or not shutil.which("prometheus"):
         print("SKIP: locust or prometheus missing (scripts/install-deps test)")
@@ -399,6 +436,7 @@ def main():
                 fleet.start_daemons()
                 server_saturated(fleet, failures)
                 locust_saturated(fleet, failures)
+                join_fails_closed(fleet, failures)
             finally:
                 stop_all(procs)
     except (NotPossible, NoQuota) as e:

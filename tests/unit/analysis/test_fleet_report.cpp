@@ -172,3 +172,28 @@ TEST_CASE("without a knee every host is judged at the highest load, rate or not"
   REQUIRE(with_stub.verdicts[1].phase);
   CHECK(*with_stub.verdicts[1].phase == 4);
 }
+
+TEST_CASE("a process at its quota outranks a host CPU busy with others' work") {
+  // Both hosts share one busy machine (others use most of it); sut-1's app is throttled by its
+  // quota. The app is the test's limit, not the machine.
+  auto busy = [](FleetHost h) {
+    for (auto& p : h.report.phases) {
+      p.host.cores = 2;
+      p.host.cpu_busy_cores = 1.98;
+      p.host.others_cpu_cores = 1.85;
+    }
+    return h;
+  };
+  auto sut = busy(target_host("sut-1", 0.001));
+  for (auto& p : sut.report.phases) {
+    p.targets[0].throttled_period_ratio = 0.9;
+    p.targets[0].cpu_limit_cores = 0.1;
+  }
+  auto r = build_fleet_report({busy(generator("gen-1", 10, 1000)), sut});
+  CHECK_THAT(r.summary, Catch::Contains("sut-1 (target host): the target's cgroup CPU quota"));
+  // The host's CPU used by the test's own processes still comes first.
+  auto own = busy(generator("gen-1", 10, 1000));
+  for (auto& p : own.report.phases) p.host.others_cpu_cores = 0.2;
+  auto r2 = build_fleet_report({own, sut});
+  CHECK_THAT(r2.summary, Catch::Contains("gen-1 (generator host): the host's CPU"));
+}
