@@ -3,9 +3,9 @@
 
 Each input is thrown alone (then taken away), then all of them together; PASS when every
 input alone adds at most --budget-mib to the baseline RSS (the peak stays under the stated
-ceiling, baseline + budget: 64 MiB with the 320-worker HTTP pool, --web.max-connections=320)
-and RSS returns to within --after-slack-mib of the baseline once each input is taken away,
-and once the whole burst is over.
+ceiling, baseline + budget), every reader got its answers (200, after retrying any 503 with
+Retry-After, as a client should) and RSS returns to within --after-slack-mib of the baseline
+once each input is taken away, and once the whole burst is over.
 
 Starts a loadwatch binary (loopback only) with a textfile directory, a Graphite port and two
 Prometheus sources served from this process, then throws at it, in turn:
@@ -18,6 +18,8 @@ Prometheus sources served from this process, then throws at it, in turn:
   runs_list     40 concurrent readers, each paging through GET /api/v1/runs?phases=1 over
                 the documented maxima (100 stored runs of 1,000 phases, written before start)
   report_html   20 concurrent readers of report.html of a 1,000-phase run (made through the API)
+  history       20 concurrent readers, 10 answers each, of every series of the 12 targets
+                (all the daemon itself) over the whole history the daemon holds by then
 
 and reports, per step and overall, VmHWM (peak RSS, restarted at each step through
 /proc/PID/clear_refs) and VmRSS after the daemon settled,
@@ -26,7 +28,9 @@ Taking an input away means switching the sources back to a small body and deleti
 textfiles; the "after" figure is taken a few samples after the last step.
 
     python3 bench/memory_ceiling.py --binary build/loadwatch [--budget-mib 40] [--json out]
-        [--daemon-arg=--web.max-connections=320]
+        [--daemon-arg=--history.points=N]
+
+Readers come from 8 loopback addresses (one address may run a quarter of --web.max-requests).
 
 Every wait is bounded; the daemon is stopped by its PID.
 """
@@ -63,6 +67,15 @@ def get(url, timeout=30):
             return r.status, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.read()
+
+
+READER_ADDRESSES = 8  # a reader's share is a quarter of --web.max-requests per address
+
+
+def read(url, reader, timeout=120):
+    """GET from 127.0.0.(1 + reader % READER_ADDRESSES), as many clients would; a 503 with
+    Retry-After is asked again after it, at most 300 times. Returns (status, body, 503s)."""
+    return lwtest.get_from(url, "127.0.0.%d" % (1 + reader % READER_ADDRESSES), timeout, 300)
 
 
 def post_json(url, doc, timeout=30):
@@ -145,6 +158,10 @@ def main():
                 " timeout: 10s}\n"
                 "  - {name: two, kind: prometheus, url: 'http://127.0.0.1:%d/two', interval: 1s,"
                 " timeout: 10s}\n" % (sport, sport))
+        # The history's targets: the daemon itself, so the values move (written once it runs).
+        pidfile = os.path.join(work, "self.pid")
+        f.write("targets:\n" + "".join("  - {name: self%d, match: {pidfile: '%s'}}\n" % (i, pidfile)
+                                        for i in range(12)))
     # The run API's documented maxima, on disk before start: 100 runs of 1,000 phases.
     state = os.path.join(work, "state")
     os.makedirs(os.path.join(state, "runs"))
@@ -161,6 +178,8 @@ def main():
                              "--storage.path=" + state, "--web.enable-run-api"]
                             + args.daemon_arg,
                             stdout=log, stderr=subprocess.STDOUT)
+    with open(pidfile, "w") as f:
+        f.write(str(proc.pid))
     url = "http://127.0.0.1:%d" % port
     results = {"binary": args.binary, "budget_mib": args.budget_mib,
                "daemon_args": args.daemon_arg, "steps": []}
@@ -261,26 +280,28 @@ def main():
             return {"series_written": series}
 
         def runs_list():
-            def reader(_):
-                pages, size, worst, token = 0, 0, 0.0, ""
+            def reader(i):
+                pages, size, worst, token, busy = 0, 0, 0.0, "", 0
                 for _ in range(100):  # bounded: 100 runs are 10 pages of 10
                     path = "/api/v1/runs?phases=1" + ("&page_token=" + token if token else "")
                     t = time.time()
-                    status, body = get(url + path, timeout=120)
+                    status, body, b = read(url + path, i)
+                    busy += b
                     worst = max(worst, time.time() - t)
                     if status != 200:
-                        return (status, pages, size, worst)
+                        return (status, pages, size, worst, busy)
                     pages += 1
                     size = max(size, len(body))
                     token = json.loads(body).get("next_page_token", "")
                     if not token:
                         break
-                return (200, pages, size, worst)
+                return (200, pages, size, worst, busy)
             got = lwtest.concurrently(40, reader)
             return {"readers": 40, "statuses": sorted({g[0] for g in got}),
                     "pages_each": max(g[1] for g in got),
                     "largest_answer_bytes": max(g[2] for g in got),
-                    "slowest_answer_s": round(max(g[3] for g in got), 2)}
+                    "slowest_answer_s": round(max(g[3] for g in got), 2),
+                    "retried_503": sum(g[4] for g in got)}
 
         report_run = {}
 
@@ -297,14 +318,38 @@ def main():
             make_report_run()
             reset_peak(proc.pid)  # the readers' peak, not the 1,000 phase POSTs'
             path = url + "/api/v1/runs/%s/report.html" % report_run["id"]
-            def reader(_):
+            def reader(i):
                 t = time.time()
-                status, body = get(path, timeout=300)
-                return (status, len(body), time.time() - t)
+                status, body, busy = read(path, i, timeout=300)
+                return (status, len(body), time.time() - t, busy)
             got = lwtest.concurrently(20, reader)
             return {"readers": 20, "statuses": sorted({g[0] for g in got}),
                     "answer_bytes": max(g[1] for g in got),
-                    "slowest_answer_s": round(max(g[2] for g in got), 2)}
+                    "slowest_answer_s": round(max(g[2] for g in got), 2),
+                    "retried_503": sum(g[3] for g in got)}
+
+        def history():
+            families = ("loadwatch_process_cpu_seconds_total,loadwatch_process_resident_memory_bytes,"
+                        "loadwatch_process_open_fds,loadwatch_process_max_fds,"
+                        "loadwatch_process_threads,loadwatch_process_cpu_limit_cores,"
+                        "loadwatch_target_processes,loadwatch_procs_running")
+            path = url + "/api/v1/history?series=" + families
+
+            def reader(i):
+                size, worst, busy, statuses = 0, 0.0, 0, set()
+                for _ in range(10):
+                    t = time.time()
+                    status, body, b = read(path, i)
+                    worst = max(worst, time.time() - t)
+                    busy += b
+                    statuses.add(status)
+                    size = max(size, len(body))
+                return (statuses, size, worst, busy)
+            got = lwtest.concurrently(20, reader)
+            return {"readers": 20, "statuses": sorted(set().union(*(g[0] for g in got))),
+                    "answer_bytes": max(g[1] for g in got),
+                    "slowest_answer_s": round(max(g[2] for g in got), 2),
+                    "retried_503": sum(g[3] for g in got)}
 
         def calm():
             bodies.one = bodies.two = Bodies.small
@@ -342,7 +387,7 @@ def main():
         for name, run in (("source_1m", source_1m), ("source_15mib", source_15mib),
                           ("influx_pct", influx_pct), ("influx_names", influx_names),
                           ("textfiles", textfile_burst), ("runs_list", runs_list),
-                          ("report_html", report_html)):
+                          ("report_html", report_html), ("history", history)):
             if args.steps and name not in args.steps.split(","):
                 continue
             step(name, run)
@@ -358,9 +403,13 @@ def main():
         ceiling = baseline + args.budget_mib * 1024
         slack = args.after_slack_mib * 1024
         held = [r["step"] for r in results["steps"] if r.get("after_kib", 0) > baseline + slack]
+        unanswered = [r["step"] for r in results["steps"] if r.get("statuses", [200]) != [200]]
         results.update(alone_peak_kib=alone_peak, all_peak_kib=overall_peak, after_kib=after,
-                       ceiling_kib=ceiling, held_after=held,
-                       passed=alone_peak <= ceiling and after <= baseline + slack and not held)
+                       ceiling_kib=ceiling, held_after=held, unanswered=unanswered,
+                       passed=alone_peak <= ceiling and after <= baseline + slack and not held
+                       and not unanswered)
+        if unanswered:
+            print("readers not answered 200 in: %s" % ", ".join(unanswered))
         if held:
             print("RSS not back within %.0f MiB after: %s" % (args.after_slack_mib,
                                                               ", ".join(held)))

@@ -34,6 +34,9 @@ DS = {"type": "prometheus", "uid": "${datasource}"}
 # TARGET for metrics of a target (process group).
 HOST = 'job=~"$job", instance=~"$instance"'
 TARGET = HOST + ', target=~"$target"'
+# The hosts that took part in the chosen runs: their loadwatch exports the run's start while it
+# is open and after it finished (its last finished run), by instance.
+IN_RUN = f'and on (job, instance) loadwatch_run_start_timestamp_seconds{{{HOST}, run=~"$run"}}'
 
 
 def q(expr, legend, **extra):
@@ -395,12 +398,47 @@ def soak():
 def fleet():
     return {
         "uid": "loadwatch-fleet",
+        "runs": True,
+        "run_variable": True,
         "title": "loadwatch / Fleet",
         "description": "Every host of a run side by side, one line per instance: an uneven "
                        "load balancer or one hot host shows at a glance.",
         "time": {"from": "now-1h", "to": "now"},
         "refresh": "30s",
         "rows": [
+            row("Hosts of the run",
+                timeseries(
+                    "Phase users per host of the run",
+                    "Users of the current phase on each host that took part in the chosen run "
+                    "(the Run variable). One run opened on every host by `loadwatch run --url "
+                    "A --url B` steps on all of them at the same instants: a host whose steps "
+                    "lag the others has its clock off, or missed the phase.",
+                    [q(f'max by (job, instance) (loadwatch_run_phase_users{{{HOST}, '
+                       f'run=~"$run"}})', "{{instance}}")],
+                    minimum=0, w=6),
+                timeseries(
+                    "Host CPU busy, hosts of the run",
+                    "Busy share of each host's CPU, only the hosts that took part in the run, "
+                    "side by side with the run and phase annotations: the first to reach 100% "
+                    "(a generator host too) is what saturated first.",
+                    [q(f"instance:loadwatch_cpu_seconds_busy:ratio_rate1m{{{HOST}}} {IN_RUN}",
+                       "{{instance}}")],
+                    unit="percentunit", minimum=0, threshold_line=0.9, w=6),
+                timeseries(
+                    "Generator requests per second, hosts of the run",
+                    "Requests per second of each generator host in the run (all its sources): "
+                    "their sum is the fleet's throughput; one host flat while the others rise "
+                    "is a generator at its limit.",
+                    [q(f"sum by (job, instance) (instance_source:loadwatch_generator_requests:"
+                       f"rate1m{{{HOST}}}) {IN_RUN}", "{{instance}}")],
+                    unit="reqps", minimum=0, w=6),
+                timeseries(
+                    "Target CPU, hosts of the run",
+                    "CPU (cores, user + system) of each target on each host of the run: "
+                    "replicas far apart are an uneven load balancer.",
+                    [q(f"instance_target:loadwatch_process_cpu_seconds:rate1m{{{TARGET}}} "
+                       f"{IN_RUN}", "{{target}} on {{instance}}")],
+                    axis_label="cores", minimum=0, w=6)),
             row("Hosts",
                 timeseries(
                     "Host CPU busy per instance",
@@ -454,7 +492,7 @@ def fleet():
     }
 
 
-def variables():
+def variables(run=False):
     def query_var(name, label, query, all_value=".+"):
         return {
             "name": name, "label": label, "type": "query", "datasource": DS,
@@ -472,7 +510,9 @@ def variables():
                   'label_values(loadwatch_build_info{job=~"$job"}, instance)'),
         query_var("target", "Target",
                   'label_values(loadwatch_target_up{job=~"$job", instance=~"$instance"}, target)'),
-    ]
+    ] + ([query_var("run", "Run",
+                    'label_values(loadwatch_run_start_timestamp_seconds{job=~"$job", '
+                    'instance=~"$instance"}, run)')] if run else [])
 
 
 def build(spec):
@@ -519,7 +559,7 @@ def build(spec):
         "links": [{"title": "loadwatch dashboards", "type": "dashboards", "tags": ["loadwatch"],
                    "asDropdown": True, "includeVars": True, "keepTime": True}],
         "annotations": {"list": annotations(spec.get("runs", False))},
-        "templating": {"list": variables()},
+        "templating": {"list": variables(spec.get("run_variable", False))},
         "panels": panels,
     }
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <limits>
 #include <memory>
 
 #include "flags.h"
@@ -105,7 +106,12 @@ int serve(const Options& options, Config config) {
   HttpServerSettings http_settings;
   http_settings.listen_address = options.listen_address;
   http_settings.max_requests = options.max_requests;
+  http_settings.max_requests_per_address = options.max_requests_per_address;
   http_settings.max_connections = options.max_connections;
+  http_settings.max_connections_per_address = options.max_connections_per_address;
+  http_settings.max_requests_per_connection = options.max_requests_per_connection;
+  http_settings.max_connection_age_ms = static_cast<int>(std::min<std::chrono::milliseconds::rep>(
+      options.max_connection_age.count(), std::numeric_limits<int>::max()));
   http_settings.web_config_file = options.web_config_file;
   AnswerBuilder answers;  // outlives the server, whose big-answer routes it runs
   HttpServer http(http_settings);

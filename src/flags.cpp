@@ -1,12 +1,45 @@
 #include "flags.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <optional>
 #include <set>
+#include <stdexcept>
+#include <string>
 
 #include "cli/subcommands.h"
 #include "collectors/collector.h"
 
 namespace loadwatch {
+
+namespace {
+
+/// The HTTP caps against each other; sets o.max_connection_age. The error, if any. The default
+/// share of connections per address shrinks with a smaller --web.max-connections; a share given
+/// above it is an error.
+std::optional<std::string> check_web_flags(Options& o, const std::string& connection_age,
+                                           bool connections_per_address_given) {
+  if (!connections_per_address_given) {
+    o.max_connections_per_address = std::min(o.max_connections_per_address, o.max_connections);
+  }
+  if (o.max_requests_per_address > o.max_requests) {
+    return "--web.max-requests-per-address=" + std::to_string(o.max_requests_per_address) +
+           " is more than --web.max-requests=" + std::to_string(o.max_requests);
+  }
+  if (o.max_connections_per_address > o.max_connections) {
+    return "--web.max-connections-per-address=" + std::to_string(o.max_connections_per_address) +
+           " is more than --web.max-connections=" + std::to_string(o.max_connections);
+  }
+  try {
+    o.max_connection_age = parse_duration(connection_age);
+    if (o.max_connection_age.count() < 1000) throw std::invalid_argument("must be at least 1s");
+  } catch (const std::invalid_argument& e) {
+    return std::string("--web.max-connection-age: ") + e.what();
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 ParsedFlags parse_flags(int argc, char** argv) {
   ParsedFlags parsed;
@@ -20,6 +53,7 @@ ParsedFlags parse_flags(int argc, char** argv) {
   if (!subcommands().empty()) app.footer(footer);
   std::string interval = "1s";
   std::string runs_min_age = "1h";
+  std::string connection_age = "5m";
   app.add_option("--config.file", o.config_file, "YAML config file");
   app.add_flag("--config.check", o.config_check, "Validate the config and flags, then exit 0/1");
   app.add_option("--web.listen-address", o.listen_address, "Address to serve /metrics on");
@@ -27,9 +61,22 @@ ParsedFlags parse_flags(int argc, char** argv) {
                  "exporter-toolkit compatible TLS and basic-auth file");
   app.add_option("--web.max-requests", o.max_requests, "Concurrent HTTP requests before 503")
       ->check(CLI::Range(1, 10000));
+  app.add_option("--web.max-requests-per-address", o.max_requests_per_address,
+                 "Concurrent HTTP requests of one client address before 503 (default: a quarter "
+                 "of --web.max-requests, at least 2)")
+      ->check(CLI::Range(1, 10000));
   app.add_option("--web.max-connections", o.max_connections,
-                 "HTTP connections open at once (idle and slow ones included), 64 per address")
+                 "HTTP connections open at once (idle and slow ones included)")
       ->check(CLI::Range(8, 100000));
+  auto* connections_per_address =
+      app.add_option("--web.max-connections-per-address", o.max_connections_per_address,
+                     "HTTP connections one client address may hold")
+          ->check(CLI::Range(1, 100000));
+  app.add_option("--web.max-requests-per-connection", o.max_requests_per_connection,
+                 "Requests on one keep-alive HTTP connection before it is closed")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--web.max-connection-age", connection_age,
+                 "Age at which a keep-alive HTTP connection is closed after its current request");
   app.add_option("--sample.interval", interval, "How often /proc is sampled (500ms, 1s, 2m)");
   app.add_option("--history.points", o.history_points,
                  "Samples the in-memory history keeps (7200 = 2h at 1s); 0 turns it off")
@@ -93,6 +140,11 @@ ParsedFlags parse_flags(int argc, char** argv) {
     if (o.sample_interval.count() < 10) throw std::invalid_argument("must be at least 10ms");
   } catch (const std::invalid_argument& e) {
     parsed.message = std::string("--sample.interval: ") + e.what() + "\n";
+    parsed.exit_code = 1;
+    return parsed;
+  }
+  if (auto error = check_web_flags(o, connection_age, connections_per_address->count() > 0)) {
+    parsed.message = *error + "\n";
     parsed.exit_code = 1;
     return parsed;
   }

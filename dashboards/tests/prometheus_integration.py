@@ -687,6 +687,7 @@ class Run:
     @staticmethod
     def substitute(expr):
         out = expr.replace("$job", JOB).replace("$instance", ".+").replace("$target", ".+")
+        out = out.replace("$run", ".+")
         if "$" in out:
             raise Failure(f"unsubstituted variable in {expr}")
         return out

@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "analysis/fleet_latency.h"
 #include "analysis/format_figures.h"
 #include "analysis/json_fields.h"
 
@@ -66,20 +67,42 @@ void weigh_errors(PhaseStats& out, const std::vector<const PhaseStats*>& generat
   if (requests > 0) out.error_ratio = failures / requests;
 }
 
-/// Latency: one generator host's quantiles stand as they are; the quantiles of several cannot
-/// be averaged, and their histograms are not in the per-host reports.
+/// Latency: one generator host's quantiles stand as they are; several hosts' histograms are
+/// summed by bucket, and without every one of them there is none (quantiles are never
+/// averaged).
 void latency(PhaseStats& out, const std::vector<const PhaseStats*>& generators,
-             const std::string& name) {
-  if (generators.size() != 1) {
-    if (generators.size() > 1) {
-      out.latency_window =
-          "unavailable: " + std::to_string(generators.size()) +
-          " generator hosts; quantiles are never averaged, and the per-host reports carry no "
-          "histogram to merge (see each host's own latency)";
+             const std::vector<const FleetHost*>& hosts, std::size_t k) {
+  if (generators.size() > 1) {
+    std::vector<const std::vector<HistogramBucket>*> histograms;
+    for (const FleetHost* h : hosts) {
+      if (k >= h->phase_histograms.size() || h->phase_histograms[k].empty()) {
+        out.latency_window =
+            "unavailable: " + std::to_string(generators.size()) + " generator hosts, and " +
+            h->name + "'s histogram is missing (" +
+            (!h->histogram_unavailable.empty() ? h->histogram_unavailable
+             : h->phase_histograms.empty()
+                 ? "its loadwatch's report carries quantiles, not histogram buckets"
+                 : "none over this phase") +
+            "); quantiles are never averaged (see each host's own latency)";
+        return;
+      }
+      histograms.push_back(&h->phase_histograms[k]);
+    }
+    if (!merge_host_histograms(out, histograms, hosts[0]->histogram_window)) {
+      out.latency_window = "unavailable: the " + std::to_string(generators.size()) +
+                           " generator hosts' histograms have other buckets or no request; "
+                           "quantiles are never averaged (see each host's own latency)";
     }
     return;
   }
+  if (generators.empty()) return;
+  const std::string& name = hosts[0]->name;
   const PhaseStats& p = *generators[0];
+  bool quantiles = p.p50_seconds || p.p95_seconds || p.p99_seconds;
+  if (!quantiles && k < hosts[0]->phase_histograms.size() &&
+      merge_host_histograms(out, {&hosts[0]->phase_histograms[k]}, hosts[0]->histogram_window)) {
+    return;
+  }
   out.p50_seconds = p.p50_seconds;
   out.p95_seconds = p.p95_seconds;
   out.p99_seconds = p.p99_seconds;
@@ -97,6 +120,9 @@ void latency(PhaseStats& out, const std::vector<const PhaseStats*>& generators,
 PhaseStats fleet_phase(const FleetReport& r, std::size_t k) {
   std::vector<const PhaseStats*> generators;
   std::vector<std::string> names;
+  std::vector<const FleetHost*> generator_hosts;
+  // The hosts' histograms are read over the first generator host's phases: its own index.
+  std::optional<std::size_t> histogram_phase;
   PhaseStats out;
   for (std::size_t h = 0; h < r.hosts.size(); ++h) {
     const PhaseStats& p = r.hosts[h].report.phases[r.host_phase[h][k]];
@@ -110,6 +136,8 @@ PhaseStats fleet_phase(const FleetReport& r, std::size_t k) {
     if (r.roles[h] == HostRole::generator) {
       generators.push_back(&p);
       names.push_back(r.hosts[h].name);
+      generator_hosts.push_back(&r.hosts[h]);
+      if (!histogram_phase) histogram_phase = r.host_phase[h][k];
     }
     for (const TargetPhaseStats& t : p.targets) {
       TargetPhaseStats named = t;
@@ -125,7 +153,7 @@ PhaseStats fleet_phase(const FleetReport& r, std::size_t k) {
   out.warmup_rule = window.warmup_rule;
   sum_throughput(out, generators, names);
   weigh_errors(out, generators);
-  latency(out, generators, names.empty() ? "" : names[0]);
+  latency(out, generators, generator_hosts, histogram_phase.value_or(k));
   return out;
 }
 

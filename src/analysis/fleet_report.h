@@ -11,6 +11,7 @@
 
 #include "analysis/capacity_report.h"
 #include "analysis/document.h"
+#include "analysis/histogram_quantile.h"
 
 namespace loadwatch::analysis {
 
@@ -38,6 +39,12 @@ struct FleetHost {
   /// Its clock minus the reader's, and the bound of that figure (half the round trip).
   std::optional<double> skew_seconds, skew_uncertainty;
   std::string skew_unavailable;  // why there is no skew
+  /// Its request-duration histogram per phase (by phase index; empty: none), which the
+  /// fleet's latency sums by bucket over the generator hosts; over what stretch each was
+  /// taken, or why there is none.
+  std::vector<std::vector<HistogramBucket>> phase_histograms;
+  std::string histogram_window;
+  std::string histogram_unavailable;
 };
 
 struct HostVerdict {

@@ -12,6 +12,7 @@
 #include "cli/client_flags.h"
 #include "cli/fleet_report_cli.h"
 #include "cli/url_report_loader.h"
+#include "report/label_matchers.h"
 #include "report/prometheus_run.h"
 #include "report/prometheus_series_source.h"
 #include "report/render_html.h"
@@ -65,7 +66,7 @@ int run_report_cli(int argc, char** argv) {
       "loadwatch report"};
   ClientFlags flags;
   std::string file, prometheus, run_ref, instance, format_name = "table", baseline, output,
-                                                   generator_target;
+                                                   generator_target, match;
   double lookback_hours = 24;
   add_client_flags(&app, flags,
                    "loadwatch URL, e.g. http://127.0.0.1:9797 (several: one report across "
@@ -78,6 +79,9 @@ int run_report_cli(int argc, char** argv) {
   app.add_option("--instance", instance,
                  "With --prometheus: the loadwatch's instance label (default: the one that "
                  "exported the run)");
+  app.add_option("--match", match,
+                 "With --prometheus: label matchers that narrow every query, e.g. "
+                 "'{job=\"loadwatch\",env=\"perf\"}'");
   app.add_option("--lookback-hours", lookback_hours, "With --prometheus: how far back to look")
       ->capture_default_str();
   app.add_option("--generator-target", generator_target,
@@ -108,6 +112,14 @@ int run_report_cli(int argc, char** argv) {
     return usage_error("give one of --url, --prometheus or --file");
   }
   if (!prometheus.empty() && run_ref.empty()) return usage_error("--prometheus needs --run");
+  if (!match.empty() && prometheus.empty()) return usage_error("--match: with --prometheus");
+  PrometheusSourceOptions prom;
+  prom.url = prometheus;
+  try {
+    prom.matchers = parse_label_matchers(match);
+  } catch (const LabelMatcherError& e) {
+    return usage_error(e.what());
+  }
   if (daemons.size() > 1) {
     if (!baseline.empty()) return usage_error("--baseline: with one --url");
     std::string out;
@@ -139,7 +151,9 @@ int run_report_cli(int argc, char** argv) {
       // Without --instance, a run several instances exported is one run across their hosts.
       std::vector<std::string> fleet;
       Run run = [&] {
-        PrometheusSeriesSource runs({prometheus, instance});
+        PrometheusSourceOptions o = prom;
+        o.instance = instance;
+        PrometheusSeriesSource runs(o);
         return find_prometheus_run(runs, run_ref, now, lookback_hours * 3600, &instance,
                                    instance.empty() ? &fleet : nullptr);
       }();
@@ -148,13 +162,13 @@ int run_report_cli(int argc, char** argv) {
       if (!fleet.empty()) {
         if (!baseline.empty()) return usage_error("--baseline: with one instance (--instance)");
         std::string out;
-        if (int rc = prometheus_fleet_report(prometheus, fleet, run.id, now, lookback_hours * 3600,
-                                             options, format_name, out)) {
+        if (int rc = prometheus_fleet_report(prom, fleet, run, now, options, format_name, out)) {
           return rc;
         }
         return write_output(out, output);
       }
-      PrometheusSeriesSource source({prometheus, instance});
+      prom.instance = instance;
+      PrometheusSeriesSource source(prom);
       analysis::RunSeries series;
       fresh = report_for_run(run, source, now, options, &series);
       report_json = analysis::render_report_json(*fresh);

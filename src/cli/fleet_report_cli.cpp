@@ -1,7 +1,6 @@
 #include "cli/fleet_report_cli.h"
 
 #include <nlohmann/json.hpp>
-#include <optional>
 
 #include "analysis/fleet_report.h"
 #include "analysis/render.h"
@@ -9,17 +8,20 @@
 #include "cli/cli_common.h"
 #include "cli/daemon_clock.h"
 #include "cli/url_report_loader.h"
-#include "report/prometheus_run.h"
-#include "report/prometheus_series_source.h"
+#include "report/prometheus_fleet.h"
+#include "report/render_fleet_html.h"
 #include "report/run_report.h"
 
 namespace loadwatch::report {
 
 namespace {
 
-int render(std::vector<analysis::FleetHost> hosts, analysis::Format f, std::string& out) {
+int render(std::vector<analysis::FleetHost> hosts, const std::string& format, std::string& out) {
   analysis::FleetReport report = analysis::build_fleet_report(std::move(hosts));
-  if (f == analysis::Format::json) {
+  auto f = analysis::parse_format(format);
+  if (!f) {
+    out = render_fleet_html(report);
+  } else if (f == analysis::Format::json) {
     nlohmann::ordered_json j;
     to_json(j, report);
     out = j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
@@ -31,43 +33,32 @@ int render(std::vector<analysis::FleetHost> hosts, analysis::Format f, std::stri
   return 0;
 }
 
-std::optional<analysis::Format> fleet_format(const std::string& format) {
-  auto f = analysis::parse_format(format);
-  if (!f) analysis::usage_error("--format: a report across hosts is table, markdown or json");
-  return f;
+/// table, markdown, json or html; else the usage error, false.
+bool fleet_format(const std::string& format) {
+  if (format == "html" || analysis::parse_format(format)) return true;
+  analysis::usage_error("--format: a report across hosts is table, markdown, json or html");
+  return false;
 }
 
 }  // namespace
 
-int prometheus_fleet_report(const std::string& prometheus,
-                            const std::vector<std::string>& instances, const std::string& run_id,
-                            double now, double lookback, const RunSeriesOptions& options,
-                            const std::string& format, std::string& out) {
-  auto f = fleet_format(format);
-  if (!f) return analysis::kExitBadInput;
+int prometheus_fleet_report(const PrometheusSourceOptions& prometheus,
+                            const std::vector<std::string>& instances, const Run& run, double now,
+                            const RunSeriesOptions& options, const std::string& format,
+                            std::string& out) {
+  if (!fleet_format(format)) return analysis::kExitBadInput;
   std::vector<analysis::FleetHost> hosts;
   try {
-    for (const std::string& instance : instances) {
-      PrometheusSeriesSource source({prometheus, instance});
-      Run run = find_prometheus_run(source, run_id, now, lookback);
-      analysis::FleetHost h;
-      h.name = instance;
-      h.url = prometheus;
-      h.skew_unavailable =
-          "read from Prometheus: each loadwatch's samples and phases carry its own clock";
-      h.report = report_for_run(run, source, now, options);
-      hosts.push_back(std::move(h));
-    }
+    hosts = prometheus_fleet_hosts(prometheus, instances, run, now, options);
   } catch (const std::exception& e) {
     return analysis::usage_error(e.what());
   }
-  return render(std::move(hosts), *f, out);
+  return render(std::move(hosts), format, out);
 }
 
 int fleet_report(const std::vector<Daemon>& daemons, std::string run_ref, const std::string& format,
                  std::string& out) {
-  auto f = fleet_format(format);
-  if (!f) return analysis::kExitBadInput;
+  if (!fleet_format(format)) return analysis::kExitBadInput;
   std::vector<analysis::FleetHost> hosts;
   try {
     for (const Daemon& d : daemons) {
@@ -104,7 +95,7 @@ int fleet_report(const std::vector<Daemon>& daemons, std::string run_ref, const 
   } catch (const std::exception& e) {
     return analysis::usage_error(e.what());
   }
-  return render(std::move(hosts), *f, out);
+  return render(std::move(hosts), format, out);
 }
 
 }  // namespace loadwatch::report

@@ -1,6 +1,8 @@
 #include "cli/run_client.h"
 
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 #include "sources/curl_library.h"
 #include "sources/http_fetch.h"
@@ -13,6 +15,9 @@ namespace loadwatch {
 namespace {
 
 constexpr std::size_t kMaxAnswerBytes = 16 << 20;
+/// A read answered 503 is asked again this many times, a second apart (the daemon's answer
+/// builders were busy with other readers; its Retry-After says 1).
+constexpr int kBusyRetries = 10;
 
 }  // namespace
 
@@ -55,8 +60,13 @@ RunAnswer RunClient::request(const std::string& path, const std::string* json) c
   if (!options_.user.empty()) fo.password = password_;
   std::string url = options_.url + path;
   RunAnswer answer;
-  answer.sent = unix_now();
-  FetchResult r = json ? http_->post(url, *json, fo) : http_->get(url, fo);
+  FetchResult r;
+  for (int busy = 0;; ++busy) {
+    answer.sent = unix_now();  // of the request answered: the clock skew is read from it
+    r = json ? http_->post(url, *json, fo) : http_->get(url, fo);
+    if (json || r.status != 503 || busy >= kBusyRetries) break;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
   answer.received = unix_now();
   if (r.status == 0) {
     answer.error = url + ": " + r.message;

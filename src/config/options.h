@@ -27,7 +27,14 @@ struct Options {
   std::string textfile_directory;
   std::string graphite_listen_address;
   int max_requests = 40;
+  /// Handlers one client address may have queued or running; 0: a quarter of max_requests, at
+  /// least 2.
+  int max_requests_per_address = 0;
   int max_connections = 1200;
+  int max_connections_per_address = 64;
+  /// A keep-alive connection ends (Connection: close) after this many requests or this age.
+  int max_requests_per_connection = 1000;
+  std::chrono::milliseconds max_connection_age{5 * 60 * 1000};
   /// Points the in-memory history keeps per series (one per sample); 0 turns it off.
   std::size_t history_points = 7200;
   std::size_t history_max_series = 512;

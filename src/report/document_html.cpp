@@ -40,6 +40,16 @@ void table_html(std::string& h, const analysis::Table& t) {
 
 }  // namespace
 
+const char* report_page_css() {
+  return "body{font-family:sans-serif;margin:10px;color:#222}"
+         "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
+         "padding:3px 6px;text-align:right}th{background:#f3f3f3}"
+         "tr.knee td{background:#fde2e2;font-weight:bold}"
+         "td:first-child,td.text{text-align:left}.verdict{font-weight:bold;font-size:16px}"
+         ".fail{color:#c00}.pass{color:#080}pre{background:#f7f7f7;padding:6px;overflow:auto}"
+         "h3{margin:14px 0 6px}table.doc{margin-bottom:8px}";
+}
+
 std::string lines_html(const std::vector<std::string>& lines) {
   std::string h;
   append_lines(h, lines);

@@ -15,6 +15,8 @@ namespace loadwatch::report {
 std::string document_html(const analysis::Document& doc, bool with_title = true);
 /// One section: its heading (h3), sentences, tables and notes.
 std::string section_html(const analysis::Section& section);
+/// The report pages' styles: tables, the marked row (class "knee"), the verdict.
+const char* report_page_css();
 /// Sentences as paragraphs; a run of lines starting "- " as one list.
 std::string lines_html(const std::vector<std::string>& lines);
 

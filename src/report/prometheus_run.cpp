@@ -75,35 +75,58 @@ Run find_prometheus_run(SeriesSource& source, const std::string& ref, double now
   }
   if (instance && !instances.empty() && !instances.begin()->empty()) *instance = *instances.begin();
   run.name = name_of[run.id].empty() ? ref : name_of[run.id];
-  std::map<std::string, std::string> match{{"run", run.id}};
+  auto by_instance = runs_by_instance(source, run, now);
+  if (!by_instance.empty()) run = std::move(by_instance.begin()->second);
+  return run;
+}
+
+// One query per family for every instance: a fleet of many hosts costs what one host does.
+std::map<std::string, Run> runs_by_instance(SeriesSource& source, const Run& found, double now) {
+  std::map<std::string, Run> out;
+  auto run_of = [&](const LabeledSeries& s) -> Run& {
+    auto [it, fresh] = out.try_emplace(label(s, "instance"), found);
+    if (fresh) it->second.phases.clear();
+    return it->second;
+  };
+  std::map<std::string, std::string> match{{"run", found.id}};
   for (const auto& s :
-       source.fetch_last("loadwatch_run_phase_start_timestamp_seconds", match, run.start, now)) {
-    std::string phase = label(s, "phase");
-    if (!s.labels.count("phase") || s.series.empty()) continue;
-    run.phases.push_back({phase, s.series.v.back(), std::nullopt});
+       source.fetch_last("loadwatch_run_start_timestamp_seconds", match, found.start, now)) {
+    if (!s.series.empty()) run_of(s).start = s.series.v.back();
   }
-  for (const auto& s : source.fetch_last("loadwatch_run_phase_users", match, run.start, now)) {
+  for (const auto& s :
+       source.fetch_last("loadwatch_run_phase_start_timestamp_seconds", match, found.start, now)) {
     if (!s.labels.count("phase") || s.series.empty()) continue;
-    for (auto& p : run.phases) {
+    run_of(s).phases.push_back({label(s, "phase"), s.series.v.back(), std::nullopt});
+  }
+  for (const auto& s : source.fetch_last("loadwatch_run_phase_users", match, found.start, now)) {
+    if (!s.labels.count("phase") || s.series.empty()) continue;
+    for (auto& p : run_of(s).phases) {
       if (p.name == label(s, "phase")) p.users = std::llround(s.series.v.back());
     }
   }
-  std::sort(run.phases.begin(), run.phases.end(),
-            [](const RunPhase& a, const RunPhase& b) { return a.start < b.start; });
   // The end: as the daemon exported it once the run finished, else the last sample of the run.
-  std::optional<double> end;
+  std::map<std::string, double> end;
   for (const auto& s :
-       source.fetch_last("loadwatch_run_end_timestamp_seconds", match, run.start, now)) {
-    if (!s.series.empty()) end = s.series.v.back();
+       source.fetch_last("loadwatch_run_end_timestamp_seconds", match, found.start, now)) {
+    if (!s.series.empty()) end[label(s, "instance")] = s.series.v.back();
   }
-  if (!end) {
-    for (const auto& s : source.fetch("loadwatch_run_info", match, run.start, now)) {
-      if (!s.series.empty()) end = std::max(end.value_or(0), s.series.t.back());
+  bool all_ended =
+      std::all_of(out.begin(), out.end(), [&](const auto& kv) { return end.count(kv.first) != 0; });
+  if (!all_ended) {
+    for (const auto& s : source.fetch("loadwatch_run_info", match, found.start, now)) {
+      std::string i = label(s, "instance");
+      if (s.series.empty() || end.count(i) || !out.count(i)) continue;
+      end[i] = std::max(end[i], s.series.t.back());
     }
   }
-  run.end = end.value_or(now);
-  run.state = RunState::Finished;
-  return run;
+  for (auto& [instance, run] : out) {
+    std::sort(run.phases.begin(), run.phases.end(),
+              [](const RunPhase& a, const RunPhase& b) { return a.start < b.start; });
+    auto e = end.find(instance);
+    run.end = e == end.end() ? now : e->second;
+    run.state = RunState::Finished;
+  }
+  return out;
 }
 
 }  // namespace loadwatch::report

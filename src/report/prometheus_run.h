@@ -2,6 +2,9 @@
 // A run as a Prometheus server remembers it, from loadwatch's own run metrics: its start,
 // each phase's start and users, and its end.
 
+#include <map>
+#include <string>
+
 #include "report/series_source.h"
 #include "runs/run.h"
 
@@ -17,5 +20,10 @@ namespace loadwatch::report {
 Run find_prometheus_run(SeriesSource& source, const std::string& ref, double now, double lookback,
                         std::string* instance = nullptr,
                         std::vector<std::string>* instances = nullptr);
+
+/// Run `found` (its id, name and start) as every instance exported it, by instance label
+/// ("" when the source already narrowed to one): its start, phases, users and end, read with
+/// one query per family for all instances at once.
+std::map<std::string, Run> runs_by_instance(SeriesSource& source, const Run& found, double now);
 
 }  // namespace loadwatch::report

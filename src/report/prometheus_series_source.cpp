@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/bounded_json.h"
+#include "util/printable.h"
 
 namespace loadwatch::report {
 
@@ -24,6 +25,20 @@ std::string escape_label(const std::string& v) {
     out += c;
   }
   return out;
+}
+
+/// Prometheus's own reason in a refused answer ({"status":"error","error":"..."}), e.g. an
+/// invalid regex in a --match, on one line and at most 300 bytes; else nothing.
+std::string answer_error(const std::string& body) {
+  if (body.empty()) return {};
+  try {
+    std::string e = json_string_or(parse_bounded_json(body), "error");
+    if (e.empty()) return {};
+    if (e.size() > 300) e = e.substr(0, 300) + "...";
+    return ": " + printable_line(e);
+  } catch (const std::exception&) {
+    return {};
+  }
 }
 
 std::string format_seconds(double t) {
@@ -177,6 +192,7 @@ std::string PrometheusSeriesSource::selector(
   };
   for (const auto& [k, v] : match) add(k, v);
   if (!options_.instance.empty()) add("instance", options_.instance);
+  if (!options_.matchers.empty()) out += (first ? "" : ",") + options_.matchers;
   return out + "}";
 }
 
@@ -184,9 +200,10 @@ std::string PrometheusSeriesSource::get(const std::string& path_and_query) {
   FetchOptions fo;
   fo.timeout = options_.timeout;
   fo.max_bytes = kMaxAnswerBytes;
+  fo.keep_error_body = true;
   FetchResult r = http_->get(options_.url + path_and_query, fo);
   if (!r.ok()) {
-    throw SeriesSourceError("Prometheus " + options_.url + ": " + r.message);
+    throw SeriesSourceError("Prometheus " + options_.url + ": " + r.message + answer_error(r.body));
   }
   return std::move(r.body);
 }
@@ -218,13 +235,23 @@ std::vector<LabeledSeries> PrometheusSeriesSource::query_range(const std::string
 std::vector<LabeledSeries> PrometheusSeriesSource::fetch(
     const std::string& family, const std::map<std::string, std::string>& match, double from,
     double to) {
+  return fetch_expression(selector(family, match), from, to);
+}
+
+std::vector<LabeledSeries> PrometheusSeriesSource::fetch_expression(const std::string& query,
+                                                                    double from, double to) {
   if (!sample_times_ || sample_times_->from != from || sample_times_->to != to) {
     sample_times_ = SampleTimes{
         from, to, query_range(selector("loadwatch_last_sample_timestamp_seconds", {}), from, to)};
   }
-  std::vector<LabeledSeries> out = query_range(selector(family, match), from, to);
+  std::vector<LabeledSeries> out = query_range(query, from, to);
   restamp_to_samples(out, sample_times_->series);
   return without_scrape_labels(std::move(out), !options_.instance.empty());
+}
+
+std::vector<LabeledSeries> PrometheusSeriesSource::instant(const std::string& query, double at) {
+  return parse_query_vector(
+      get("/api/v1/query?query=" + url_encode(query) + "&time=" + format_seconds(at)));
 }
 
 std::vector<LabeledSeries> PrometheusSeriesSource::fetch_last(
@@ -233,9 +260,7 @@ std::vector<LabeledSeries> PrometheusSeriesSource::fetch_last(
   auto range_ms = static_cast<long long>(std::ceil(std::max(to - from, 0.001) * 1000));
   std::string query =
       "last_over_time(" + selector(family, match) + "[" + std::to_string(range_ms) + "ms])";
-  std::string body =
-      get("/api/v1/query?query=" + url_encode(query) + "&time=" + format_seconds(to));
-  return without_scrape_labels(parse_query_vector(body), !options_.instance.empty());
+  return without_scrape_labels(instant(query, to), !options_.instance.empty());
 }
 
 }  // namespace loadwatch::report

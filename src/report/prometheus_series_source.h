@@ -11,8 +11,10 @@
 namespace loadwatch::report {
 
 struct PrometheusSourceOptions {
-  std::string url;          // the server's base URL, e.g. http://prom:9090
-  std::string instance;     // narrows every query to this instance label (empty: any)
+  std::string url;       // the server's base URL, e.g. http://prom:9090
+  std::string instance;  // narrows every query to this instance label (empty: any)
+  /// Narrows every query too: matchers as parse_label_matchers() writes them (empty: none).
+  std::string matchers;
   double step_seconds = 1;  // the query's resolution; raised so no query asks > 11000 points
   std::chrono::milliseconds timeout{10000};
 };
@@ -29,9 +31,16 @@ class PrometheusSeriesSource : public SeriesSource {
                                         const std::map<std::string, std::string>& match,
                                         double from, double to) override;
 
- private:
+  /// fetch() of a PromQL expression over selector()s, e.g. sum by (job, instance, mode) (...):
+  /// its series must keep the job and instance labels, by which they are restamped.
+  std::vector<LabeledSeries> fetch_expression(const std::string& query, double from, double to);
+  /// The answer of an instant query at `at`, labels as Prometheus gives them.
+  std::vector<LabeledSeries> instant(const std::string& query, double at);
+  /// `family{match..., instance, matchers}`: the selector every query of this source uses.
   std::string selector(const std::string& family,
                        const std::map<std::string, std::string>& match) const;
+
+ private:
   std::string get(const std::string& path_and_query);
   std::vector<LabeledSeries> query_range(const std::string& query, double from, double to);
 

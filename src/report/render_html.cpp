@@ -74,13 +74,9 @@ std::string render_report_html(const analysis::CapacityReport& report,
        "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
        "<title>loadwatch run report</title>\n<style>\n";
   h += embedded("uPlot.min.css");
-  h += "\nbody{font-family:sans-serif;margin:10px;color:#222}"
-       "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;"
-       "text-align:right}th{background:#f3f3f3}tr.knee td{background:#fde2e2;font-weight:bold}"
-       "td:first-child,td.text{text-align:left}.verdict{font-weight:bold;font-size:16px}"
-       ".fail{color:#c00}.pass{color:#080}pre{background:#f7f7f7;padding:6px;overflow:auto}"
-       "h3{margin:14px 0 6px}table.doc{margin-bottom:8px}"
-       "\n</style></head><body>\n";
+  h += "\n";
+  h += report_page_css();
+  h += "\n</style></head><body>\n";
   // Every sentence and table is the capacity document's, as the text and markdown reports
   // write them; the script below only draws the charts.
   analysis::Document doc = analysis::capacity_document(report);

@@ -3,7 +3,7 @@
 // input either gives series of finite points or throws SeriesSourceError with a message:
 // never another exception, a crash or a recursion that grows with the input's depth.
 // clang-format off
-// FUZZ_SOURCES: src/report/prometheus_series_source.cpp src/report/series_source.cpp src/analysis/series.cpp src/util/bounded_json.cpp
+// FUZZ_SOURCES: src/report/prometheus_series_source.cpp src/report/series_source.cpp src/analysis/series.cpp src/util/bounded_json.cpp src/util/printable.cpp
 // FUZZ_LIBS:
 // clang-format on
 #include <cmath>

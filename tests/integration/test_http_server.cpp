@@ -1,6 +1,6 @@
 // The HTTP server's request limits over real loopback sockets: body framing (short bodies,
 // chunked errors, ambiguous lengths), per-route body caps, the body memory budget, whole-transfer
-// deadlines and the handler concurrency limit.
+// and keep-alive deadlines and the handler concurrency limit.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -346,6 +346,36 @@ TEST_CASE("http server: a trickled body or a slowly read response is cut at its 
   Raw c(srv.port());  // the server is fine
   c.send("GET /get HTTP/1.1\r\nHost: x\r\n\r\n");
   CHECK(status_of(c.response()) == "HTTP/1.1 200 OK");
+}
+
+TEST_CASE("http server: an idle keep-alive connection closes; a later head has its own time") {
+  HttpServerSettings s = fast();
+  s.keep_alive_timeout_ms = 300;
+  s.request_timeout_ms = 1500;
+  Server srv(s);
+  srv.http.start();
+  {  // Answered, then silent: closed after the keep-alive time, not the request time.
+    Raw c(srv.port());
+    c.send("GET /get HTTP/1.1\r\nHost: x\r\n\r\n");
+    std::string r = c.response();
+    CHECK(status_of(r) == "HTTP/1.1 200 OK");
+    CHECK(r.find("Connection: close") == std::string::npos);
+    double closed = c.seconds_until_closed(5s);
+    CAPTURE(closed);
+    CHECK(closed >= 0.2);
+    CHECK(closed < 1.2);
+  }
+  {  // The next head starts within the keep-alive time and ends after it, within the request
+     // time from its first byte: served.
+    Raw c(srv.port());
+    c.send("GET /get HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(status_of(c.response()) == "HTTP/1.1 200 OK");
+    std::this_thread::sleep_for(100ms);
+    c.send("GET /get HTTP/1.1\r\n");
+    std::this_thread::sleep_for(600ms);
+    c.send("Host: x\r\n\r\n");
+    CHECK(status_of(c.response()) == "HTTP/1.1 200 OK");
+  }
 }
 
 TEST_CASE("http server: max_requests counts running handlers, not slow clients") {

@@ -8,6 +8,7 @@
 import base64
 import ctypes
 import errno
+import http.client
 import http.server
 import json
 import os
@@ -22,6 +23,7 @@ import threading
 import time
 import unittest
 import urllib.error
+import urllib.parse
 import urllib.request
 
 # ctest counts a test that exits with this code as skipped (SKIP_RETURN_CODE, tests/CMakeLists.txt).
@@ -170,6 +172,27 @@ def http_get(url, headers=None, timeout=5):
             return r.status, dict(r.headers), r.read()
     except urllib.error.HTTPError as e:
         return e.code, dict(e.headers), e.read()
+
+
+def get_from(url, address="127.0.0.1", timeout=60, busy_retries=0):
+    """GET `url` from the loopback `address` (each address has its own share of the daemon's
+    handlers). A 503 with Retry-After (handlers or answer builders busy) is asked again after
+    it, at most `busy_retries` times, as a client should. Returns (status, body, 503s seen)."""
+    u = urllib.parse.urlsplit(url)
+    busy = 0
+    while True:
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout,
+                                          source_address=(address, 0))
+        try:
+            conn.request("GET", u.path + ("?" + u.query if u.query else ""))
+            r = conn.getresponse()
+            status, body, wait = r.status, r.read(), r.getheader("Retry-After")
+        finally:
+            conn.close()
+        if status != 503 or not wait or busy >= busy_retries:
+            return status, body, busy
+        busy += 1
+        time.sleep(float(wait))
 
 
 class Loadwatch:

@@ -2,11 +2,13 @@
 answers, a Prometheus server's, saved reports) is bounded in size and depth and total over
 its input. A 2xx answer of the wrong shape, nested 100,000 deep, or a 64 MiB file of "["
 is exit 2 with a message, in bounded time and memory, never a signal."""
+import http.server
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -57,6 +59,30 @@ class Answers:
         self.server.server_close()
 
 
+def busy_server(answer):
+    """A loopback server: GET PATH is answered answer(PATH) (200), or 503 with Retry-After: 1
+    when that is None, as loadwatch answers a read while its answer builders are busy."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):
+            body = answer(self.path)
+            self.send_response(200 if body is not None else 503)
+            if body is None:
+                body = b'{"status":"error","error":"busy; retry later"}'
+                self.send_header("Retry-After", "1")
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
 def setUpModule():
     if not os.access("/usr/bin/time", os.X_OK):
         print("SKIP: /usr/bin/time (Debian package time) measures the peak RSS")
@@ -99,6 +125,28 @@ class RunClient(unittest.TestCase):
         with Answers(json.dumps({"status": "success", "data": [run]}).encode()) as url:
             code, err, _ = run_cli(["run", "list", "--url", url])
             self.assertEqual(code, 0, err)
+
+    def test_a_busy_answer_to_a_read_is_asked_again(self):
+        # The daemon answers a read 503 with Retry-After: 1 while its answer builders are busy
+        # with other readers; the client asks again rather than failing.
+        run = {"id": "r1", "state": "running", "origin": "api", "start": 1.7e9, "end": None,
+               "phases": []}
+        listing = json.dumps({"status": "success", "data": [run]}).encode()
+        asked = []
+
+        def answer(path):
+            asked.append(path)
+            return listing if len(asked) > 2 else None  # None: the server's error answer
+        server = busy_server(answer)
+        try:
+            url = "http://127.0.0.1:%d" % server.server_address[1]
+            code, err, secs = run_cli(["run", "list", "--url", url])
+        finally:
+            server.shutdown()
+            server.server_close()
+        self.assertEqual(code, 0, err)
+        self.assertEqual(len(asked), 3)
+        self.assertGreaterEqual(secs, 2)
 
     def test_exec_does_not_run_the_command_on_an_unexpected_answer(self):
         with tempfile.TemporaryDirectory() as d, Answers(b"[]") as url:

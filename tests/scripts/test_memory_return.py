@@ -8,7 +8,6 @@ followed by readers of that run's report page. After each, VmRSS from /proc/PID/
 come back to within 4 MiB of the baseline taken before it. It used to stay up to 20 MiB above:
 the answers' scratch stayed behind in the malloc caches of every HTTP thread that built one.
 """
-import http.client
 import json
 import os
 import shutil
@@ -16,7 +15,6 @@ import sys
 import tempfile
 import time
 import unittest
-import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -43,16 +41,11 @@ def stored_run(k, phases):
 
 
 def get(url, reader=0):
-    """GET from loopback address 127.0.0.(1 + reader % ADDRESSES); returns (status, body)."""
-    u = urllib.parse.urlsplit(url)
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60,
-                                      source_address=("127.0.0.%d" % (1 + reader % ADDRESSES), 0))
-    try:
-        conn.request("GET", u.path + ("?" + u.query if u.query else ""))
-        r = conn.getresponse()
-        return r.status, r.read()
-    finally:
-        conn.close()
+    """GET from loopback address 127.0.0.(1 + reader % ADDRESSES); returns (status, body). A
+    503 (the answer builders busy with other readers) is asked again after its Retry-After."""
+    status, body, _ = lwtest.get_from(url, "127.0.0.%d" % (1 + reader % ADDRESSES),
+                                      busy_retries=120)
+    return status, body
 
 
 def post(url, doc):

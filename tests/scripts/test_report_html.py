@@ -13,13 +13,8 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import BINARY, SOURCE_DIR  # noqa: E402
 import lwtest  # noqa: E402
+from browser import By, offline_browser, webdriver  # noqa: E402
 
-try:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-except ImportError:  # reported by the test itself
-    webdriver = None
 
 BUILD_DIR = os.environ.get("LOADWATCH_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
 SHOTS = os.path.join(BUILD_DIR, "screenshots")
@@ -77,22 +72,6 @@ def timeline(report):
     return {"series": [{"name": "RPS", "unit": "req/s", "t": t, "v": series["RPS"]},
                        {"name": "p95", "unit": "ms", "t": t, "v": series["p95"]},
                        {"name": "CPU app", "unit": "cores", "t": t, "v": series["CPU app"]}]}
-
-
-def offline_browser():
-    """Headless Chromium with networking off: the page must need nothing but itself."""
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = shutil.which("chromium")
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-              "--window-size=1200,1400", "--hide-scrollbars", "--force-device-scale-factor=1"):
-        opts.add_argument(a)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    d = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
-    d.set_window_size(1200, 1400)
-    d.execute_cdp_cmd("Network.enable", {})
-    d.execute_cdp_cmd("Network.emulateNetworkConditions", {
-        "offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
-    return d
 
 
 # Names that end or blank a <script> element when written raw into it.

@@ -3,6 +3,7 @@ curl and the real Prometheus. Certificates are made at test time with openssl; l
 import http.client
 import json
 import os
+import selectors
 import shutil
 import signal
 import socket
@@ -172,6 +173,14 @@ basic_auth_users:
                     self.assertEqual(code, 401, "%s on %s" % (what, path))
                     self.assertEqual(headers.get("www-authenticate"), "Basic")
                     self.assertEqual(headers.get("x-content-type-options"), "nosniff")
+            # Each 401 is counted, and only they (the readiness probe connected without a
+            # request); the counters reach /metrics with the next sample.
+            def unauthorized():
+                body = curl(lw.https(), *ca, "-u", "alice:s3cret")[3]
+                return lwtest.parse_metrics(body)[("loadwatch_http_rejected_requests_total",
+                                                   frozenset({("reason", "unauthorized")}))]
+            lwtest.eventually(lambda: unauthorized() >= 12, what="12 refusals counted")
+            self.assertEqual(unauthorized(), 12)
             # Plain HTTP to the TLS port: the handshake fails and the connection is closed at
             # once, without a response (curl: 52 empty reply / 56 recv failure).
             t = time.time()
@@ -194,6 +203,19 @@ basic_auth_users:
             rc, code, _, _ = curl(lw.https(), *ca, "--tlsv1.3")
             self.assertNotEqual(rc, 0)
             self.assertEqual(code, 0)
+
+    def test_cipher_suites(self):
+        """TLS 1.2 offers only the configured suites (exporter-toolkit's Go names)."""
+        path = self.tls_auth_config("ciphers.yml", "  max_version: TLS12\n"
+                                    "  cipher_suites: [TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256]")
+        ca = ["--cacert", self.pki.path("ca1.crt"), "-u", "alice:s3cret", "--tls-max", "1.2"]
+        with Server(path) as lw:
+            rc, code, _, _ = curl(lw.https(), *ca, "--ciphers", "ECDHE-ECDSA-AES128-GCM-SHA256")
+            self.assertEqual((rc, code), (0, 200))
+            rc, code, _, _ = curl(lw.https(), *ca, "--ciphers", "ECDHE-ECDSA-AES256-GCM-SHA384")
+            self.assertNotEqual(rc, 0)
+            self.assertEqual(code, 0)
+            self.assertIsNone(lw.proc.poll())
 
     def test_unknown_user_costs_as_much_as_a_wrong_password(self):
         with Server(self.tls_auth_config("timing.yml")) as lw:
@@ -234,6 +256,66 @@ basic_auth_users:
             self.assertGreater(mw, 5.0)
             self.assertLess(abs(mw - mu), 5.0)
             self.assertLess(mr, mw / 2)  # successful checks are cached
+
+    def test_stalled_handshakes_are_cut_and_do_not_delay_scrapes(self):
+        """300 TLS connections from 127.0.0.2-9: half send nothing, half send a real ClientHello
+        (the server does its share of the handshake) and never finish. Scrapes over fresh TLS
+        connections meanwhile all answer within 1 s; the stalled ones are closed after the 5 s
+        head deadline (handshake included), not before 4 s and within 9 s."""
+        with Server(self.tls_auth_config("stall.yml")) as lw:
+            hello_ctx = ssl.create_default_context(cafile=self.pki.path("ca1.crt"))
+            sel = selectors.DefaultSelector()
+            t0 = time.monotonic()
+            for i in range(300):
+                s = socket.create_connection(("127.0.0.1", lw.port), timeout=5,
+                                             source_address=("127.0.0.%d" % (2 + i % 8), 0))
+                if i % 2:
+                    out = ssl.MemoryBIO()
+                    tls = hello_ctx.wrap_bio(ssl.MemoryBIO(), out, server_hostname="localhost")
+                    try:
+                        tls.do_handshake()
+                    except ssl.SSLWantReadError:
+                        pass
+                    s.sendall(out.read())
+                s.setblocking(False)
+                sel.register(s, selectors.EVENT_READ)
+            opened = time.monotonic() - t0
+            ctx = ssl.create_default_context(cafile=self.pki.path("ca1.crt"))
+            auth = {"Authorization": basic("alice", "s3cret")}
+            times = []
+            for _ in range(10):  # within the first 4 s, while every stalled one is held
+                t = time.monotonic()
+                conn = http.client.HTTPSConnection("127.0.0.1", lw.port, context=ctx, timeout=5)
+                conn.request("GET", "/metrics", headers=auth)
+                r = conn.getresponse()
+                body = r.read()
+                conn.close()
+                self.assertEqual(r.status, 200)
+                self.assertIn(b"loadwatch_build_info", body)
+                times.append(time.monotonic() - t)
+                time.sleep(0.1)
+            closed = []
+            while sel.get_map() and time.monotonic() - t0 < 12:
+                for key, _ in sel.select(0.2):
+                    try:
+                        data = key.fileobj.recv(65536)  # the server's half of a handshake
+                    except OSError:
+                        data = b""
+                    if not data:
+                        closed.append(time.monotonic() - t0)
+                        sel.unregister(key.fileobj)
+                        key.fileobj.close()
+            for key in list(sel.get_map().values()):
+                key.fileobj.close()
+            print("300 stalled TLS handshakes (opened in %.1f s): scrapes median %.1f ms, worst "
+                  "%.1f ms; stalled ones closed after %.1f-%.1f s" % (
+                      opened, statistics.median(times) * 1000, max(times) * 1000,
+                      min(closed or [0]), max(closed or [0])))
+            self.assertLess(max(times), 1.0)
+            self.assertEqual(len(closed), 300)
+            self.assertGreaterEqual(min(closed), 4.0)
+            self.assertLess(max(closed), 9.0 + opened)
+            self.assertIsNone(lw.proc.poll())
 
     def test_mutual_tls(self):
         path = self.tls_auth_config("mtls.yml", """  client_auth_type: RequireAndVerifyClientCert

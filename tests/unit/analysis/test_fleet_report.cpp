@@ -2,6 +2,7 @@
 // phase (throughput summed, quantiles never averaged), every host judged at one phase, and the
 // warnings (clock skew, uneven load).
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "analysis/fleet_report.h"
 
@@ -18,9 +19,18 @@ PhaseStats phase(int users) {
   return p;
 }
 
+FleetHost host(const std::string& name, double skew) {
+  FleetHost h;
+  h.name = name;
+  h.url = "http://" + name + ":9797";
+  h.skew_seconds = skew;
+  h.skew_uncertainty = 0.002;
+  return h;
+}
+
 /// A generator host whose throughput rises by `per_user` up to `cap`.
 FleetHost generator(const std::string& name, double per_user, double cap) {
-  FleetHost h{name, "http://" + name + ":9797", {}, 0.01, 0.002, ""};
+  FleetHost h = host(name, 0.01);
   for (int u : {10, 20, 30, 40, 50}) {
     PhaseStats p = phase(u);
     p.rps = std::min(cap, per_user * u);
@@ -37,7 +47,7 @@ FleetHost generator(const std::string& name, double per_user, double cap) {
 }
 
 FleetHost target_host(const std::string& name, double cores_per_user) {
-  FleetHost h{name, "http://" + name + ":9797", {}, -0.02, 0.002, ""};
+  FleetHost h = host(name, -0.02);
   for (int u : {10, 20, 30, 40, 50}) {
     PhaseStats p = phase(u);
     TargetPhaseStats t;
@@ -79,6 +89,36 @@ TEST_CASE("the fleet sums throughput, weighs errors, and never averages quantile
   // One generator host: its quantiles stand as they are.
   auto one = build_fleet_report({generator("gen-1", 10, 300), target_host("sut-1", 0.01)});
   CHECK(one.fleet.phases[1].p95_seconds == Approx(0.2));
+}
+
+TEST_CASE("several generators' latency is their histograms summed by bucket") {
+  // gen-1: 90 requests at <= 10 ms; gen-2: 10 requests in (10, 100] ms. The fleet's p95 lies
+  // in gen-2's bucket, though gen-1's own p95 is 10 ms at most: no average of the two.
+  auto gen1 = generator("gen-1", 10, 300), gen2 = generator("gen-2", 10, 300);
+  gen1.phase_histograms.assign(5, {{0.01, 90}, {0.1, 90}, {INFINITY, 90}});
+  gen2.phase_histograms.assign(5, {{0.01, 0}, {0.1, 10}, {INFINITY, 10}});
+  gen1.histogram_window = gen2.histogram_window = "between the window's edges";
+  auto r = build_fleet_report({gen1, gen2, target_host("sut-1", 0.01)});
+  const PhaseStats& p = r.fleet.phases[1];
+  CHECK(p.latency_method == "histogram");
+  CHECK(p.p95_low_seconds == Approx(0.01));
+  CHECK(p.p95_high_seconds == Approx(0.1));
+  CHECK(p.p95_seconds == Approx(0.01 + 0.09 * 0.5));  // rank 95 of 100: half into the bucket
+  CHECK(p.p50_high_seconds == Approx(0.01));
+  CHECK_THAT(p.latency_window,
+             Catch::Contains("summed by bucket") && Catch::Contains("between the window's edges"));
+  // One host's histogram missing: none, and which host and why.
+  gen2.phase_histograms.clear();
+  gen2.histogram_unavailable = "no buckets here";
+  auto missing = build_fleet_report({gen1, gen2});
+  CHECK_FALSE(missing.fleet.phases[1].p95_seconds);
+  CHECK_THAT(missing.fleet.phases[1].latency_window,
+             Catch::Contains("gen-2's histogram is missing (no buckets here)"));
+  // Other bucket edges cannot be summed.
+  gen2.phase_histograms.assign(5, {{0.02, 0}, {0.1, 10}, {INFINITY, 10}});
+  auto edges = build_fleet_report({gen1, gen2});
+  CHECK_FALSE(edges.fleet.phases[1].p95_seconds);
+  CHECK_THAT(edges.fleet.phases[1].latency_window, Catch::Contains("other buckets"));
 }
 
 TEST_CASE("a generator without throughput leaves the sum out, with its reason") {

@@ -176,9 +176,21 @@
     }
   }
 
-  function getJSON(url) {
+  // A 503 (the daemon's answer builders busy with other readers) is asked again after its
+  // Retry-After, a few times, before the update counts as failed.
+  function get(url, tries) {
     // The origin alone: a page opened as https://user:pass@host/ must not put them in fetch URLs.
     return fetch(location.origin + url, {credentials: "same-origin", cache: "no-store"}).then(function (r) {
+      if (r.status !== 503 || tries <= 1) return r;
+      const wait = Math.min(Number(r.headers.get("Retry-After")) || 1, 5);
+      return new Promise(function (ok) { setTimeout(ok, 1000 * wait); }).then(function () {
+        return get(url, tries - 1);
+      });
+    });
+  }
+
+  function getJSON(url) {
+    return get(url, 3).then(function (r) {
       if (!r.ok) throw new Error(url + ": HTTP " + r.status);
       return r.json();
     });
@@ -239,7 +251,7 @@
   function updateRun() {
     if (!runsApi) return Promise.resolve();
     // The newest run with its phases: the open one is listed first.
-    return fetch(location.origin + "/api/v1/runs?limit=1&phases=1", {credentials: "same-origin", cache: "no-store"}).then(function (r) {
+    return get("/api/v1/runs?limit=1&phases=1", 3).then(function (r) {
       if (r.status === 404) { runsApi = false; return null; }
       if (!r.ok) throw new Error("/api/v1/runs: HTTP " + r.status);
       return r.json();
