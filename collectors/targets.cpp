@@ -41,12 +41,15 @@ struct Target {
   DescendantCache descendants;
   std::uint64_t partial_reads = 0;
   // The cores the group may use (affinity, cgroup quota), re-read every kCpuLimitSamples
-  // samples (every sample while unknown): a few files per member, and limits change rarely.
+  // samples (every sample while unknown, and when the first member is another process: a
+  // restarted target may run under another quota): a few files per member, and limits change
+  // rarely.
   std::optional<double> cpu_limit;
   std::uint32_t cpu_limit_age = 0;
   // The highest nice value over the live members (the least favoured): niced work elsewhere
   // on the host yields CPU to the group only while the group itself does not run niced.
   std::optional<std::int64_t> nice;
+  pid_t cpu_limit_first = 0;
 };
 
 constexpr std::uint32_t kCpuLimitSamples = 15;
@@ -142,7 +145,9 @@ class TargetsCollector final : public Collector {
   /// The largest limit over the live members: the group is only saturated when none of them
   /// has room left. Members gone since they were listed are skipped.
   void refresh_cpu_limit(Target& t, const std::vector<pid_t>& live) {
-    if (t.cpu_limit && ++t.cpu_limit_age < kCpuLimitSamples) return;
+    pid_t first = live.empty() ? 0 : live.front();
+    if (t.cpu_limit && first == t.cpu_limit_first && ++t.cpu_limit_age < kCpuLimitSamples) return;
+    t.cpu_limit_first = first;
     t.cpu_limit_age = 0;
     t.cpu_limit.reset();
     quota_cache_.clear();

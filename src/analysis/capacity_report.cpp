@@ -354,6 +354,7 @@ void to_json(ojson& j, const CapacityReport& r) {
     jf::put(run, "start", r.run->start);
     jf::put(run, "end", r.run->end);
     jf::put(run, "status", r.run->status);
+    if (!r.run->hosts.empty()) run["hosts"] = r.run->hosts;
     j["run"] = std::move(run);
   }
   jf::put(j, "input", r.input);
@@ -390,6 +391,12 @@ void from_json(const json& j, CapacityReport& r) {
       info.start = jf::number(*run, "start");
       info.end = jf::number(*run, "end");
       info.status = jf::string(*run, "status").value_or("");
+      if (const json* hosts = jf::array(*run, "hosts")) {
+        for (const auto& h : *hosts) {
+          if (!h.is_string()) throw std::invalid_argument("hosts: expected strings");
+          info.hosts.push_back(h.get<std::string>());
+        }
+      }
       r.run = std::move(info);
     });
   }

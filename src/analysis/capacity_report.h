@@ -29,8 +29,9 @@ struct RunInfo {
   std::string id;
   std::string name;
   std::map<std::string, std::string> labels;
-  std::optional<double> start, end;  // unix seconds
-  std::string status;                // e.g. finished, interrupted
+  std::optional<double> start, end;     // unix seconds
+  std::string status;                   // e.g. finished, interrupted
+  std::vector<std::string> hosts = {};  // a run across loadwatches: the hosts that took part
 
   bool operator==(const RunInfo&) const = default;
 };

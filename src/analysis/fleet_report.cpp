@@ -121,9 +121,11 @@ PhaseStats fleet_phase(const FleetReport& r, std::size_t k) {
   std::vector<const PhaseStats*> generators;
   std::vector<std::string> names;
   std::vector<const FleetHost*> generator_hosts;
+  // The hosts' histograms are read over the first generator host's phases: its own index.
+  std::optional<std::size_t> histogram_phase;
   PhaseStats out;
   for (std::size_t h = 0; h < r.hosts.size(); ++h) {
-    const PhaseStats& p = r.hosts[h].report.phases[k];
+    const PhaseStats& p = r.hosts[h].report.phases[r.host_phase[h][k]];
     if (out.name.empty()) {
       out.name = p.name;
       out.users = p.users;
@@ -135,6 +137,7 @@ PhaseStats fleet_phase(const FleetReport& r, std::size_t k) {
       generators.push_back(&p);
       names.push_back(r.hosts[h].name);
       generator_hosts.push_back(&r.hosts[h]);
+      if (!histogram_phase) histogram_phase = r.host_phase[h][k];
     }
     for (const TargetPhaseStats& t : p.targets) {
       TargetPhaseStats named = t;
@@ -143,31 +146,65 @@ PhaseStats fleet_phase(const FleetReport& r, std::size_t k) {
     }
   }
   // The stable window is the generators' (their figures are what it cuts), else the first host's.
-  const PhaseStats& window = generators.empty() ? r.hosts[0].report.phases[k] : *generators[0];
+  const PhaseStats& window =
+      generators.empty() ? r.hosts[0].report.phases[r.host_phase[0][k]] : *generators[0];
   out.stable_start = window.stable_start;
   out.stable_seconds = window.stable_seconds;
   out.warmup_rule = window.warmup_rule;
   sum_throughput(out, generators, names);
   weigh_errors(out, generators);
-  latency(out, generators, generator_hosts, k);
+  latency(out, generators, generator_hosts, histogram_phase.value_or(k));
   return out;
 }
 
-/// The phase each host is judged at, as analyse() picks it for one host: the fleet's
-/// throughput knee, else its highest load.
+/// How long phase `p` lasted, when known.
+std::optional<double> phase_seconds(const PhaseStats& p) {
+  if (p.start && p.end) return *p.end - *p.start;
+  return std::nullopt;
+}
+
+/// The phase each host is judged at: the fleet's throughput knee, else its highest load by
+/// users, whether or not its throughput is known there. A generator starved of CPU (its own
+/// quota) reports too few counter updates to give a rate at the loads it cannot keep up with,
+/// and judging at the highest load that has one would judge where nothing had saturated yet.
+/// A stub shorter than half the longest phase (a step opened as the generator quit) is no load.
 std::optional<std::size_t> judged_phase(const CapacityReport& fleet) {
   if (fleet.knee.phase) return fleet.knee.phase->index;
-  if (fleet.bottleneck.phase) return fleet.bottleneck.phase->index;
+  double longest = 0;
+  for (const PhaseStats& p : fleet.phases)
+    longest = std::max(longest, phase_seconds(p).value_or(0));
+  std::optional<std::size_t> most;
+  for (std::size_t k = 0; k < fleet.phases.size(); ++k) {
+    const PhaseStats& p = fleet.phases[k];
+    auto seconds = phase_seconds(p);
+    if (!p.users || (seconds && *seconds < longest / 2)) continue;
+    if (!most || *p.users >= *fleet.phases[*most].users) most = k;
+  }
+  if (most) return most;
   if (!fleet.phases.empty()) return fleet.phases.size() - 1;
   return std::nullopt;
+}
+
+/// Where a finding ranks among every host's: the check order, except that a host's CPU taken
+/// mostly by processes outside the test (at least half of its busy cores are others': another
+/// tenant of a machine the hosts share, as containers and VMs do) ranks after a process held
+/// at its own limit on any host (its CPU against its quota or affinity, quota throttling).
+/// That process is the test's own limit; the machine's busy cores would be busy without it.
+double fleet_rank(const Finding& f, const PhaseStats& at) {
+  double rank = static_cast<double>(f.check);
+  const HostPhaseStats& h = at.host;
+  if (f.check == Check::host_cpu && h.others_cpu_cores && h.cpu_busy_cores &&
+      *h.others_cpu_cores >= 0.5 * *h.cpu_busy_cores) {
+    rank = static_cast<double>(Check::throttling) + 0.5;
+  }
+  return rank;
 }
 
 /// Same-named targets on hosts of one role: one far busier than another is uneven load.
 void uneven_targets(FleetReport& r, std::size_t k) {
   std::map<std::string, std::vector<std::pair<std::string, double>>> by_target;
   for (std::size_t h = 0; h < r.hosts.size(); ++h) {
-    if (k >= r.hosts[h].report.phases.size()) continue;
-    for (const TargetPhaseStats& t : r.hosts[h].report.phases[k].targets) {
+    for (const TargetPhaseStats& t : r.hosts[h].report.phases[r.host_phase[h][k]].targets) {
       if (!t.cpu_cores) continue;
       by_target[std::string(host_role_name(r.roles[h])) + "\n" + t.name].emplace_back(
           r.hosts[h].name, *t.cpu_cores);
@@ -194,10 +231,9 @@ void compare_phase_starts(FleetReport& r) {
     const FleetHost& host = r.hosts[h];
     if (!host.skew_seconds) continue;
     double bound = kClockSkewWarnSeconds + *ref.skew_uncertainty + *host.skew_uncertainty;
-    std::size_t n = std::min(ref.report.phases.size(), host.report.phases.size());
-    for (std::size_t k = 0; k < n; ++k) {
-      const auto& a = ref.report.phases[k].start;
-      const auto& b = host.report.phases[k].start;
+    for (std::size_t k = 0; k < r.host_phase[0].size(); ++k) {
+      const auto& a = ref.report.phases[r.host_phase[0][k]].start;
+      const auto& b = host.report.phases[r.host_phase[h][k]].start;
       if (!a || !b) continue;
       double off = (*b - *host.skew_seconds) - (*a - *ref.skew_seconds);
       if (std::fabs(off) > bound) {
@@ -208,6 +244,82 @@ void compare_phase_starts(FleetReport& r) {
       }
     }
   }
+}
+
+/// A phase's start on the reader's clock (its host's skew taken off, when known).
+std::optional<double> reader_start(const FleetHost& host, const PhaseStats& p) {
+  if (!p.start) return std::nullopt;
+  return *p.start - host.skew_seconds.value_or(0);
+}
+
+/// Host h's phase that is the first host's phase `ref`: the same name, after `after` (phases
+/// keep their order), starting within half the phase (or the skew bound) of it, the nearest
+/// where the name repeats.
+std::optional<std::size_t> match_phase(const FleetHost& first, const PhaseStats& ref,
+                                       const FleetHost& host, std::size_t after) {
+  std::optional<std::size_t> best;
+  double best_gap = 0;
+  auto at = reader_start(first, ref);
+  double within = kClockSkewWarnSeconds;
+  if (ref.start && ref.end) within = std::max(within, (*ref.end - *ref.start) / 2);
+  for (std::size_t j = after; j < host.report.phases.size(); ++j) {
+    const PhaseStats& p = host.report.phases[j];
+    if (p.name != ref.name) continue;
+    auto start = reader_start(host, p);
+    double gap = at && start ? std::fabs(*at - *start) : 0;
+    if (gap > within) continue;
+    if (!best || gap < best_gap) best = j, best_gap = gap;
+    if (!at || !start) break;  // no instant to choose by: the first in order
+  }
+  return best;
+}
+
+/// The fleet's phases: the first host's that every host has, each host's own index of each.
+/// A phase one host lacks (Prometheus scraped none of a short one there) is left out with a
+/// warning, and the phases after it stay matched.
+void match_phases(FleetReport& r) {
+  r.host_phase.assign(r.hosts.size(), {});
+  std::vector<std::size_t> next(r.hosts.size(), 0);
+  std::vector<std::string> left_out;
+  const FleetHost& first = r.hosts[0];
+  for (std::size_t k = 0; k < first.report.phases.size(); ++k) {
+    const PhaseStats& ref = first.report.phases[k];
+    std::vector<std::size_t> found{k};
+    std::string missing;
+    for (std::size_t h = 1; h < r.hosts.size(); ++h) {
+      auto j = match_phase(first, ref, r.hosts[h], next[h]);
+      if (!j) {
+        missing += (missing.empty() ? "" : ", ") + r.hosts[h].name;
+        continue;
+      }
+      found.push_back(*j);
+    }
+    if (!missing.empty()) {
+      left_out.push_back(ref.name + " (not on " + missing + ")");
+      continue;
+    }
+    for (std::size_t h = 0; h < r.hosts.size(); ++h) {
+      r.host_phase[h].push_back(found[h]);
+      next[h] = found[h] + 1;
+    }
+  }
+  for (std::size_t h = 1; h < r.hosts.size(); ++h) {
+    const auto& own = r.host_phase[h];
+    const auto& ps = r.hosts[h].report.phases;
+    for (std::size_t j = 0; j < ps.size(); ++j) {
+      if (std::find(own.begin(), own.end(), j) != own.end()) continue;
+      left_out.push_back(r.hosts[h].name + "'s " + ps[j].name + " (not on " + first.name + ")");
+    }
+  }
+  if (left_out.empty()) return;
+  std::string list;
+  constexpr std::size_t kNamed = 5;  // a host with hundreds of phases of its own: one line
+  for (std::size_t i = 0; i < std::min(kNamed, left_out.size()); ++i) {
+    list += (i ? "; " : "") + left_out[i];
+  }
+  if (left_out.size() > kNamed)
+    list += "; and " + std::to_string(left_out.size() - kNamed) + " more";
+  r.warnings.push_back("phases not on every host, left out of the fleet's figures: " + list);
 }
 
 }  // namespace
@@ -241,15 +353,10 @@ FleetReport build_fleet_report(std::vector<FleetHost> hosts) {
   r.hosts = std::move(hosts);
   if (r.hosts.empty()) return r;
   r.run = r.hosts[0].report.run;
-  std::size_t phases = r.hosts[0].report.phases.size();
+  match_phases(r);
+  const std::size_t phases = r.host_phase[0].size();
   for (const FleetHost& h : r.hosts) {
     r.roles.push_back(infer_role(h.report));
-    if (h.report.phases.size() != phases) {
-      r.warnings.push_back(h.name + " has " + std::to_string(h.report.phases.size()) + " phases, " +
-                           r.hosts[0].name + " " + std::to_string(phases) +
-                           ": the fleet's figures cover the phases all have");
-      phases = std::min(phases, h.report.phases.size());
-    }
     if (h.skew_seconds &&
         std::fabs(*h.skew_seconds) - h.skew_uncertainty.value_or(0) > kClockSkewWarnSeconds) {
       r.warnings.push_back(h.name + "'s clock is " + fmt_number(*h.skew_seconds, 3) +
@@ -276,24 +383,34 @@ FleetReport build_fleet_report(std::vector<FleetHost> hosts) {
     v.host = r.hosts[h].name;
     v.role = r.roles[h];
     const auto& ps = r.hosts[h].report.phases;
-    if (at && *at < ps.size()) {
+    const auto& own = r.host_phase[h];
+    if (at && *at < own.size()) {
+      // Judged at its own phase of the fleet's knee, against its own phases of the fleet.
       v.phase = *at;
-      v.result = find_bottleneck(ps[*at], *at > 0 ? &ps[*at - 1] : nullptr, &ps.front(),
-                                 &ps[std::min(ps.size(), phases) - 1]);
+      v.result = find_bottleneck(ps[own[*at]], *at > 0 ? &ps[own[*at - 1]] : nullptr,
+                                 &ps[own.front()], &ps[own.back()]);
     } else {
       v.result.summary = "not assessed: no phase to judge";
     }
     r.verdicts.push_back(std::move(v));
   }
-  for (const HostVerdict& v : r.verdicts) {
-    if (v.result.findings.empty()) continue;
-    if (!first || v.result.findings[0].check < first->result.findings[0].check) first = &v;
+  const Finding* finding = nullptr;
+  double best = 0;
+  for (std::size_t h = 0; h < r.verdicts.size(); ++h) {
+    const HostVerdict& v = r.verdicts[h];
+    if (!v.phase) continue;
+    const PhaseStats& judged = r.hosts[h].report.phases[r.host_phase[h][*v.phase]];
+    for (const Finding& f : v.result.findings) {
+      double rank = fleet_rank(f, judged);
+      if (!first || rank < best) first = &v, finding = &f, best = rank;
+    }
   }
   std::string where = at ? fmt_phase(r.fleet.phases[*at].name, r.fleet.phases[*at].users) : "";
   std::string basis = r.fleet.knee.phase ? "at the fleet's throughput knee, " : "at ";
   if (first) {
     r.summary = basis + where + ": " + first->host + " (" + host_role_name(first->role) +
-                "): " + first->result.summary;
+                "): " + what_saturated(finding->check) + " (" + finding->subject +
+                "): " + finding->evidence;
   } else if (at) {
     r.summary = basis + where + ": no host shows a limit loadwatch can see";
   } else {

@@ -58,6 +58,9 @@ struct FleetReport {
   std::optional<RunInfo> run;
   std::vector<FleetHost> hosts;
   std::vector<HostRole> roles;  // per host
+  /// Per host, per fleet phase: the index of the host's own phase it is (matched by name and
+  /// start, so a phase one host lacks does not shift the ones after it).
+  std::vector<std::vector<std::size_t>> host_phase;
   /// The fleet per phase: throughput summed over the generator hosts, latency where it can be
   /// had without averaging quantiles, errors weighted by throughput, every host's targets as
   /// HOST/TARGET. analyse() on these gives the knee.
@@ -67,8 +70,9 @@ struct FleetReport {
   std::vector<std::string> warnings;  // clock skew, phases that disagree
 };
 
-/// Builds the fleet report. `hosts` must hold at least one host; phases are matched by their
-/// index (one run, opened on every host with the same phases).
+/// Builds the fleet report. `hosts` must hold at least one host. The fleet's phases are the
+/// first host's that every host has: matched by name, the nearest start (on the reader's clock)
+/// where a name repeats; one a host lacks is left out with a warning.
 FleetReport build_fleet_report(std::vector<FleetHost> hosts);
 
 Document fleet_document(const FleetReport& report);

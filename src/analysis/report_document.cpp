@@ -265,6 +265,12 @@ Document capacity_document(const CapacityReport& r) {
     if (!r.run->id.empty() && !r.run->name.empty()) line += " (" + r.run->id + ")";
     if (!r.run->status.empty()) line += ", " + r.run->status;
     doc.lines.push_back(line + ".");
+    if (!r.run->hosts.empty()) {
+      std::string hosts;
+      for (const std::string& h : r.run->hosts) hosts += (hosts.empty() ? "" : ", ") + h;
+      doc.lines.push_back("One run across " + std::to_string(r.run->hosts.size()) +
+                          " hosts: " + hosts + ".");
+    }
   }
   if (!r.input.empty()) doc.lines.push_back("Input: " + r.input + ".");
 

@@ -218,17 +218,33 @@ std::string with_at(const std::string& body, double at) {
 /// Starts run `name` on every host. One host: as the API names it. Several: one id, made here,
 /// opened at one instant on all; when one refuses, the run is stopped again on those that had
 /// opened it, so no host is left with half a run, and nothing else happens (fail closed).
+/// A run another loadwatch opened, to open on these hosts too: its id, its start on our clock,
+/// and every host that takes part (the other loadwatch first).
+struct Joined {
+  std::string id;
+  double start = 0;
+  std::vector<std::string> took_part;
+};
+
 int start_all(std::vector<Host>& hosts, const char* what, const std::string& name,
-              const std::vector<std::string>& labels, nlohmann::json* run) {
+              const std::vector<std::string>& labels, nlohmann::json* run,
+              const Joined* joined = nullptr) {
   std::string body = start_body(name, labels);
-  if (hosts.size() == 1) {
+  if (hosts.size() == 1 && !joined) {
     return check(what, hosts[0].client.post("/api/v1/runs", body), run);
   }
   if (!measure_all(hosts, what, nullptr)) return kUsage;
-  double t = unix_now();
-  std::string id = make_run_id(t, name);
+  double t = joined ? joined->start : unix_now();
+  std::string id = joined ? joined->id : make_run_id(t, name);
   nlohmann::json b = nlohmann::json::parse(body);
   b["id"] = id;
+  // Each loadwatch keeps who took part, so its own report names the other hosts.
+  b["hosts"] = nlohmann::json::array();
+  if (joined) {
+    for (const std::string& h : joined->took_part) b["hosts"].push_back(h);
+  } else {
+    for (const Host& h : hosts) b["hosts"].push_back(h.name);
+  }
   body = b.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   for (std::size_t i = 0; i < hosts.size(); ++i) {
     Host& h = hosts[i];
@@ -255,15 +271,17 @@ int start_all(std::vector<Host>& hosts, const char* what, const std::string& nam
 /// returned. `on_answer` sees each host's run; `quiet_409` leaves a 409 to the caller.
 int post_all(std::vector<Host>& hosts, const char* what, const std::string& id, const char* action,
              const std::string& body,
-             const std::function<void(const Host&, const nlohmann::json&)>& on_answer) {
+             const std::function<void(const Host&, const nlohmann::json&)>& on_answer,
+             std::optional<double> at = std::nullopt) {
   std::vector<bool> reached(hosts.size(), true);
   int worst = 0;
-  if (hosts.size() > 1 && !measure_all(hosts, what, &reached)) worst = kUsage;
-  double t = unix_now();
+  bool placed = hosts.size() > 1 || at;  // each host gets the instant on its own clock
+  if (placed && !measure_all(hosts, what, &reached)) worst = kUsage;
+  double t = at.value_or(unix_now());
   for (std::size_t i = 0; i < hosts.size(); ++i) {
     if (!reached[i]) continue;
     Host& h = hosts[i];
-    std::string b = hosts.size() > 1 ? with_at(body, t + h.skew.seconds) : body;
+    std::string b = placed ? with_at(body, t + h.skew.seconds) : body;
     nlohmann::json run;
     int rc = check(what_on(what, hosts, h).c_str(), h.client.post(run_path(id, action), b), &run);
     if (rc == 0 && on_answer) on_answer(h, run);
@@ -465,6 +483,170 @@ int exec_command(std::vector<Host>& hosts, const ExecPlan& plan, const std::stri
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
+/// How `run join` follows another loadwatch's run.
+struct JoinPlan {
+  std::string run_id;                            // empty: the run open there, or the next one
+  std::chrono::milliseconds wait{600'000};       // for a run to open there
+  std::chrono::milliseconds poll{500};           // how often its run is read
+  std::chrono::milliseconds lost_after{30'000};  // unreachable this long: the run ends here
+};
+
+/// Sleeps `d`, or until SIGINT or SIGTERM (blocked by the caller); returns the signal or 0.
+int sleep_or_signal(std::chrono::milliseconds d) {
+  sigset_t watched;
+  sigemptyset(&watched);
+  sigaddset(&watched, SIGINT);
+  sigaddset(&watched, SIGTERM);
+  timespec ts{static_cast<time_t>(d.count() / 1000),
+              static_cast<long>((d.count() % 1000) * 1'000'000)};
+  int sig = sigtimedwait(&watched, nullptr, &ts);
+  return sig > 0 ? sig : 0;
+}
+
+/// Reads run `id` (empty: the open run) from `from`: 1 it is there (`run` set), 0 it is not
+/// (404), -1 no usable answer (`why` set).
+int read_source_run(const Host& from, const std::string& id, nlohmann::json& run,
+                    std::string* why) {
+  RunAnswer a = from.client.get(id.empty() ? "/api/v1/runs/current" : "/api/v1/runs/" + id);
+  if (a.reached && a.status == 404) return 0;
+  if (!a.reached || a.status != 200) {
+    *why = a.reached ? "HTTP " + std::to_string(a.status) : a.error;
+    return -1;
+  }
+  try {
+    nlohmann::json j = parse_bounded_json(a.body);
+    run = j.is_object() && j.contains("data") ? j["data"] : nlohmann::json();
+    expect_run(run);
+    for (const auto& p : json_array_or_empty(run, "phases")) json_number_or(p, "start", 0);
+  } catch (const JsonInputError& e) {
+    *why = std::string("not a loadwatch answer: ") + e.what();
+    return -1;
+  }
+  return 1;
+}
+
+/// `run join`: opens the run `from` has (an inferred one: Locust on the generator host) on
+/// every host with its id, start and phases at the same instants (each on its own clock), then
+/// follows it: each new phase and its end are copied as they appear. Exits when the run ends
+/// there (0), or stops it here and exits when it is lost (1, 2) or on SIGINT/SIGTERM (128+sig).
+int join_run(Host& from, std::vector<Host>& hosts, const JoinPlan& plan) {
+  sigset_t watched, old;
+  sigemptyset(&watched);
+  sigaddset(&watched, SIGINT);
+  sigaddset(&watched, SIGTERM);
+  sigprocmask(SIG_BLOCK, &watched, &old);
+  struct Restore {
+    sigset_t mask;
+    ~Restore() { sigprocmask(SIG_SETMASK, &mask, nullptr); }
+  } restore{old};
+
+  nlohmann::json run;
+  std::string why;
+  bool said = false;
+  auto deadline = std::chrono::steady_clock::now() + plan.wait;
+  for (;;) {
+    int found = read_source_run(from, plan.run_id, run, &why);
+    if (found == 1) break;
+    if (found == 0 && !plan.run_id.empty()) {
+      std::fprintf(stderr, "loadwatch run join: %s has no run %s\n", from.name.c_str(),
+                   plan.run_id.c_str());
+      return kRefused;
+    }
+    if (!said) {
+      std::fprintf(stderr, "loadwatch run join: waiting for a run on %s%s\n", from.name.c_str(),
+                   found < 0 ? (" (" + why + ")").c_str() : "");
+      said = true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      std::fprintf(stderr, "loadwatch run join: no run opened on %s in time (--wait)\n",
+                   from.name.c_str());
+      return found < 0 ? kUsage : kRefused;
+    }
+    if (int sig = sleep_or_signal(plan.poll)) return 128 + sig;
+  }
+  // Its instants on our clock: the other loadwatch's minus its skew.
+  auto skew = measure_skew(from.client, &why);
+  if (!skew) {
+    std::fprintf(stderr, "loadwatch run join: %s: %s\n", from.name.c_str(), why.c_str());
+    return kUsage;
+  }
+  auto ours = [&](double t) { return t - skew->seconds; };
+  Joined joined{json_string_or(run, "id"), ours(json_number_or(run, "start", 0)), {from.name}};
+  for (const Host& h : hosts) joined.took_part.push_back(h.name);
+  std::vector<std::string> labels;
+  if (run.contains("labels") && run["labels"].is_object()) {
+    for (const auto& [k, v] : run["labels"].items()) {
+      if (v.is_string()) labels.push_back(k + "=" + v.get<std::string>());
+    }
+  }
+  nlohmann::json started;
+  if (int rc = start_all(hosts, "join (start)", json_string_or(run, "name"), labels, &started,
+                         &joined)) {
+    return rc;
+  }
+  std::printf("%s\n", joined.id.c_str());
+  std::fflush(stdout);
+  // The other loadwatch's record learns the hosts too (its run was opened by no client). Its
+  // run API may be read-only: the others still follow the run.
+  nlohmann::json took_part{{"hosts", joined.took_part}};
+  RunAnswer told =
+      from.client.post("/api/v1/runs/" + joined.id + "/hosts",
+                       took_part.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (!told.reached || told.status != 200) {
+    std::fprintf(stderr, "loadwatch run join: warning: %s keeps no hosts with the run: %s\n",
+                 from.name.c_str(),
+                 told.reached ? server_message(told).c_str() : told.error.c_str());
+  }
+  std::fprintf(stderr, "loadwatch run join: run %s of %s joined on %zu loadwatches\n",
+               joined.id.c_str(), from.name.c_str(), hosts.size());
+
+  int worst = 0;
+  std::size_t copied = 0;
+  auto last_read = std::chrono::steady_clock::now();
+  double last_seen = unix_now();
+  auto stop_here = [&](double at) {
+    return std::max(worst, post_all(hosts, "join (stop)", joined.id, "stop", "{}", nullptr, at));
+  };
+  for (;;) {
+    const auto& phases = json_array_or_empty(run, "phases");
+    for (; copied < phases.size(); ++copied) {
+      const auto& p = phases[copied];
+      std::optional<long long> users;
+      if (p.contains("users") && p["users"].is_number_integer())
+        users = p["users"].get<long long>();
+      worst = std::max(worst, post_all(hosts, "join (phase)", joined.id, "phases",
+                                       phase_body(json_string_or(p, "name"), users), nullptr,
+                                       ours(json_number_or(p, "start", 0))));
+    }
+    if (json_string_or(run, "state") != "running") {
+      std::fprintf(stderr, "loadwatch run join: run %s ended on %s\n", joined.id.c_str(),
+                   from.name.c_str());
+      return stop_here(ours(json_number_or(run, "end", skew->seconds + unix_now())));
+    }
+    if (int sig = sleep_or_signal(plan.poll)) {
+      stop_here(unix_now());
+      return 128 + sig;
+    }
+    int found = read_source_run(from, joined.id, run, &why);
+    if (found == 1) {
+      last_read = std::chrono::steady_clock::now();
+      last_seen = unix_now();
+    } else if (found == 0) {
+      std::fprintf(stderr, "loadwatch run join: run %s left %s; stopped here\n", joined.id.c_str(),
+                   from.name.c_str());
+      stop_here(unix_now());
+      return kRefused;
+    } else if (std::chrono::steady_clock::now() - last_read > plan.lost_after) {
+      std::fprintf(stderr,
+                   "loadwatch run join: %s unreachable (%s); the run ends here when "
+                   "it was last seen\n",
+                   from.name.c_str(), why.c_str());
+      stop_here(last_seen);
+      return kUsage;
+    }
+  }
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -547,9 +729,41 @@ int run_cli(int argc, char** argv) {
   exec->add_option("command", plan.command, "The load generator and its arguments, after --")
       ->required();
 
+  JoinPlan join_plan;
+  std::string join_from, join_wait = "10m";
+  CLI::App* join = app.add_subcommand(
+      "join", "Open the run another loadwatch has (say, inferred from Locust) on these hosts too");
+  join->footer(
+      "Waits for a run on --from (the open one, or --run), opens it on every --url with its id, "
+      "start, labels and phases at the same instants (each on its own clock), and copies each "
+      "new phase and its end as they appear. Prints the id. Exit: 0 when the run ended there; "
+      "1 or 2 when it was refused, lost or never came (the run is then stopped here); 128 + "
+      "signal on SIGINT/SIGTERM (the run is stopped here too).");
+  common(join);
+  join->add_option("--from", join_from, "The loadwatch whose run to join: [NAME=]URL")->required();
+  join->add_option("--run", join_plan.run_id,
+                   "Its run to join (default: the open one, or the next)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            return plausible_run_id(v) ? "" : "not a run id (YYYYMMDDTHHMMSS-name)";
+          },
+          "RUN_ID"));
+  join->add_option("--wait", join_wait, "How long to wait for a run to open there (10m)");
+
   std::vector<Daemon> daemons;
   try {
     app.parse(argc, argv);
+    if (join->parsed()) {
+      try {
+        join_plan.wait = parse_duration(join_wait);
+      } catch (const std::invalid_argument& e) {
+        throw CLI::ValidationError("--wait", e.what());
+      }
+      if (flags.urls.empty() && flags.url_file.empty()) {
+        throw CLI::ValidationError("--url", "join needs the loadwatches to open the run on");
+      }
+      flags.urls.insert(flags.urls.begin(), join_from);  // checked with the others: one name each
+    }
     if (!phase_every.empty()) {
       try {
         plan.phase_every = parse_duration(phase_every);
@@ -588,6 +802,11 @@ int run_cli(int argc, char** argv) {
     return kUsage;
   }
   const bool several = hosts.size() > 1;
+  if (join->parsed()) {
+    std::vector<Host> joining;  // the hosts after --from
+    for (std::size_t i = 1; i < hosts.size(); ++i) joining.push_back(std::move(hosts[i]));
+    return join_run(hosts.front(), joining, join_plan);
+  }
 
   nlohmann::json run;
   if (start->parsed()) {

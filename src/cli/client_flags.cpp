@@ -51,6 +51,8 @@ Daemon parse_daemon(const std::string& text, const char* flag) {
   if (d.name.empty()) {
     std::string rest = url.substr(url.find("://") + 3);
     d.name = rest.substr(0, rest.find('/'));
+    // Credentials in the URL (user:password@) never name a host: names are shown and stored.
+    if (auto at = d.name.rfind('@'); at != std::string::npos) d.name = d.name.substr(at + 1);
   }
   d.options.url = url;
   return d;

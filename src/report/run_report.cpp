@@ -10,6 +10,7 @@ analysis::RunInfo run_info(const Run& run) {
   info.start = run.start;
   info.end = run.end;
   info.status = run_state_name(run.state);
+  info.hosts = run.hosts;
   return info;
 }
 

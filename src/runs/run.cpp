@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "runs/run_request.h"
 #include "runs/run_rules.h"
 
 namespace loadwatch {
@@ -124,6 +125,7 @@ nlohmann::ordered_json run_to_json(const Run& run) {
          {"users", p.users ? nlohmann::ordered_json(*p.users) : nlohmann::ordered_json(nullptr)}});
   }
   nlohmann::ordered_json j = run_header(run);
+  if (!run.hosts.empty()) j["hosts"] = run.hosts;
   j["phases"] = std::move(phases);
   return j;
 }
@@ -135,6 +137,7 @@ void append_run_json(std::string& out, const Run& run) {
   std::string header;
   {
     nlohmann::ordered_json h = run_header(run);
+    if (!run.hosts.empty()) h["hosts"] = run.hosts;
     h["phases"] = nlohmann::ordered_json::array();
     header = h.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   }
@@ -199,6 +202,16 @@ Run run_from_stored_json(const nlohmann::json& stored) {
     for (const auto& [k, v] : labels->items()) {
       if (!v.is_string()) bad("run.labels." + k, "want a string");
       run.labels[k] = v.get<std::string>();
+    }
+  }
+  auto hosts = j.find("hosts");
+  if (hosts != j.end()) {
+    if (!hosts->is_array() || hosts->size() > kMaxRunHosts) {
+      bad("run.hosts", "want an array of at most " + std::to_string(kMaxRunHosts) + " names");
+    }
+    for (const auto& h : *hosts) {
+      if (!h.is_string()) bad("run.hosts", "want strings");
+      run.hosts.push_back(h.get<std::string>());
     }
   }
   auto phases = j.find("phases");

@@ -34,6 +34,9 @@ struct Run {
   double start = 0;
   std::optional<double> end;  // set once the run is finished or interrupted
   std::vector<RunPhase> phases;
+  /// The hosts a run across several loadwatches took part on, as the client that opened it
+  /// named them (empty: a run of this host alone).
+  std::vector<std::string> hosts;
   /// When the daemon last saw the run open: the end given to a run found open at start-up.
   double last_seen = 0;
 

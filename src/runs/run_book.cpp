@@ -31,6 +31,7 @@ std::size_t run_bytes(const Run& run) {
   std::size_t n = 256 + run.name.size() + run.origin.size();
   for (const auto& [k, v] : run.labels) n += k.size() + v.size() + 8;
   for (const RunPhase& p : run.phases) n += 96 + p.name.size();
+  for (const std::string& h : run.hosts) n += 4 + h.size();
   return n;
 }
 
@@ -290,6 +291,10 @@ RunBook::Change RunBook::start_run(const StartRunRequest& request) {
     std::string why;
     Run* run = open_locked("api", request.name, request.labels, at, &why, request.id);
     if (!run) throw RunConflict("no room for a new run: " + why);
+    if (!request.hosts.empty()) {
+      run->hosts = request.hosts;
+      save_locked(*run);
+    }
     change.run = *run;
   }
   change.warnings = flush_pending();
@@ -340,6 +345,19 @@ RunBook::Change RunBook::stop_run(const std::optional<std::string>& run_id,
       at = *request.at;
     }
     change.run = *close_locked(at);
+  }
+  change.warnings = flush_pending();
+  return change;
+}
+
+RunBook::Change RunBook::set_hosts(const std::string& run_id, const HostsRequest& request) {
+  Change change;
+  {
+    std::lock_guard lock(mutex_);
+    check_open_locked(run_id);
+    current_->hosts = request.hosts;
+    save_locked(*current_);
+    change.run = *current_;
   }
   change.warnings = flush_pending();
   return change;

@@ -76,6 +76,9 @@ class RunBook : public RunObserver {
   Change add_phase(const PhaseRequest& request, const std::optional<std::string>& run_id = {});
   /// Ends the open run; RunConflict when none is open, or it is not `run_id` when given.
   Change stop_run(const std::optional<std::string>& run_id = {}, const StopRequest& request = {});
+  /// Sets the hosts the open run `run_id` takes part on (a run another client opened here,
+  /// joined elsewhere); RunConflict unless it is the open run.
+  Change set_hosts(const std::string& run_id, const HostsRequest& request);
 
   std::optional<Run> current() const;
   std::optional<Run> find(const std::string& id) const;

@@ -15,7 +15,7 @@ namespace {
 // keeps a hostile body from building a deep tree at all.
 constexpr int kMaxDepth = 4;
 // The most values a body can need: its fields and a full label map.
-constexpr std::size_t kMaxRequestValues = 2 * kMaxLabels + 16;
+constexpr std::size_t kMaxRequestValues = 2 * kMaxLabels + kMaxRunHosts + 16;
 
 nlohmann::json parse_object(std::string_view body) {
   if (body.size() > kMaxRunBodyBytes) {
@@ -69,6 +69,23 @@ std::optional<double> instant_field(const nlohmann::json& j) {
   return v;
 }
 
+/// "hosts": names of hosts (absent or null: none).
+std::vector<std::string> hosts_field(const nlohmann::json& j) {
+  std::vector<std::string> out;
+  auto hosts = j.find("hosts");
+  if (hosts == j.end() || hosts->is_null()) return out;
+  if (!hosts->is_array()) throw RunRequestError("hosts", "want an array of names");
+  if (hosts->size() > kMaxRunHosts) {
+    throw RunRequestError("hosts", "more than " + std::to_string(kMaxRunHosts) + " hosts");
+  }
+  for (const auto& h : *hosts) {
+    if (!h.is_string()) throw RunRequestError("hosts", "want an array of names");
+    out.push_back(h.get<std::string>());
+  }
+  if (std::string why = hosts_problem(out); !why.empty()) throw RunRequestError("hosts", why);
+  return out;
+}
+
 }  // namespace
 
 void check_instant(double at, double now) {
@@ -85,6 +102,19 @@ std::string name_problem(std::string_view name) {
     return "longer than " + std::to_string(kMaxRunNameBytes) + " bytes";
   }
   return text_problem(name);
+}
+
+std::string hosts_problem(const std::vector<std::string>& hosts) {
+  if (hosts.size() > kMaxRunHosts) return "more than " + std::to_string(kMaxRunHosts) + " hosts";
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    if (std::string why = name_problem(hosts[i]); !why.empty()) {
+      return "host " + std::to_string(i + 1) + ": " + why;
+    }
+    for (std::size_t k = 0; k < i; ++k) {
+      if (hosts[k] == hosts[i]) return "\"" + hosts[i] + "\" given twice";
+    }
+  }
+  return "";
 }
 
 std::string label_problem(const std::string& key, const std::string& value) {
@@ -119,7 +149,7 @@ std::string clean_name(std::string_view raw, std::string_view fallback) {
 
 StartRunRequest parse_start_request(std::string_view body) {
   nlohmann::json j = parse_object(body);
-  check_fields(j, {"name", "labels", "id", "at"});
+  check_fields(j, {"name", "labels", "id", "at", "hosts"});
   StartRunRequest req;
   req.name = name_field(j, "name");
   req.at = instant_field(j);
@@ -130,6 +160,7 @@ StartRunRequest parse_start_request(std::string_view body) {
     }
     req.id = id->get<std::string>();
   }
+  req.hosts = hosts_field(j);
   auto labels = j.find("labels");
   if (labels == j.end() || labels->is_null()) return req;
   if (!labels->is_object()) throw RunRequestError("labels", "want an object of strings");
@@ -168,6 +199,13 @@ PhaseRequest parse_phase_request(std::string_view body) {
     req.name = "users=" + std::to_string(*req.users);
   }
   return req;
+}
+
+HostsRequest parse_hosts_request(std::string_view body) {
+  nlohmann::json j = parse_object(body);
+  check_fields(j, {"hosts"});
+  if (!j.contains("hosts")) throw RunRequestError("hosts", "required");
+  return HostsRequest{hosts_field(j)};
 }
 
 StopRequest parse_stop_request(std::string_view body) {

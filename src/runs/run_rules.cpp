@@ -80,6 +80,7 @@ std::string run_problem(const Run& run) {
   for (const auto& [k, v] : run.labels) {
     if (std::string why = label_problem(k, v); !why.empty()) return at("run.labels." + k, why);
   }
+  if (std::string why = hosts_problem(run.hosts); !why.empty()) return at("run.hosts", why);
   if (std::string why = time_problem(run.start); !why.empty()) return at("run.start", why);
   if (run.end) {
     if (std::string why = time_problem(*run.end); !why.empty()) return at("run.end", why);

@@ -25,7 +25,7 @@ constexpr mode_t kRunFileMode = 0640;
 // a dozen fields, a full label map and at most 5 per phase. Anything beyond is refused while
 // parsing, so a hostile file costs its own size and no more.
 constexpr int kStoredDepth = 4;
-constexpr std::size_t kStoredValues = 32 + 2 * kMaxLabels + 6 * (kMaxRunPhases + 1);
+constexpr std::size_t kStoredValues = 32 + 2 * kMaxLabels + kMaxRunHosts + 6 * (kMaxRunPhases + 1);
 
 std::string errno_text(int err) { return std::strerror(err); }
 

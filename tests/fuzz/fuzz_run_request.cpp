@@ -58,6 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     require(req.id.empty() || plausible_run_id(req.id));
     require(!req.at || (std::isfinite(*req.at) && *req.at >= 0));
+    require(req.hosts.size() <= kMaxRunHosts && hosts_problem(req.hosts).empty());
     check_run_round_trip(req.name, req.labels, start);
   } catch (const RunRequestError& e) {
     require(!e.field().empty());
@@ -67,6 +68,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     require(name_problem(req.name).empty());
     require(!req.users || (*req.users >= 0 && *req.users <= kMaxUsers));
     require(!req.at || (std::isfinite(*req.at) && *req.at >= 0));
+  } catch (const RunRequestError& e) {
+    require(!e.field().empty());
+  }
+  try {
+    HostsRequest req = parse_hosts_request(text);
+    require(hosts_problem(req.hosts).empty());
   } catch (const RunRequestError& e) {
     require(!e.field().empty());
   }
@@ -88,6 +95,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     require(run.open() || run.end.has_value());
     Run back = parse_run_file(run_to_stored_json(run).dump());
     require(back.id == run.id && back.name == run.name && back.phases.size() == run.phases.size());
+    require(back.hosts == run.hosts);
   } catch (const std::runtime_error& e) {
     require(e.what()[0] != '\0');
   }

@@ -73,16 +73,20 @@ class Hosts:
             _ip("netns", "del", ns, check=False)
         self._made = []
 
-    def command(self, host, argv):
-        """argv run inside `host`'s namespace."""
+    def command(self, host, argv, keep_sys=False):
+        """argv run inside `host`'s namespace. `ip netns exec` mounts a fresh /sys, without the
+        machine's cgroup hierarchies; with keep_sys only the network namespace is entered, so
+        /sys/fs/cgroup stays as on a real host (a loadwatch reading a process's CPU quota)."""
+        if keep_sys:
+            return ["nsenter", "--net=/run/netns/" + self.netns(host), *argv]
         return ["ip", "netns", "exec", self.netns(host), *argv]
 
-    def run(self, host, argv, timeout=30, **kwargs):
-        return subprocess.run(self.command(host, argv), timeout=timeout, capture_output=True,
-                              text=True, **kwargs)
+    def run(self, host, argv, timeout=30, keep_sys=False, **kwargs):
+        return subprocess.run(self.command(host, argv, keep_sys), timeout=timeout,
+                              capture_output=True, text=True, **kwargs)
 
-    def popen(self, host, argv, **kwargs):
-        return subprocess.Popen(self.command(host, argv), **kwargs)
+    def popen(self, host, argv, keep_sys=False, **kwargs):
+        return subprocess.Popen(self.command(host, argv, keep_sys), **kwargs)
 
 
 def stop_all(procs, timeout=5):

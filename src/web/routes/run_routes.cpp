@@ -160,6 +160,11 @@ HttpResponse one_run(RunBook& book, bool enabled, const RunSubresource& sub,
     suffix = rest.substr(slash + 1);
     rest = rest.substr(0, slash);
     // A run named by id: a client acts on its own run, never on one another client opened.
+    if (suffix == "hosts" && plausible_run_id(rest)) {
+      return write(enabled, req, 200, [&] {
+        return book.set_hosts(std::string(rest), parse_hosts_request(req.body));
+      });
+    }
     if ((suffix == "phases" || suffix == "stop") && plausible_run_id(rest)) {
       std::optional<std::string> id{std::string(rest)};
       if (suffix == "phases") {

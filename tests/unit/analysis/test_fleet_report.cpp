@@ -163,3 +163,77 @@ TEST_CASE("clock skew and uneven load are warnings") {
   auto quiet = build_fleet_report({generator("gen-1", 10, 1000), near});
   for (const auto& w : quiet.warnings) CHECK(w.find("clock") == std::string::npos);
 }
+
+TEST_CASE("phases are matched by name and instant, not by index") {
+  // Prometheus scraped none of sut-1's short second phase: its later phases stay matched.
+  auto sut = target_host("sut-1", 0.01);
+  sut.report.phases.erase(sut.report.phases.begin() + 1);
+  auto r = build_fleet_report({generator("gen-1", 10, 1000), sut});
+  REQUIRE(r.fleet.phases.size() == 4);
+  CHECK(r.fleet.phases[1].name == "users=30");
+  REQUIRE(r.fleet.phases[1].targets.size() == 1);
+  CHECK(r.fleet.phases[1].targets[0].cpu_cores == Approx(0.3));  // sut-1's users=30, not 40
+  CHECK(r.host_phase[1] == std::vector<std::size_t>{0, 1, 2, 3});
+  bool warned = false;
+  for (const auto& w : r.warnings) warned |= w.find("users=20 (not on sut-1)") != std::string::npos;
+  CHECK(warned);
+  // A name given twice (a step down and up again) is matched by its start.
+  auto gen = generator("gen-1", 10, 1000);
+  auto other = target_host("sut-1", 0.01);
+  for (auto* h : {&gen, &other}) {
+    for (auto& p : h->report.phases) p.name = "steady";
+  }
+  other.report.phases.erase(other.report.phases.begin());
+  auto same = build_fleet_report({gen, other});
+  REQUIRE(same.fleet.phases.size() == 4);
+  CHECK(same.host_phase[0] == std::vector<std::size_t>{1, 2, 3, 4});
+}
+
+TEST_CASE("without a knee every host is judged at the highest load, rate or not") {
+  // The generator's own quota starves it from 30 users on: too few counter updates for a rate
+  // there. Judged at 50 users, not at 20 (the highest load with a rate), where it still kept up.
+  auto gen = generator("gen-1", 10, 1000);
+  for (std::size_t k = 2; k < gen.report.phases.size(); ++k) {
+    gen.report.phases[k].rps.reset();
+    gen.report.phases[k].rps_unavailable = "1 counter update in 5 s";
+  }
+  auto r = build_fleet_report({target_host("sut-1", 0.001), gen});
+  CHECK_FALSE(r.fleet.knee.phase);
+  REQUIRE(r.verdicts[1].phase);
+  CHECK(*r.verdicts[1].phase == 4);
+  CHECK_THAT(r.summary, Catch::Contains("users=50"));
+  // A stub step opened as the generator quit (2 s of 60) is no load to judge at.
+  PhaseStats stub = phase(60);
+  stub.end = *stub.start + 2;
+  auto sut = target_host("sut-1", 0.001);
+  gen.report.phases.push_back(stub);
+  sut.report.phases.push_back(stub);
+  auto with_stub = build_fleet_report({sut, gen});
+  REQUIRE(with_stub.verdicts[1].phase);
+  CHECK(*with_stub.verdicts[1].phase == 4);
+}
+
+TEST_CASE("a process at its quota outranks a host CPU busy with others' work") {
+  // Both hosts share one busy machine (others use most of it); sut-1's app is throttled by its
+  // quota. The app is the test's limit, not the machine.
+  auto busy = [](FleetHost h) {
+    for (auto& p : h.report.phases) {
+      p.host.cores = 2;
+      p.host.cpu_busy_cores = 1.98;
+      p.host.others_cpu_cores = 1.85;
+    }
+    return h;
+  };
+  auto sut = busy(target_host("sut-1", 0.001));
+  for (auto& p : sut.report.phases) {
+    p.targets[0].throttled_period_ratio = 0.9;
+    p.targets[0].cpu_limit_cores = 0.1;
+  }
+  auto r = build_fleet_report({busy(generator("gen-1", 10, 1000)), sut});
+  CHECK_THAT(r.summary, Catch::Contains("sut-1 (target host): the target's cgroup CPU quota"));
+  // The host's CPU used by the test's own processes still comes first.
+  auto own = busy(generator("gen-1", 10, 1000));
+  for (auto& p : own.report.phases) p.host.others_cpu_cores = 0.2;
+  auto r2 = build_fleet_report({own, sut});
+  CHECK_THAT(r2.summary, Catch::Contains("gen-1 (generator host): the host's CPU"));
+}

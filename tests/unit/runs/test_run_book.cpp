@@ -277,6 +277,26 @@ TEST_CASE("a storage path that cannot be used fails at once, naming it") {
   CHECK_THROWS_WITH(RunStore(file), Catch::Contains("not a directory"));
 }
 
+TEST_CASE("a run keeps the hosts it was opened on, or joined on") {
+  double t = 1796144712;
+  RunBook book(nullptr, {}, [&] { return t; });
+  StartRunRequest req = start("fleet");
+  req.hosts = {"sut-1", "gen-1"};
+  CHECK(book.start_run(req).run.hosts == req.hosts);
+  // An inferred run, joined on other hosts: the joining client tells this one who took part.
+  const std::string o = "locust:lc";
+  book.stop_run();
+  book.generator_seen(seen(o, GeneratorActivity::Steady, 10, t));
+  std::string id = book.current()->id;
+  CHECK(book.current()->hosts.empty());
+  CHECK(book.set_hosts(id, HostsRequest{{"gen-1", "sut-1"}}).run.hosts ==
+        std::vector<std::string>{"gen-1", "sut-1"});
+  CHECK_THROWS_AS(book.set_hosts("20261201T170500-other", HostsRequest{{"a"}}), RunConflict);
+  book.generator_seen(seen(o, GeneratorActivity::Idle, 0, t + 5));
+  CHECK_THROWS_AS(book.set_hosts(id, HostsRequest{{"a"}}), RunConflict);  // no longer open
+  CHECK(book.find(id)->hosts == std::vector<std::string>{"gen-1", "sut-1"});
+}
+
 TEST_CASE("a Locust test opens a run, each settled user count a phase, stopping closes it") {
   RunBook book(nullptr, {}, [] { return 0.0; });
   const std::string o = "locust:lc";

@@ -42,6 +42,7 @@ Run sample_run() {
   run.end = 1796145000.5;
   run.last_seen = 1796145000.5;
   run.phases = {{"users=50", 1796144712.25, 50}, {"cool-down", 1796144900, std::nullopt}};
+  run.hosts = {"sut-1", "gen-1"};
   return run;
 }
 }  // namespace
@@ -57,6 +58,7 @@ TEST_CASE("a run survives its stored form") {
   CHECK(back.start == run.start);
   CHECK(back.end == run.end);
   CHECK(back.last_seen == run.last_seen);
+  CHECK(back.hosts == run.hosts);
   REQUIRE(back.phases.size() == 2);
   CHECK(back.phases[0].users == 50);
   CHECK_FALSE(back.phases[1].users);
@@ -108,6 +110,12 @@ TEST_CASE("a stored run with a wrong field is refused, naming it") {
   j = stored;
   j["run"]["labels"]["build"] = 7;
   CHECK_THAT(refused(j), Catch::Contains("\"run.labels.build\""));
+  j = stored;
+  j["run"]["hosts"] = {"sut-1", "sut-1"};
+  CHECK_THAT(refused(j), Catch::Contains("\"run.hosts\""));
+  j = stored;
+  j["run"]["hosts"] = "sut-1";
+  CHECK_THAT(refused(j), Catch::Contains("\"run.hosts\""));
   CHECK_THAT(refused(nlohmann::json::array()), Catch::Contains("not a JSON object"));
 }
 

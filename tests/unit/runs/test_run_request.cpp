@@ -186,3 +186,37 @@ TEST_CASE("one run across loadwatches: a given id and instants") {
   CHECK_THROWS_AS(check_instant(1000 + kMaxRunClockOffsetSeconds + 1, 1000), RunRequestError);
   CHECK_THROWS_AS(check_instant(1000 - kMaxRunClockOffsetSeconds - 1, 1000), RunRequestError);
 }
+
+TEST_CASE("the hosts of a run across loadwatches are names, capped and each once") {
+  auto r = parse_start_request(R"({"name":"x","hosts":["sut-1","gen-1","10.0.0.3:9797"]})");
+  CHECK(r.hosts == std::vector<std::string>{"sut-1", "gen-1", "10.0.0.3:9797"});
+  CHECK(parse_start_request(R"({"name":"x","hosts":null})").hosts.empty());
+  CHECK(start_field(R"({"name":"x","hosts":"sut-1"})") == "hosts");
+  CHECK(start_field(R"({"name":"x","hosts":[1]})") == "hosts");
+  CHECK(start_field(R"({"name":"x","hosts":[""]})") == "hosts");
+  CHECK(start_field(R"({"name":"x","hosts":["a","a"]})") == "hosts");
+  CHECK(start_field(R"({"name":"x","hosts":["a\u202eb"]})") == "hosts");
+  CHECK(start_field(R"({"name":"x","hosts":[")" + std::string(129, 'h') + R"("]})") == "hosts");
+  std::string many = R"({"name":"x","hosts":[)";
+  for (std::size_t i = 0; i <= kMaxRunHosts; ++i)
+    many += (i ? ",\"h" : "\"h") + std::to_string(i) + "\"";
+  CHECK(start_field(many + "]}") == "hosts");
+  CHECK(hosts_problem({"a", "b"}).empty());
+}
+
+TEST_CASE("a hosts body names the hosts, nothing else") {
+  CHECK(parse_hosts_request(R"({"hosts":["gen-1","sut-1"]})").hosts ==
+        std::vector<std::string>{"gen-1", "sut-1"});
+  auto field = [](const std::string& body) -> std::string {
+    try {
+      parse_hosts_request(body);
+    } catch (const RunRequestError& e) {
+      return e.field();
+    }
+    return "(accepted)";
+  };
+  CHECK(field("{}") == "hosts");
+  CHECK(field(R"({"hosts":["a","a"]})") == "hosts");
+  CHECK(field(R"({"hosts":["a"],"name":"x"})") == "name");
+  CHECK(field("[]") == "body");
+}
