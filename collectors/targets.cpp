@@ -46,10 +46,10 @@ struct Target {
   // rarely.
   std::optional<double> cpu_limit;
   std::uint32_t cpu_limit_age = 0;
+  pid_t cpu_limit_first = 0;
   // The highest nice value over the live members (the least favoured): niced work elsewhere
   // on the host yields CPU to the group only while the group itself does not run niced.
   std::optional<std::int64_t> nice;
-  pid_t cpu_limit_first = 0;
 };
 
 constexpr std::uint32_t kCpuLimitSamples = 15;
