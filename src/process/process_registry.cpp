@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <sys/resource.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -24,6 +25,9 @@ ProcessRegistry::ProcessRegistry(const FsRoot& proc, FdBudget& budget)
   }
   struct statfs sfs {};
   procfs_ = ::fstatfs(root_fd_, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC;
+  // prlimit() takes a PID of this process's namespace: only the /proc of this kernel and
+  // namespace numbers processes the same way (as for sock_diag, docs/tcp.md).
+  own_pids_ = procfs_ && proc_.root() == "/proc";
 
   if (long t = ::sysconf(_SC_CLK_TCK); t > 0) clk_tck_ = t;
   if (long p = ::sysconf(_SC_PAGESIZE); p > 0) page_size_ = p;
@@ -187,7 +191,9 @@ void ProcessRegistry::read_member_fields(ProcessRecord& rec, MemberRead what) {
   auto refresh_limit = [&] {
     if (rec.fd_limit_gen == 0 || gen_ - rec.fd_limit_gen >= kLimitRefreshSamples) {
       rec.fd_limit_gen = gen_;
-      if (note(rec.handle.read_other("limits", buf_))) {
+      if (auto limit = fd_limit_by_syscall(rec)) {
+        rec.fd_limit = limit;
+      } else if (note(rec.handle.read_other("limits", buf_))) {
         rec.fd_limit = parse_max_open_files(buf_);
       } else {
         rec.fd_limit.reset();
@@ -224,6 +230,20 @@ void ProcessRegistry::read_member_fields(ProcessRecord& rec, MemberRead what) {
   }
 
   refresh_limit();
+}
+
+std::optional<OpenFilesLimit> ProcessRegistry::fd_limit_by_syscall(ProcessRecord& rec) {
+  if (!own_pids_) return std::nullopt;
+  struct rlimit rl {};
+  // EPERM for another user's process without CAP_SYS_RESOURCE: the file is world-readable.
+  if (::prlimit(rec.pid(), RLIMIT_NOFILE, nullptr, &rl) != 0) return std::nullopt;
+  // The PID named this process when prlimit ran if the kept fd still reads after it: a PID
+  // is not reused while its process (or zombie) exists.
+  if (rec.handle.read(ProcessHandle::kSchedstat, buf_) != ReadResult::Ok) return std::nullopt;
+  auto limit = [](rlim_t v) {
+    return v == RLIM_INFINITY ? OpenFilesLimit::kUnlimited : static_cast<std::uint64_t>(v);
+  };
+  return OpenFilesLimit{limit(rl.rlim_cur), limit(rl.rlim_max)};
 }
 
 void ProcessRegistry::children_by_listing(pid_t pid, std::vector<pid_t>& out) {
