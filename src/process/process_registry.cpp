@@ -61,7 +61,10 @@ void ProcessRegistry::end_sample() {
 
 ProcessRecord* ProcessRegistry::record(pid_t pid) {
   auto& slot = records_[pid];
-  if (!slot) slot = std::make_unique<ProcessRecord>(root_fd_, pid, budget_);
+  if (!slot) {
+    slot = std::make_unique<ProcessRecord>(root_fd_, pid, budget_);
+    slot->first_gen = gen_;
+  }
   return slot.get();
 }
 
@@ -134,7 +137,7 @@ void ProcessRegistry::refresh_listing(bool full) {
     // new process gets a new inode. A cheap hint to re-read a known PID without `full`.
     const bool changed = rec->dir_ino != e->d_ino;
     rec->dir_ino = e->d_ino;
-    if (full || changed || rec->stat_gen == 0) {
+    if (changed || rec->stat_gen == 0 || (full && scan_due(*rec))) {
       if (!read_stat(*rec, changed)) continue;
     }
     rec->used_gen = gen_;
@@ -151,6 +154,15 @@ void ProcessRegistry::refresh_listing(bool full) {
     auto it = records_.find(rec->stat.ppid);
     if (it == records_.end() || it->second->used_gen != gen_) read_stat(*rec, true);
   }
+}
+
+bool ProcessRegistry::scan_due(const ProcessRecord& rec) const {
+  // Last sample's members: read below anyway, so their comm and exec never lag the match.
+  if (rec.member_gen != 0 && gen_ - rec.member_gen <= 1) return true;
+  // New processes: most exec (a launcher's fork, then exec) or rename themselves early.
+  if (gen_ - rec.first_gen < kScanYoungSamples) return true;
+  return gen_ - rec.stat_gen >= kScanRecheckSamples ||
+         (gen_ + static_cast<std::uint32_t>(rec.pid())) % kScanRecheckSamples == 0;
 }
 
 ProcessRecord* ProcessRegistry::stat(pid_t pid) {
