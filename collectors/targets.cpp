@@ -95,7 +95,7 @@ class TargetsCollector final : public Collector {
       t.partial_reads += rctx.denied;
 
       GroupSample sample;
-      TargetState state{t.config.name, t.selector_text, false, {}, {}, {}};
+      TargetState state{t.config.name, t.selector_text, false, {}, {}, {}, {}};
       for (pid_t pid : members_) {
         ProcessRecord* rec = reg.member(pid);
         if (!rec) continue;  // gone since it was resolved: a normal race
@@ -114,6 +114,7 @@ class TargetsCollector final : public Collector {
           sample.live.push_back(m);
           state.pids.push_back(pid);
           state.fd_counts.push_back(rec->open_fds ? static_cast<long long>(*rec->open_fds) : -1);
+          if (rec->quiet_gen == reg.generation()) state.quiet.push_back(pid);
         }
       }
       t.group.update(sample);
