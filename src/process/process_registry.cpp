@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <ctime>
 #include <stdexcept>
 
 #include "procfs/proc_boot_time.h"
@@ -125,6 +126,14 @@ bool ProcessRegistry::read_stat(ProcessRecord& rec, bool force) {
 
 void ProcessRegistry::refresh_listing(bool full) {
   if (listed_gen_ == gen_ && (listed_full_ || !full)) return;
+  boot_ticks_.reset();
+  struct timespec boot {};
+  if (own_pids_ && ::clock_gettime(CLOCK_BOOTTIME, &boot) == 0) {
+    // The clock start times count in (stat's starttime: ticks since boot, fs/proc/array.c).
+    boot_ticks_ = static_cast<std::uint64_t>(boot.tv_sec) * static_cast<std::uint64_t>(clk_tck_) +
+                  static_cast<std::uint64_t>(boot.tv_nsec) * static_cast<std::uint64_t>(clk_tck_) /
+                      1000000000u;
+  }
   listing_.clear();
   int err = 0;
   DIR* dir = open_dir_at(root_fd_, ".", err);
@@ -159,8 +168,17 @@ void ProcessRegistry::refresh_listing(bool full) {
 bool ProcessRegistry::scan_due(const ProcessRecord& rec) const {
   // Last sample's members: read below anyway, so their comm and exec never lag the match.
   if (rec.member_gen != 0 && gen_ - rec.member_gen <= 1) return true;
-  // New processes: most exec (a launcher's fork, then exec) or rename themselves early.
-  if (gen_ - rec.first_gen < kScanYoungSamples) return true;
+  // New processes: most exec (a launcher's fork, then exec) or rename themselves early. Their
+  // age comes from the start time where the boot clock is this kernel's, else from the
+  // first listing (a fixture tree).
+  if (boot_ticks_ && rec.stat_read_gen != 0) {
+    if (*boot_ticks_ <
+        rec.stat.starttime + scan_young_seconds_ * static_cast<std::uint64_t>(clk_tck_)) {
+      return true;
+    }
+  } else if (gen_ - rec.first_gen < kScanYoungSamples) {
+    return true;
+  }
   return gen_ - rec.stat_gen >= kScanRecheckSamples ||
          (gen_ + static_cast<std::uint32_t>(rec.pid())) % kScanRecheckSamples == 0;
 }

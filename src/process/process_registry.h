@@ -133,11 +133,15 @@ class ProcessRegistry {
   static constexpr std::uint32_t kQuietRefreshSamples = 15;
 
   /// With a full listing, a process that is not a member is checked (its comm and exec
-  /// signature, through a stat read or a quiet schedstat) every sample for its first
-  /// kScanYoungSamples samples, then once every kScanRecheckSamples at a phase set by its
+  /// signature, through a stat read or a quiet schedstat) every sample while it is younger
+  /// than kScanYoungSeconds (by its start time; on a fixture tree, for its first
+  /// kScanYoungSamples listings), then once every kScanRecheckSamples at a phase set by its
   /// PID. A process that execs or renames itself into a target's comm later than that joins
   /// the target up to kScanRecheckSamples samples late; members, new PIDs (restarts) and
   /// exits are seen at once.
+  static constexpr std::uint64_t kScanYoungSeconds = 16;
+  /// Overrides kScanYoungSeconds (a test renames a child it cannot make 16 s old quickly).
+  void set_scan_young_seconds(std::uint64_t seconds) { scan_young_seconds_ = seconds; }
   static constexpr std::uint32_t kScanYoungSamples = 16;
   static constexpr std::uint32_t kScanRecheckSamples = 16;
 
@@ -177,6 +181,8 @@ class ProcessRegistry {
   std::optional<std::uint64_t> last_pid_;
   std::uint32_t last_pid_gen_ = 0;
   std::size_t quiet_count_ = 0;
+  std::optional<std::uint64_t> boot_ticks_;  // CLOCK_BOOTTIME in ticks at this listing
+  std::uint64_t scan_young_seconds_ = kScanYoungSeconds;
   long clk_tck_ = 100;
   long page_size_ = 4096;
   std::string buf_;

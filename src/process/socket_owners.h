@@ -77,9 +77,9 @@ class SocketOwners {
     int dirfd = -1;            // open /proc/PID/fd, or -1 (over the cap: paths are used instead)
     std::vector<FdEntry> fds;  // sorted by fd
     bool seen = false;
-    bool count_earlier = false;     // this sample's count came from fd_counts, not the kernel
-    unsigned next_slice = 0;        // the rolling check's next slice
-    unsigned owed = kVerifySlices;  // slices still owed since the process last ran
+    bool count_earlier = false;  // this sample's count came from fd_counts, not the kernel
+    unsigned next_slice = 0;     // the rolling check's next slice
+    unsigned owed = 0;  // slices still owed since the process last ran (a new entry was read whole)
   };
   struct Pass {
     bool second = false;        // the sample's second pass: the rolling slice was read

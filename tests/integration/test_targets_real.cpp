@@ -823,6 +823,7 @@ TEST_CASE("a process renamed long after it started joins a comm target within th
   });
   c.line();
   ProcessRegistry reg(FsRoot("/proc"));
+  reg.set_scan_young_seconds(0);  // the child counts as old at once
   const FsRoot sys("/sys");
   auto resolver = make_target_resolver(parse_selector("comm:" + name));
   auto sample = [&] {
@@ -834,7 +835,9 @@ TEST_CASE("a process renamed long after it started joins a comm target within th
     reg.end_sample();
     return roots;
   };
-  for (std::uint32_t i = 0; i < ProcessRegistry::kScanYoungSamples; ++i) REQUIRE(sample().empty());
+  for (std::uint32_t i = 0; i < 2 * ProcessRegistry::kScanRecheckSamples; ++i) {
+    REQUIRE(sample().empty());
+  }
   ::kill(c.pid(), SIGUSR1);
   REQUIRE(c.line() == "renamed");
   std::string comm;
