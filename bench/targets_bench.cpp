@@ -2,8 +2,10 @@
 //
 // Runs the real collector (collectors/targets.cpp) in-process over /proc for the given
 // targets, SAMPLES times, and prints the CPU time (user + system of this process) per
-// sample, the first sample and WARMUP more apart (the first opens the kept fds; the registry
-// checks every process each sample while it is new to it, 16 samples by default). With --floor it
+// sample, the first sample and WARMUP more apart (16 by default: the first opens the kept fds,
+// and a full listing checks every process each sample while it is new to the registry, which
+// on a fixture tree is its first 16 listings). Run it on processes older than 16 s: a real
+// process is checked every sample while younger than that. With --floor it
 // also runs bench/proc_floor over the same PIDs and prints the ratio; with --libproc2 it reads the
 // same PIDs through procps_pids_select (chunks of 255) for comparison.
 //
@@ -142,8 +144,8 @@ int main(int argc, char** argv) {
   Config config;
   int samples = 20;
   int interval_ms = 100;
-  // A full listing checks every process each sample while it is new to the registry: the
-  // steady state starts after that.
+  // A full listing checks every process each sample while it is new to the registry (on a
+  // fixture tree, its first 16 listings): the steady state starts after that.
   int warmup = static_cast<int>(ProcessRegistry::kScanYoungSamples);
   std::string pids_out, floor_bin;
   bool libproc2 = false;

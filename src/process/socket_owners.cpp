@@ -233,8 +233,9 @@ void SocketOwners::update(const FsRoot& proc, const std::vector<pid_t>& pids,
   }
   // Second pass, only when some new socket is still unclaimed: re-read the plain-file fds of
   // processes with few of them (a file closed and a socket opened at the same number keeps
-  // the count). Processes with many files are left to the rolling check. A process whose
-  // count was taken before the dump is listed: the new socket may be one it opened since.
+  // the count). Processes with many files, and quiet ones, are left to the rolling check. A
+  // process whose count was taken before the dump is listed: the new socket may be one it
+  // opened since.
   if (std::find(claimed.begin(), claimed.end(), false) != claimed.end()) {
     for (pid_t pid : kept_pids) {
       Proc& p = procs_[pid];
@@ -242,7 +243,9 @@ void SocketOwners::update(const FsRoot& proc, const std::vector<pid_t>& pids,
       for (const auto& e : p.fds) files += e.kind == Kind::File;
       Pass second;
       second.second = true;
-      second.reread_files = files > 0 && files <= 256;
+      // A process that did not run since the last sample opened no socket.
+      second.reread_files =
+          files > 0 && files <= 256 && !std::binary_search(quiet.begin(), quiet.end(), pid);
       if (!second.reread_files && !p.count_earlier) continue;
       if (!refresh(proc, pid, p, second)) p.fds.clear();
     }

@@ -605,6 +605,16 @@ TEST_CASE("socket owner cache: a quiet process is verified a round after it ran,
   const unsigned slice =
       (static_cast<unsigned>(fds) + SocketOwners::kVerifySlices - 1) / SocketOwners::kVerifySlices;
   CHECK(read_while_quiet(4 * SocketOwners::kQuietVerifyEvery) <= 4 * slice + 4);
+  // A socket in the dump that none of its cached fds explains: a quiet process opened none,
+  // so its plain files are not re-read.
+  std::vector<std::uint64_t> with_stranger = alive;
+  with_stranger.insert(with_stranger.begin(), 1);
+  CHECK(read_while_quiet(0) == 0);
+  {
+    const auto r0 = owners.stats().readlinks;
+    owners.update(proc, {self}, with_stranger, {}, {self});
+    CHECK(owners.stats().readlinks - r0 <= slice);
+  }
   // It ran again: the next sample verifies a slice, and the answer is still exact.
   const auto before = owners.stats().readlinks;
   owners.update(proc, {self}, alive);
