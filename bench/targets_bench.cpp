@@ -2,19 +2,23 @@
 //
 // Runs the real collector (collectors/targets.cpp) in-process over /proc for the given
 // targets, SAMPLES times, and prints the CPU time (user + system of this process) per
-// sample, the first sample apart (it opens the kept fds). With --floor it also runs
-// bench/proc_floor over the same PIDs and prints the ratio; with --libproc2 it reads the
+// sample, the first sample and WARMUP more apart (16 by default: the first opens the kept fds,
+// and a full listing checks every process each sample while it is new to the registry, which
+// on a fixture tree is its first 16 listings). Run it on processes older than 16 s: a real
+// process is checked every sample while younger than that. With --floor it
+// also runs bench/proc_floor over the same PIDs and prints the ratio; with --libproc2 it reads the
 // same PIDs through procps_pids_select (chunks of 255) for comparison.
 //
 // With --one-read it also times a listing of /proc and one pread of /proc/PID/schedstat on a
-// kept fd for every process in it, the least a sample can cost when none of them ran, and with
+// kept fd for every process in it, right after each sample (the same load on a shared machine),
+// the least a sample can cost when none of them ran, and with
 // --max-one-read-ratio R it exits 1 when the collector costs more than R times that (the
 // guard on sleeping processes: run it with every member asleep and --samples 45 or more, so
 // that their periodic re-reads are in the average).
 //
 // Usage:
 //   targets_bench --target NAME=SELECTOR [--target ...] [--samples 20] [--interval-ms 100]
-//                 [--procfs /proc] [--sysfs /sys] [--pids-out FILE] [--floor PATH]
+//                 [--warmup 16] [--procfs /proc] [--sysfs /sys] [--pids-out FILE] [--floor PATH]
 //                 [--libproc2] [--one-read] [--max-one-read-ratio R]
 // Output, one key=value line each (bench/run_core.py reads them):
 //   targets_bench targets=2 processes=501 samples=20 cpu_us_per_sample=8123.4
@@ -37,6 +41,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,6 +52,7 @@
 #include "config/config.h"
 #include "config/options.h"
 #include "metrics/metric_sink.h"
+#include "process/process_registry.h"
 #include "procfs/fs_root.h"
 
 using namespace loadwatch;
@@ -58,7 +64,7 @@ namespace {
   std::fprintf(stderr, "targets_bench: %s\n", msg);
   std::fprintf(stderr,
                "usage: targets_bench --target NAME=SELECTOR [--target ...] [--samples N] "
-               "[--interval-ms MS] [--procfs DIR] [--sysfs DIR] [--pids-out FILE] "
+               "[--interval-ms MS] [--warmup N] [--procfs DIR] [--sysfs DIR] [--pids-out FILE] "
                "[--floor PATH] [--libproc2] [--one-read] [--max-one-read-ratio R]\n");
   std::exit(2);
 }
@@ -87,36 +93,49 @@ double libproc2_pass_us(const std::vector<unsigned>& pids, int passes, const std
   return used / passes * 1e6;
 }
 
-// A listing of `procfs` and one pread of PID/schedstat on a kept fd for every process in it,
-// `passes` times; returns the CPU time of a pass and sets `count`.
-double one_read_pass_us(const std::string& procfs, int passes, std::size_t& count) {
-  std::vector<int> fds;
-  if (DIR* dir = ::opendir(procfs.c_str())) {
-    while (struct dirent* e = ::readdir(dir)) {
-      if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-      const std::string path = procfs + "/" + e->d_name + "/schedstat";
-      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd >= 0) fds.push_back(fd);
+// A listing of `procfs` and one pread of PID/schedstat on a kept fd for every process in it:
+// the least a sample can cost when none of them ran. The fds are opened once; pass() times one
+// listing and one read each.
+class OneRead {
+ public:
+  explicit OneRead(std::string procfs) : procfs_(std::move(procfs)) {
+    if (DIR* dir = ::opendir(procfs_.c_str())) {
+      while (struct dirent* e = ::readdir(dir)) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+        const std::string path = procfs_ + "/" + e->d_name + "/schedstat";
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) fds_.push_back(fd);
+      }
+      ::closedir(dir);
     }
-    ::closedir(dir);
   }
-  count = fds.size();
-  char buf[128];
-  const double t0 = process_cpu_seconds();
-  for (int p = 0; p < passes; ++p) {
-    if (DIR* dir = ::opendir(procfs.c_str())) {  // the listing a comm selector needs
+  ~OneRead() {
+    for (int fd : fds_) ::close(fd);
+  }
+  OneRead(const OneRead&) = delete;
+  OneRead& operator=(const OneRead&) = delete;
+
+  std::size_t count() const { return fds_.size(); }
+
+  /// CPU seconds of one pass.
+  double pass() {
+    char buf[128];
+    const double t0 = process_cpu_seconds();
+    if (DIR* dir = ::opendir(procfs_.c_str())) {  // the listing a comm selector needs
       while (::readdir(dir)) {
       }
       ::closedir(dir);
     }
-    for (int fd : fds) {
+    for (int fd : fds_) {
       if (::pread(fd, buf, sizeof buf, 0) < 0) continue;  // exited meanwhile
     }
+    return process_cpu_seconds() - t0;
   }
-  const double used = process_cpu_seconds() - t0;
-  for (int fd : fds) ::close(fd);
-  return used / passes * 1e6;
-}
+
+ private:
+  std::string procfs_;
+  std::vector<int> fds_;
+};
 
 }  // namespace
 
@@ -125,6 +144,9 @@ int main(int argc, char** argv) {
   Config config;
   int samples = 20;
   int interval_ms = 100;
+  // A full listing checks every process each sample while it is new to the registry (on a
+  // fixture tree, its first 16 listings): the steady state starts after that.
+  int warmup = static_cast<int>(ProcessRegistry::kScanYoungSamples);
   std::string pids_out, floor_bin;
   bool libproc2 = false;
   bool one_read = false;
@@ -146,6 +168,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--samples") {
       samples = std::max(1, std::atoi(next().c_str()));
+    } else if (a == "--warmup") {
+      warmup = std::max(0, std::atoi(next().c_str()));
     } else if (a == "--interval-ms") {
       interval_ms = std::max(0, std::atoi(next().c_str()));
     } else if (a == "--procfs") {
@@ -183,13 +207,25 @@ int main(int argc, char** argv) {
   double t0 = process_cpu_seconds();
   sample(&states);
   const double first_us = (process_cpu_seconds() - t0) * 1e6;
-
-  double total = 0;
-  for (int s = 0; s < samples; ++s) {
+  auto pause = [&] {
     if (interval_ms) std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
+  };
+  for (int s = 0; s < warmup; ++s) {
+    pause();
+    sample(nullptr);
+  }
+
+  // The one-read floor is timed right after each sample, so that both see the same load on a
+  // shared machine.
+  std::optional<OneRead> floor_reads;
+  if (one_read) floor_reads.emplace(options.procfs);
+  double total = 0, one_read_total = 0;
+  for (int s = 0; s < samples; ++s) {
+    pause();
     t0 = process_cpu_seconds();
     sample(s + 1 == samples ? &states : nullptr);
     total += process_cpu_seconds() - t0;
+    if (floor_reads) one_read_total += floor_reads->pass();
   }
   const double per_sample_us = total / samples * 1e6;
 
@@ -242,9 +278,9 @@ int main(int argc, char** argv) {
     std::printf("\n");
   }
   if (one_read) {
-    std::size_t count = 0;
-    const double us = one_read_pass_us(options.procfs, samples, count);
-    std::printf("one_read pids=%zu passes=%d cpu_us_per_pass=%.1f\n", count, samples, us);
+    const double us = one_read_total / samples * 1e6;
+    std::printf("one_read pids=%zu passes=%d cpu_us_per_pass=%.1f\n", floor_reads->count(), samples,
+                us);
     const double ratio = us > 0 ? per_sample_us / us : 0;
     std::printf("ratio targets_over_one_read=%.2f\n", ratio);
     if (max_one_read_ratio > 0 && !(ratio <= max_one_read_ratio)) {

@@ -102,7 +102,7 @@ class TargetsCollector final : public Collector {
 
       GroupSample sample;
       t.nice.reset();
-      TargetState state{t.config.name, t.selector_text, false, {}, {}, {}};
+      TargetState state{t.config.name, t.selector_text, false, {}, {}, {}, {}};
       for (pid_t pid : members_) {
         ProcessRecord* rec = reg.member(pid);
         if (!rec) continue;  // gone since it was resolved: a normal race
@@ -122,6 +122,7 @@ class TargetsCollector final : public Collector {
           t.nice = std::max(t.nice.value_or(rec->stat.nice), rec->stat.nice);
           state.pids.push_back(pid);
           state.fd_counts.push_back(rec->open_fds ? static_cast<long long>(*rec->open_fds) : -1);
+          if (rec->quiet_gen == reg.generation()) state.quiet.push_back(pid);
         }
       }
       t.group.update(sample);

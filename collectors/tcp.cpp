@@ -457,14 +457,17 @@ class TcpCollector final : public Collector {
     alive_.erase(std::unique(alive_.begin(), alive_.end()), alive_.end());
     std::vector<pid_t> pids;
     std::vector<std::pair<pid_t, long long>> fd_counts;
+    std::vector<pid_t> quiet;
     for (const auto& t : ctx.targets) {
       pids.insert(pids.end(), t.pids.begin(), t.pids.end());
+      quiet.insert(quiet.end(), t.quiet.begin(), t.quiet.end());
       for (std::size_t i = 0; i < t.pids.size() && i < t.fd_counts.size(); ++i) {
         if (t.fd_counts[i] >= 0) fd_counts.emplace_back(t.pids[i], t.fd_counts[i]);
       }
     }
     std::sort(fd_counts.begin(), fd_counts.end());
-    owners_.update(ctx.proc, pids, alive_, fd_counts);
+    std::sort(quiet.begin(), quiet.end());
+    owners_.update(ctx.proc, pids, alive_, fd_counts, quiet);
 
     std::vector<std::uint64_t> inodes;
     for (std::size_t i = 0; i < ctx.targets.size(); ++i) {

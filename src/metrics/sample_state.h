@@ -20,6 +20,9 @@ struct TargetState {
   // Open fds of each of `pids` as the targets collector counted them this sample, -1 where
   // unknown; the tcp collector's socket owners use them where the kernel gives no count.
   std::vector<long long> fd_counts;
+  // PIDs of `pids` that did not run since the targets collector last read them (schedstat
+  // unchanged), sorted: their fd tables did not change by themselves.
+  std::vector<pid_t> quiet;
 };
 
 /// A pull source's state as the sources collector read it this sample (landing page, API).

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <sys/resource.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <ctime>
 #include <stdexcept>
 
 #include "procfs/proc_boot_time.h"
@@ -24,6 +26,9 @@ ProcessRegistry::ProcessRegistry(const FsRoot& proc, FdBudget& budget)
   }
   struct statfs sfs {};
   procfs_ = ::fstatfs(root_fd_, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC;
+  // prlimit() takes a PID of this process's namespace: only the /proc of this kernel and
+  // namespace numbers processes the same way (as for sock_diag, docs/tcp.md).
+  own_pids_ = procfs_ && proc_.root() == "/proc";
 
   if (long t = ::sysconf(_SC_CLK_TCK); t > 0) clk_tck_ = t;
   if (long p = ::sysconf(_SC_PAGESIZE); p > 0) page_size_ = p;
@@ -57,7 +62,10 @@ void ProcessRegistry::end_sample() {
 
 ProcessRecord* ProcessRegistry::record(pid_t pid) {
   auto& slot = records_[pid];
-  if (!slot) slot = std::make_unique<ProcessRecord>(root_fd_, pid, budget_);
+  if (!slot) {
+    slot = std::make_unique<ProcessRecord>(root_fd_, pid, budget_);
+    slot->first_gen = gen_;
+  }
   return slot.get();
 }
 
@@ -118,6 +126,14 @@ bool ProcessRegistry::read_stat(ProcessRecord& rec, bool force) {
 
 void ProcessRegistry::refresh_listing(bool full) {
   if (listed_gen_ == gen_ && (listed_full_ || !full)) return;
+  boot_ticks_.reset();
+  struct timespec boot {};
+  if (own_pids_ && ::clock_gettime(CLOCK_BOOTTIME, &boot) == 0) {
+    // The clock start times count in (stat's starttime: ticks since boot, fs/proc/array.c).
+    boot_ticks_ = static_cast<std::uint64_t>(boot.tv_sec) * static_cast<std::uint64_t>(clk_tck_) +
+                  static_cast<std::uint64_t>(boot.tv_nsec) * static_cast<std::uint64_t>(clk_tck_) /
+                      1000000000u;
+  }
   listing_.clear();
   int err = 0;
   DIR* dir = open_dir_at(root_fd_, ".", err);
@@ -130,7 +146,7 @@ void ProcessRegistry::refresh_listing(bool full) {
     // new process gets a new inode. A cheap hint to re-read a known PID without `full`.
     const bool changed = rec->dir_ino != e->d_ino;
     rec->dir_ino = e->d_ino;
-    if (full || changed || rec->stat_gen == 0) {
+    if (changed || rec->stat_gen == 0 || (full && scan_due(*rec))) {
       if (!read_stat(*rec, changed)) continue;
     }
     rec->used_gen = gen_;
@@ -147,6 +163,24 @@ void ProcessRegistry::refresh_listing(bool full) {
     auto it = records_.find(rec->stat.ppid);
     if (it == records_.end() || it->second->used_gen != gen_) read_stat(*rec, true);
   }
+}
+
+bool ProcessRegistry::scan_due(const ProcessRecord& rec) const {
+  // Last sample's members: read below anyway, so their comm and exec never lag the match.
+  if (rec.member_gen != 0 && gen_ - rec.member_gen <= 1) return true;
+  // New processes: most exec (a launcher's fork, then exec) or rename themselves early. Their
+  // age comes from the start time where the boot clock is this kernel's, else from the
+  // first listing (a fixture tree).
+  if (boot_ticks_ && rec.stat_read_gen != 0) {
+    if (*boot_ticks_ <
+        rec.stat.starttime + scan_young_seconds_ * static_cast<std::uint64_t>(clk_tck_)) {
+      return true;
+    }
+  } else if (gen_ - rec.first_gen < kScanYoungSamples) {
+    return true;
+  }
+  return gen_ - rec.stat_gen >= kScanRecheckSamples ||
+         (gen_ + static_cast<std::uint32_t>(rec.pid())) % kScanRecheckSamples == 0;
 }
 
 ProcessRecord* ProcessRegistry::stat(pid_t pid) {
@@ -187,7 +221,9 @@ void ProcessRegistry::read_member_fields(ProcessRecord& rec, MemberRead what) {
   auto refresh_limit = [&] {
     if (rec.fd_limit_gen == 0 || gen_ - rec.fd_limit_gen >= kLimitRefreshSamples) {
       rec.fd_limit_gen = gen_;
-      if (note(rec.handle.read_other("limits", buf_))) {
+      if (auto limit = fd_limit_by_syscall(rec)) {
+        rec.fd_limit = limit;
+      } else if (note(rec.handle.read_other("limits", buf_))) {
         rec.fd_limit = parse_max_open_files(buf_);
       } else {
         rec.fd_limit.reset();
@@ -224,6 +260,20 @@ void ProcessRegistry::read_member_fields(ProcessRecord& rec, MemberRead what) {
   }
 
   refresh_limit();
+}
+
+std::optional<OpenFilesLimit> ProcessRegistry::fd_limit_by_syscall(ProcessRecord& rec) {
+  if (!own_pids_) return std::nullopt;
+  struct rlimit rl {};
+  // EPERM for another user's process without CAP_SYS_RESOURCE: the file is world-readable.
+  if (::prlimit(rec.pid(), RLIMIT_NOFILE, nullptr, &rl) != 0) return std::nullopt;
+  // The PID named this process when prlimit ran if the kept fd still reads after it: a PID
+  // is not reused while its process (or zombie) exists.
+  if (rec.handle.read(ProcessHandle::kSchedstat, buf_) != ReadResult::Ok) return std::nullopt;
+  auto limit = [](rlim_t v) {
+    return v == RLIM_INFINITY ? OpenFilesLimit::kUnlimited : static_cast<std::uint64_t>(v);
+  };
+  return OpenFilesLimit{limit(rl.rlim_cur), limit(rl.rlim_max)};
 }
 
 void ProcessRegistry::children_by_listing(pid_t pid, std::vector<pid_t>& out) {

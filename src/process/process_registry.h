@@ -29,6 +29,7 @@ struct ProcessRecord {
 
   ProcessHandle handle;
   std::uint32_t used_gen = 0;       // last sample it was listed or asked for
+  std::uint32_t first_gen = 0;      // sample the record was made in
   std::uint64_t dir_ino = 0;        // d_ino of PID in the last listing (see refresh_listing)
   std::uint32_t stat_gen = 0;       // sample `stat` is current for
   std::uint32_t stat_read_gen = 0;  // sample `stat` was last read from the file in
@@ -73,10 +74,12 @@ class ProcessRegistry {
   void begin_sample();
   void end_sample();
 
-  /// Lists the numeric entries of the root once per sample. New PIDs get their stat read;
-  /// with `full`, every listed PID's stat is re-read (comm/exe/cmdline selectors need
-  /// fresh comm, and exec detection); without it, a known PID's stat is re-read only when
-  /// its parent vanished (it was re-parented). Records of PIDs not listed are dropped.
+  /// Lists the numeric entries of the root once per sample. New PIDs get their stat read,
+  /// and a known PID's when its parent vanished (it was re-parented). With `full` (comm,
+  /// exe and cmdline selectors need fresh comm and exec detection) also the stat of last
+  /// sample's members, of processes first listed fewer than kScanYoungSamples ago, and of
+  /// the others once every kScanRecheckSamples (see there). Records of PIDs not listed
+  /// are dropped.
   void refresh_listing(bool full);
   bool listed() const { return listed_gen_ == gen_; }
   /// Whether the last listing re-read every stat (see refresh_listing).
@@ -129,6 +132,19 @@ class ProcessRegistry {
   /// its own cadence (kLimitRefreshSamples).
   static constexpr std::uint32_t kQuietRefreshSamples = 15;
 
+  /// With a full listing, a process that is not a member is checked (its comm and exec
+  /// signature, through a stat read or a quiet schedstat) every sample while it is younger
+  /// than kScanYoungSeconds (by its start time; on a fixture tree, for its first
+  /// kScanYoungSamples listings), then once every kScanRecheckSamples at a phase set by its
+  /// PID. A process that execs or renames itself into a target's comm later than that joins
+  /// the target up to kScanRecheckSamples samples late; members, new PIDs (restarts) and
+  /// exits are seen at once.
+  static constexpr std::uint64_t kScanYoungSeconds = 16;
+  /// Overrides kScanYoungSeconds (a test renames a child it cannot make 16 s old quickly).
+  void set_scan_young_seconds(std::uint64_t seconds) { scan_young_seconds_ = seconds; }
+  static constexpr std::uint32_t kScanYoungSamples = 16;
+  static constexpr std::uint32_t kScanRecheckSamples = 16;
+
   /// Processes of this sample kept as they were because they had not run (see above).
   std::size_t quiet_this_sample() const { return quiet_count_; }
 
@@ -137,14 +153,21 @@ class ProcessRegistry {
   /// `force`: read the file even when the process looks quiet (a PID that may name another
   /// process, a parent that vanished).
   bool read_stat(ProcessRecord& rec, bool force = false);
+  /// Whether a full listing checks `rec` this sample (see kScanRecheckSamples).
+  bool scan_due(const ProcessRecord& rec) const;
   /// Whether schedstat still reads as when stat was read; `now` gets what it read.
   bool still_quiet(ProcessRecord& rec, std::optional<PidSchedstat>& now);
   enum class MemberRead { kAll, kMemoryAndFds, kLimitOnly };
   void read_member_fields(ProcessRecord& rec, MemberRead what);
+  /// RLIMIT_NOFILE by prlimit(2): with the check read, ~1 us against ~10 us for opening,
+  /// formatting and closing /proc/PID/limits;
+  /// nullopt when the file must be read instead (another PID namespace, EPERM, gone).
+  std::optional<OpenFilesLimit> fd_limit_by_syscall(ProcessRecord& rec);
 
   FsRoot proc_;
   int root_fd_ = -1;
-  bool procfs_ = false;  // the root is a real procfs (st_size of fd dirs is trusted)
+  bool procfs_ = false;    // the root is a real procfs (st_size of fd dirs is trusted)
+  bool own_pids_ = false;  // ... and it is this namespace's /proc (prlimit() by PID works)
   FdBudget* budget_;
   std::uint32_t gen_ = 0;
   std::uint32_t listed_gen_ = 0;
@@ -158,6 +181,8 @@ class ProcessRegistry {
   std::optional<std::uint64_t> last_pid_;
   std::uint32_t last_pid_gen_ = 0;
   std::size_t quiet_count_ = 0;
+  std::optional<std::uint64_t> boot_ticks_;  // CLOCK_BOOTTIME in ticks at this listing
+  std::uint64_t scan_young_seconds_ = kScanYoungSeconds;
   long clk_tck_ = 100;
   long page_size_ = 4096;
   std::string buf_;

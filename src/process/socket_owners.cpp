@@ -124,9 +124,18 @@ bool SocketOwners::refresh(const FsRoot& proc, pid_t pid, Proc& p, const Pass& p
 
   // 3. Re-read suspect fds only: sockets gone from the dump (closed: the number is usually
   //    reused at once, as the kernel hands out the lowest free fd), this sample's rolling
-  //    verification slice, and, when a new socket nobody claims exists, plain files.
+  //    verification slice (owed for a whole round after the process ran, then now and
+  //    then), and, when a new socket nobody claims exists, plain files.
   std::size_t suspects = 0;  // reads for a reason other than the rolling check
-  const unsigned slice = sample_ % kVerifySlices;
+  if (!pass.second && !pass.quiet) p.owed = kVerifySlices;
+  const bool verify =
+      !pass.second &&
+      (p.owed > 0 || (sample_ + static_cast<unsigned>(pid)) % kQuietVerifyEvery == 0);
+  const unsigned slice = p.next_slice;
+  if (verify) {
+    p.next_slice = (p.next_slice + 1) % kVerifySlices;
+    if (p.owed > 0) --p.owed;
+  }
   std::size_t w = 0;
   for (std::size_t i = 0; i < p.fds.size(); ++i) {
     FdEntry e = p.fds[i];
@@ -134,7 +143,7 @@ bool SocketOwners::refresh(const FsRoot& proc, pid_t pid, Proc& p, const Pass& p
         (e.kind == Kind::Tcp && !is_alive(e.inode)) || (pass.reread_files && e.kind == Kind::File);
     suspects += suspect;
     // The second pass of a sample leaves the slice to the first: it was just read.
-    if (suspect || (!pass.second && i % kVerifySlices == slice)) {
+    if (suspect || (verify && i % kVerifySlices == slice)) {
       int err = read_link(proc, pid, p, e.fd, e);
       if (err != 0) {
         if (vanished(err) && p.dirfd >= 0 && ::fstat(p.dirfd, &st) != 0) return false;
@@ -172,7 +181,8 @@ bool SocketOwners::refresh(const FsRoot& proc, pid_t pid, Proc& p, const Pass& p
 
 void SocketOwners::update(const FsRoot& proc, const std::vector<pid_t>& pids,
                           const std::vector<std::uint64_t>& alive,
-                          const std::vector<std::pair<pid_t, long long>>& fd_counts) {
+                          const std::vector<std::pair<pid_t, long long>>& fd_counts,
+                          const std::vector<pid_t>& quiet) {
   ++sample_;
   prev_alive_.swap(alive_);
   alive_ = alive;
@@ -211,6 +221,7 @@ void SocketOwners::update(const FsRoot& proc, const std::vector<pid_t>& pids,
     Pass first;
     auto known = std::lower_bound(fd_counts.begin(), fd_counts.end(), std::make_pair(pid, -1LL));
     if (known != fd_counts.end() && known->first == pid) first.counted = known->second;
+    first.quiet = std::binary_search(quiet.begin(), quiet.end(), pid);
     if (!refresh(proc, pid, p, first)) {
       close_dirfd(p);
       procs_.erase(it);
@@ -222,8 +233,9 @@ void SocketOwners::update(const FsRoot& proc, const std::vector<pid_t>& pids,
   }
   // Second pass, only when some new socket is still unclaimed: re-read the plain-file fds of
   // processes with few of them (a file closed and a socket opened at the same number keeps
-  // the count). Processes with many files are left to the rolling check. A process whose
-  // count was taken before the dump is listed: the new socket may be one it opened since.
+  // the count). Processes with many files, and quiet ones, are left to the rolling check. A
+  // process whose count was taken before the dump is listed: the new socket may be one it
+  // opened since.
   if (std::find(claimed.begin(), claimed.end(), false) != claimed.end()) {
     for (pid_t pid : kept_pids) {
       Proc& p = procs_[pid];
@@ -231,7 +243,9 @@ void SocketOwners::update(const FsRoot& proc, const std::vector<pid_t>& pids,
       for (const auto& e : p.fds) files += e.kind == Kind::File;
       Pass second;
       second.second = true;
-      second.reread_files = files > 0 && files <= 256;
+      // A process that did not run since the last sample opened no socket.
+      second.reread_files =
+          files > 0 && files <= 256 && !std::binary_search(quiet.begin(), quiet.end(), pid);
       if (!second.reread_files && !p.count_earlier) continue;
       if (!refresh(proc, pid, p, second)) p.fds.clear();
     }

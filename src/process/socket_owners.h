@@ -2,8 +2,10 @@
 // Which TCP sockets a process holds: the socket inodes behind its /proc/PID/fd links, kept in
 // a cache so that a target with 10,000 fds is not re-read every second.
 // Per sample it does one fstat() of /proc/PID/fd (whose size is the open-fd count) and re-reads
-// only the fds that are suspect, plus a rolling 1/32 of the cache: readlink of every fd costs
-// ~33 ms at 10,000 fds. The steps and their measurements: docs/tcp.md, "Per-target sockets".
+// only the fds that are suspect, plus a rolling 1/32 of the cache for the 32 samples after the
+// process last ran (and 1/32 every kQuietVerifyEvery samples while it does not): readlink of
+// every fd costs ~33 ms at 10,000 fds. The steps and their measurements: docs/tcp.md, "Per-target
+// sockets".
 
 #include <sys/types.h>
 
@@ -25,6 +27,10 @@ class SocketOwners {
  public:
   static constexpr std::size_t kMaxDirFds = 256;
   static constexpr unsigned kVerifySlices = 32;
+  /// A process that did not run cannot change its fd table, unless it shares it with another
+  /// process (clone(CLONE_FILES) without CLONE_THREAD): while it stays quiet, its cache is
+  /// verified one slice every kQuietVerifyEvery samples (a whole round in 256).
+  static constexpr unsigned kQuietVerifyEvery = 8;
 
   /// `fd_dir_size`: trust the size of /proc/PID/fd as the fd count where it is not 0 (Linux >=
   /// 6.2). false behaves as on older kernels, for tests.
@@ -40,9 +46,12 @@ class SocketOwners {
   /// `fd_counts`: (pid, open fds) sorted by pid, counted earlier in this sample (the targets
   /// collector lists fd directories where the kernel gives no size). Where the kernel gives
   /// no count, such a count spares the listing when it matches the cache.
+  /// `quiet`: sorted PIDs of `pids` that did not run since the last sample (see
+  /// kQuietVerifyEvery); the others are taken to have run.
   void update(const FsRoot& proc, const std::vector<pid_t>& pids,
               const std::vector<std::uint64_t>& alive,
-              const std::vector<std::pair<pid_t, long long>>& fd_counts = {});
+              const std::vector<std::pair<pid_t, long long>>& fd_counts = {},
+              const std::vector<pid_t>& quiet = {});
 
   /// Appends the inodes of the TCP sockets (members of `alive`) that `pid`'s fds hold, as of
   /// the last update(); nothing for an unknown or vanished pid.
@@ -69,11 +78,14 @@ class SocketOwners {
     std::vector<FdEntry> fds;  // sorted by fd
     bool seen = false;
     bool count_earlier = false;  // this sample's count came from fd_counts, not the kernel
+    unsigned next_slice = 0;     // the rolling check's next slice
+    unsigned owed = 0;  // slices still owed since the process last ran (a new entry was read whole)
   };
   struct Pass {
     bool second = false;        // the sample's second pass: the rolling slice was read
     bool reread_files = false;  // re-read plain-file fds (a new socket nobody claims)
     long long counted = -1;     // the fd count from update()'s fd_counts, -1 none
+    bool quiet = false;         // the process did not run since the last sample
   };
 
   bool refresh(const FsRoot& proc, pid_t pid, Proc& p, const Pass& pass);

@@ -34,6 +34,7 @@
 #include "config/options.h"
 #include "metrics/metric_sink.h"
 #include "process/process_registry.h"
+#include "process/target_resolver.h"
 #include "procfs/fs_root.h"
 #include "tests/lib/eventually.h"
 #include "tests/lib/read_line.h"
@@ -800,4 +801,54 @@ TEST_CASE("a sleeping child whose parent exits gets its new parent in the listin
   ::kill(grandchild, SIGKILL);
   ::waitpid(grandchild, nullptr, 0);
   ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+TEST_CASE("a process renamed long after it started joins a comm target within the re-check",
+          "[real]") {
+  // Not a member and no longer new: a full listing checks it only every
+  // kScanRecheckSamples samples, so that is how late it may join.
+  const std::string name = "lwlate" + std::to_string(::getpid() % 100000);
+  Child c([&name](int out) {
+    sigset_t usr1, old;
+    ::sigemptyset(&usr1);
+    ::sigaddset(&usr1, SIGUSR1);
+    ::sigprocmask(SIG_BLOCK, &usr1, &old);  // no signal lost before the wait
+    struct sigaction sa {};
+    sa.sa_handler = [](int) {};
+    ::sigaction(SIGUSR1, &sa, nullptr);
+    say(out, "ready");
+    ::sigsuspend(&old);
+    ::prctl(PR_SET_NAME, name.c_str());
+    say(out, "renamed");
+  });
+  c.line();
+  ProcessRegistry reg(FsRoot("/proc"));
+  reg.set_scan_young_seconds(0);  // the child counts as old at once
+  const FsRoot sys("/sys");
+  auto resolver = make_target_resolver(parse_selector("comm:" + name));
+  auto sample = [&] {
+    reg.begin_sample();
+    reg.refresh_listing(true);
+    ResolveContext ctx{reg, sys};
+    std::vector<pid_t> roots;
+    resolver->resolve(ctx, roots);
+    reg.end_sample();
+    return roots;
+  };
+  for (std::uint32_t i = 0; i < 2 * ProcessRegistry::kScanRecheckSamples; ++i) {
+    REQUIRE(sample().empty());
+  }
+  ::kill(c.pid(), SIGUSR1);
+  REQUIRE(c.line() == "renamed");
+  std::string comm;
+  REQUIRE(FsRoot("/proc").read(std::to_string(c.pid()) + "/comm", comm) == 0);
+  REQUIRE(comm == name + "\n");  // the kernel's truth, before counting
+  std::uint32_t samples = 0;
+  bool found = false;
+  while (!found && samples < 2 * ProcessRegistry::kScanRecheckSamples) {
+    ++samples;
+    found = sample() == std::vector<pid_t>{c.pid()};
+  }
+  CHECK(found);
+  CHECK(samples <= ProcessRegistry::kScanRecheckSamples);
 }

@@ -576,6 +576,55 @@ TEST_CASE("socket owner cache: skips unchanged processes, follows churn exactly"
   check();
 }
 
+TEST_CASE("socket owner cache: a quiet process is verified a round after it ran, then rarely",
+          "[tcp][real][owners]") {
+  std::uint16_t port = 0;
+  Fd l = listen_on(AF_INET, "127.0.0.1", 64, port);
+  std::vector<Fd> socks;
+  add_pairs(socks, l, port, 40);
+  const std::vector<std::uint64_t> alive = inodes_of(socks, l);
+  FsRoot proc("/proc");
+  SocketOwners owners;
+  const pid_t self = ::getpid();
+  owners.update(proc, {self}, alive);  // it ran: a whole round of slices is owed
+  std::size_t fds = 0;                 // this process's fds, the listing's own left out
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (const dirent* e = ::readdir(d))
+      fds += e->d_name[0] != '.' && std::atoi(e->d_name) != ::dirfd(d);
+    ::closedir(d);
+  }
+  REQUIRE(fds > 80);
+  const auto read_while_quiet = [&](unsigned samples) {
+    const auto before = owners.stats().readlinks;
+    for (unsigned i = 0; i < samples; ++i) owners.update(proc, {self}, alive, {}, {self});
+    return owners.stats().readlinks - before;
+  };
+  // The owed round reads every cached fd once (give or take the test's own fds).
+  CHECK(read_while_quiet(SocketOwners::kVerifySlices - 1) + 8 >= fds);
+  // Then one slice every kQuietVerifyEvery samples at most.
+  const unsigned slice =
+      (static_cast<unsigned>(fds) + SocketOwners::kVerifySlices - 1) / SocketOwners::kVerifySlices;
+  CHECK(read_while_quiet(4 * SocketOwners::kQuietVerifyEvery) <= 4 * slice + 4);
+  // A socket in the dump that none of its cached fds explains: a quiet process opened none,
+  // so its plain files are not re-read.
+  std::vector<std::uint64_t> with_stranger = alive;
+  with_stranger.insert(with_stranger.begin(), 1);
+  CHECK(read_while_quiet(0) == 0);
+  {
+    const auto r0 = owners.stats().readlinks;
+    owners.update(proc, {self}, with_stranger, {}, {self});
+    CHECK(owners.stats().readlinks - r0 <= slice);
+  }
+  // It ran again: the next sample verifies a slice, and the answer is still exact.
+  const auto before = owners.stats().readlinks;
+  owners.update(proc, {self}, alive);
+  CHECK(owners.stats().readlinks > before);
+  std::vector<std::uint64_t> got;
+  owners.tcp_inodes(self, got);
+  std::sort(got.begin(), got.end());
+  CHECK(got == alive);
+}
+
 TEST_CASE("socket owner cache: a new socket nobody holds re-reads the plain files, not the slice",
           "[tcp][real][owners]") {
   std::uint16_t port = 0;

@@ -361,8 +361,8 @@ TEST_CASE("throttling collector reads the cpu.stat of the cgroup whose quota bin
   CollectorEnv env{options, config, proc, kFixtureSys};
   auto collector = make_throttling_collector(env);
   SampleContext ctx{proc, kFixtureSys, 0, {}};
-  ctx.targets.push_back(TargetState{"app", "pid:100", true, {100, 102}, {}, {}});
-  ctx.targets.push_back(TargetState{"free", "pid:101", true, {101}, {}, {}});
+  ctx.targets.push_back(TargetState{"app", "pid:100", true, {100, 102}, {}, {}, {}});
+  ctx.targets.push_back(TargetState{"free", "pid:101", true, {101}, {}, {}, {}});
   MetricSink sink;
   collector->collect(ctx, sink);
   auto fams = sink.take();
