@@ -21,7 +21,7 @@ loopback only; bounded in time.
      at least 5s; the generator is first shown to write the shipped files from config.yml
      unchanged), and tests/thresholds.integration.yml.
 2. Opens a run through `loadwatch run start|phase|stop` (the run API is on) with three phases
-   of 6-8 s (named with users, default name users=N, named without users) while the helpers
+   of 10-14 s (named with users, default name users=N, named without users) while the helpers
    and Locust load the host. While its last phase is open, the "Runs" and "Run phases"
    annotations of the Test run and Soak dashboards must return the run and every phase with
    its users. After the stop, once Prometheus has scraped the end, `loadwatch report
@@ -75,8 +75,10 @@ JOB = "loadwatch"
 RUN_NAME = "mixin-report"
 # (name, users, seconds): the run's phases; name None takes the default, users=N. Each spans
 # enough 1 s scrapes that a rate over its stable window is not one scrape's worth off (a 6 s
-# phase, a stable window of 3 scrapes, once gave twice loadwatch's rate).
-RUN_PHASES = [("step 1", 4, 10.0), (None, 8, 10.0), ("cool-down", None, 10.0)]
+# phase, a stable window of 3 scrapes, once gave twice loadwatch's rate). Locust's answers are
+# cached for 2 s, so a 10 s phase's stable window holds two or three counter updates: under load
+# both engines once called every rate too uncertain. 14 s gives four or five.
+RUN_PHASES = [("step 1", 4, 14.0), (None, 8, 14.0), ("cool-down", None, 10.0)]
 
 
 # ---- helper processes (run as: prometheus_integration.py --helper MODE MARKER [PORT]) ---------
@@ -238,7 +240,10 @@ def compare_report_json(prom, lw, where):
         problems.append(f"run.end: {prom['run']['end']} != {lw['run']['end']}")
     both = [a for a, b in zip(prom["phases"], lw["phases"]) if "rps" in a and "rps" in b]
     if not both:
-        problems.append("no phase has a req/s from both engines: nothing to compare them on")
+        why = [(a["name"], a.get("rps", a.get("rps_unavailable")),
+                b.get("rps", b.get("rps_unavailable"))) for a, b in zip(prom["phases"], lw["phases"])]
+        problems.append("no phase has a req/s from both engines: nothing to compare them on "
+                        f"(phase, prometheus, loadwatch): {why}")
     phases = [[(p["name"], p.get("users")) for p in r["phases"]] for r in (prom, lw)]
     if phases[0] != phases[1]:
         return problems + [f"phases (name, users): {phases[0]} != {phases[1]}"], 0

@@ -175,18 +175,32 @@ class Bottleneck(CapacityRunHelpers, unittest.TestCase):
         quota = 0.05
         cg = self.cgroup("app")
         cg.quota(quota)
-        app, _ = self.server(4, 5, mode="cpu", prefix=cg.prefix())
+        app, server = self.server(4, 5, mode="cpu", prefix=cg.prefix())
         locust_port = free_port()
-        with Loadwatch(self.loadwatch_args(app, locust_port, os.path.join(self.dir, "s"))) as lw:
-            run = self.step_run(lw, app, locust_port, USERS, step=STEP)
-            b, targets = self.verdict(lw, run)
+        meter = CpuMeter([server.pid])
+        try:
+            with Loadwatch(self.loadwatch_args(app, locust_port,
+                                               os.path.join(self.dir, "s"))) as lw:
+                run = self.step_run(lw, app, locust_port, USERS, step=STEP)
+                b, targets = self.verdict(lw, run)
+                rep = self.report(lw, run["id"])
+        finally:
+            meter.close()
         first = b["findings"][0]
         # The server at its quota: named by its CPU against the quota, or by the quota's
         # throttling of it (both name the app and its limit, never the idle host).
         self.assertIn((first["check"], first["subject"]),
                       [("target_cpu", "app"), ("throttling", "app")], b)
         self.assertAlmostEqual(targets["app"]["cpu_limit_cores"], quota, places=3)
-        self.assertGreaterEqual(targets["app"]["cpu_cores"], 0.9 * quota)
+        # Its CPU as /proc counted it over the stable window. On a busy host a throttled
+        # process can get less than its quota (0.044 of 0.05 in one CI run), so the figure is
+        # held to /proc, not to the quota.
+        phase = next(p for p in rep["phases"] if p["name"] == b["phase"])
+        truth = meter.cores(phase["stable_start"], phase["end"], server.pid)
+        print("app %.4f cores by /proc, %.4f reported" % (truth, targets["app"]["cpu_cores"]),
+              file=sys.stderr)
+        self.assertLessEqual(truth, 1.1 * quota)
+        self.assertAlmostEqual(targets["app"]["cpu_cores"], truth, delta=0.1 * quota)
 
     def test_generator_under_cpu_quota(self):
         """Locust, watched as the target "generator", under a 0.15-core quota against a server
