@@ -252,28 +252,6 @@ std::optional<double> reader_start(const FleetHost& host, const PhaseStats& p) {
   return *p.start - host.skew_seconds.value_or(0);
 }
 
-/// Host h's phase that is the first host's phase `ref`: the same name, after `after` (phases
-/// keep their order), starting within half the phase (or the skew bound) of it, the nearest
-/// where the name repeats.
-std::optional<std::size_t> match_phase(const FleetHost& first, const PhaseStats& ref,
-                                       const FleetHost& host, std::size_t after) {
-  std::optional<std::size_t> best;
-  double best_gap = 0;
-  auto at = reader_start(first, ref);
-  double within = kClockSkewWarnSeconds;
-  if (ref.start && ref.end) within = std::max(within, (*ref.end - *ref.start) / 2);
-  for (std::size_t j = after; j < host.report.phases.size(); ++j) {
-    const PhaseStats& p = host.report.phases[j];
-    if (p.name != ref.name) continue;
-    auto start = reader_start(host, p);
-    double gap = at && start ? std::fabs(*at - *start) : 0;
-    if (gap > within) continue;
-    if (!best || gap < best_gap) best = j, best_gap = gap;
-    if (!at || !start) break;  // no instant to choose by: the first in order
-  }
-  return best;
-}
-
 /// The fleet's phases: the first host's that every host has, each host's own index of each.
 /// A phase one host lacks (Prometheus scraped none of a short one there) is left out with a
 /// warning, and the phases after it stay matched.
@@ -336,6 +314,25 @@ const char* host_role_name(HostRole role) {
       return "host";
   }
   return "host";
+}
+
+std::optional<std::size_t> match_phase(const FleetHost& first, const PhaseStats& ref,
+                                       const FleetHost& host, std::size_t after) {
+  std::optional<std::size_t> best;
+  double best_gap = 0;
+  auto at = reader_start(first, ref);
+  double within = kClockSkewWarnSeconds;
+  if (ref.start && ref.end) within = std::max(within, (*ref.end - *ref.start) / 2);
+  for (std::size_t j = after; j < host.report.phases.size(); ++j) {
+    const PhaseStats& p = host.report.phases[j];
+    if (p.name != ref.name) continue;
+    auto start = reader_start(host, p);
+    double gap = at && start ? std::fabs(*at - *start) : 0;
+    if (gap > within) continue;
+    if (!best || gap < best_gap) best = j, best_gap = gap;
+    if (!at || !start) break;  // no instant to choose by: the first in order
+  }
+  return best;
 }
 
 HostRole infer_role(const CapacityReport& report) {

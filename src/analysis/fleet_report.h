@@ -70,6 +70,14 @@ struct FleetReport {
   std::vector<std::string> warnings;  // clock skew, phases that disagree
 };
 
+/// Host `host`'s own phase that is `ref`, a phase of host `first`: the same name, at or after
+/// index `after` (phases keep their order), starting within half the phase (at least the skew
+/// bound) of it on the reader's clock, the nearest where the name repeats; the first of the
+/// name when either has no start. nullopt when `host` lacks it: a phase must not be judged or
+/// filled with another phase's figures.
+std::optional<std::size_t> match_phase(const FleetHost& first, const PhaseStats& ref,
+                                       const FleetHost& host, std::size_t after = 0);
+
 /// Builds the fleet report. `hosts` must hold at least one host. The fleet's phases are the
 /// first host's that every host has: matched by name, the nearest start (on the reader's clock)
 /// where a name repeats; one a host lacks is left out with a warning.
