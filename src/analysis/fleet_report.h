@@ -7,6 +7,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/capacity_report.h"
@@ -45,6 +46,11 @@ struct FleetHost {
   std::vector<std::vector<HistogramBucket>> phase_histograms;
   std::string histogram_window;
   std::string histogram_unavailable;
+  /// Per phase (as phase_histograms): why that phase has no histogram, when the host has them
+  /// for others; and, where the generator timed its figures, the moments on the host's clock
+  /// between which its buckets counted the requests.
+  std::vector<std::string> phase_histogram_unavailable;
+  std::vector<std::optional<std::pair<double, double>>> histogram_spans;
 };
 
 struct HostVerdict {
