@@ -282,11 +282,11 @@ Guard start_guard(const std::string& run_id, const std::vector<std::string>& cli
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) signal(s, SIG_IGN);
-    pid_t group = 0;
-    bool known = read_fully(fds[0], &group, sizeof group) == sizeof group && group > 0;
+    pid_t group = 0;  // 0: a client with no command to kill (run join)
+    bool known = read_fully(fds[0], &group, sizeof group) == sizeof group;
     char byte = 0;
     if (known && read_fully(fds[0], &byte, 1) == 1) _exit(0);  // loadwatch stops the run itself
-    if (known) kill(-group, SIGKILL);
+    if (known && group > 0) kill(-group, SIGKILL);
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, STDIN_FILENO);
     execv(self, argv.data());
@@ -605,6 +605,9 @@ int run_cli(int argc, char** argv) {
   if (join->parsed()) {
     std::vector<Host> joining;  // the hosts after --from
     for (std::size_t i = 1; i < hosts.size(); ++i) joining.push_back(std::move(hosts[i]));
+    // The guard stops the run where join opened it, never on --from (its run is its own).
+    join_plan.stop_args =
+        client_args(std::vector<Daemon>(daemons.begin() + 1, daemons.end()), flags);
     return join_run(hosts.front(), joining, join_plan);
   }
 

@@ -79,7 +79,8 @@ struct Guard {
   pid_t pid = -1;
   int fd = -1;  // the write end; closing it without the byte means loadwatch is gone
 
-  /// Tells the guard CMD's process group, once CMD is started.
+  /// Tells the guard CMD's process group, once CMD is started; 0 when there is no command
+  /// (run join): the guard then only stops the run.
   void watch(pid_t group);
   void release();
 };

@@ -100,6 +100,13 @@ int join_run(Host& from, std::vector<Host>& hosts, const JoinPlan& plan) {
       if (v.is_string()) labels.push_back(k + "=" + v.get<std::string>());
     }
   }
+  // Guarded before the first host opens the run: a join killed at any moment after leaves no
+  // host with the run open. The guard has no command to kill, only the run to stop.
+  struct Released {
+    Guard guard;
+    ~Released() { guard.release(); }
+  } guarded{start_guard(joined.id, plan.stop_args)};
+  guarded.guard.watch(0);
   nlohmann::json started;
   if (int rc = start_all(hosts, "join (start)", json_string_or(run, "name"), labels, &started,
                          &joined)) {

@@ -16,12 +16,15 @@ struct JoinPlan {
   std::chrono::milliseconds wait{600'000};       // for a run to open there
   std::chrono::milliseconds poll{500};           // how often its run is read
   std::chrono::milliseconds lost_after{30'000};  // unreachable this long: the run ends here
+  /// `run stop`'s flags for the joined hosts: what the guard runs if join is killed.
+  std::vector<std::string> stop_args;
 };
 
 /// Opens the run `from` has on every host with its id, start and phases at the same instants
 /// (each on its own clock), then follows it: each new phase and its end are copied as they
 /// appear. Exits when the run ends there (0), or stops it here and exits when it is lost (1,
-/// 2) or on SIGINT/SIGTERM (128+sig).
+/// 2) or on SIGINT/SIGTERM (128+sig). From before the start to the exit a guard (as run exec's)
+/// stops the run on the joined hosts if this process dies without doing so (SIGKILL, OOM).
 int join_run(Host& from, std::vector<Host>& hosts, const JoinPlan& plan);
 
 }  // namespace loadwatch::run_command
