@@ -224,12 +224,21 @@ void read_phase_histograms(PrometheusSeriesSource& prometheus,
       continue;
     }
     h.phase_histograms.assign(windows.size(), {});
+    // Why a phase has none: its buckets missing at an edge (not yet scraped: a generator that
+    // started pushing within the window), or one fell (a restart).
+    h.phase_histogram_unavailable.assign(
+        windows.size(), "Prometheus holds none of its buckets at one edge of the phase's window");
     h.histogram_window =
         "each one's buckets as Prometheus last scraped them at or before the edges of the "
         "fleet's stable window";
     bool filled = false;
     for (const auto& [k, buckets] : it->second) {
-      if (k >= windows.size() || fell[h.name][k]) continue;
+      if (k >= windows.size()) continue;
+      if (fell[h.name][k]) {
+        h.phase_histogram_unavailable[k] = "a bucket fell within the window (a restart)";
+        continue;
+      }
+      h.phase_histogram_unavailable[k].clear();
       for (const auto& [le, n] : buckets) h.phase_histograms[k].push_back({le, n});
       // The host's own latency, which its report read without the histogram, from the same
       // buckets: its verdict's latency checks need it.
