@@ -83,6 +83,13 @@ def check_merged_latency(rep, logs, failures):
         window, line = [], []
         for g, hist in gens.items():
             ph = (hist.get("phases") or [{}] * (k + 1))[k]
+            if "counted_from" not in ph and k == 0 and \
+                    ph.get("unavailable", "").startswith("no sample of source"):
+                # A Locust slow to start on a busy machine: its first push came after the
+                # window opened, and the report says so.
+                print("phase %s: %s: %s" % (p["name"], g, ph["unavailable"]))
+                window = None
+                break
             if "counted_from" not in ph:
                 failures.append("phase %s: %s's buckets: %r (%r)" % (p["name"], g, ph, hist))
                 return
@@ -95,7 +102,13 @@ def check_merged_latency(rep, logs, failures):
                                                               ph["counted_to"]))
             window += mine
             line.append("%s %d" % (g, len(mine)))
-        if p.get("latency_method") != "histogram" or len(window) < 20:
+        if window is None:
+            continue
+        if len(window) < 20:
+            # A late Locust's last step: too few requests for a p99 worth checking.
+            print("phase %s: %s requests only" % (p["name"], " + ".join(line)))
+            continue
+        if p.get("latency_method") != "histogram":
             failures.append("phase %s: no merged latency (%s): %r" % (
                 p["name"], ", ".join(line), p.get("latency_window")))
             continue
@@ -131,8 +144,15 @@ def check_latency_agrees(rep, prom, logs, failures):
                 d["end"] - d["start"] < STEP / 2:
             continue
         if p.get("latency_method") != "histogram":
-            failures.append("phase %s: Prometheus has no merged latency: %r"
-                            % (d["name"], p.get("latency_window")))
+            # Only the first phase may lack it, saying why: a Locust slow to start on a busy
+            # machine pushes its first buckets after the window opened, and Prometheus scrapes
+            # them up to a scrape later than the history records them.
+            if d["name"] != rep["fleet"]["phases"][0]["name"] or \
+                    "Prometheus holds none of its buckets" not in p.get("latency_window", ""):
+                failures.append("phase %s: Prometheus has no merged latency: %r"
+                                % (d["name"], p.get("latency_window")))
+            else:
+                print("phase %s: Prometheus: %s" % (d["name"], p["latency_window"]))
             continue
         start, end = d["stable_start"], d["stable_start"] + d["stable_seconds"]
         windows = [[r[1] for r in requests if start + a < r[0] <= end + b]
@@ -284,26 +304,41 @@ def check(hosts, work, procs, failures):
         skew = h["clock_skew"]
         if not (abs(skew["seconds"]) <= skew["uncertainty_seconds"] + 0.005):
             failures.append("%s's skew on one clock: %r" % (h["name"], skew))
-    # The fleet's req/s against what the server logged in each phase's stable window.
+    # The fleet's req/s: the sum of each generator's rate over its own window (between the
+    # pushes it was taken from), against the requests each Locust logged in that window; and
+    # against what the server itself logged over those windows, which it served as they came.
     with open(served) as f:
         times = [float(x) for x in f if x.strip()]
+    own = {h["name"]: {ph["name"]: ph for ph in h["report"]["phases"]} for h in rep["hosts"]}
+    requests = {g: [r[0] for r in locust_log.read(logs[g])[0]] for g in logs}
     checked = 0
     for p in rep["fleet"]["phases"]:
         # The stub that opens as the Locusts quit has load in part of its window only.
         if "rps" not in p or "stable_start" not in p or p["end"] - p["start"] < STEP / 2:
             continue
-        lo, hi = p["stable_start"], p["end"]
-        truth = len([t for t in times if lo <= t <= hi]) / (hi - lo)
-        # Within the figure's own bound, and a sample's worth of requests either side.
-        slack = 1.0 / (hi - lo)
-        if not p["rps_low"] * 0.9 - slack <= truth <= p["rps_high"] * 1.1 + slack:
-            failures.append("phase %s: fleet req/s %.1f [%.1f, %.1f], the server served %.1f/s"
-                            % (p["name"], p["rps"], p["rps_low"], p["rps_high"], truth))
+        logged, server, parts = 0.0, 0.0, []
+        for g in GENERATORS:
+            ph = own[g][p["name"]]
+            lo, hi = ph["rps_window_start"], ph["rps_window_end"]
+            logged += len([t for t in requests[g] if lo < t <= hi]) / (hi - lo)
+            server += len([t for t in times if lo < t <= hi]) / (hi - lo) / len(GENERATORS)
+            parts.append("%s %.1f over %.2f s" % (g, ph["rps"], hi - lo))
+        # Locust's own count: within the bound (a request of slack at each end of a window).
+        slack = 2.0 / (p["stable_seconds"] - 1)
+        if not p["rps_low"] - slack <= logged <= p["rps_high"] + slack:
+            failures.append("phase %s: fleet req/s %.2f [%.2f, %.2f] (%s), the Locusts logged "
+                            "%.2f/s" % (p["name"], p["rps"], p["rps_low"], p["rps_high"],
+                                        ", ".join(parts), logged))
+        # The server's: the same requests, served a response time before they were logged.
+        if abs(server / p["rps"] - 1) > 0.15:
+            failures.append("phase %s: fleet req/s %.1f, the server served %.1f/s"
+                            % (p["name"], p["rps"], server))
         checked += 1
     if checked < 2:
         failures.append("fewer than 2 phases with req/s: %r" % rep["fleet"]["phases"])
     else:
-        print("ok: the fleet's req/s matches the server's own count in %d phases" % checked)
+        print("ok: the fleet's req/s matches the Locusts' and the server's own counts in %d "
+              "phases" % checked)
     check_merged_latency(rep, logs, failures)
     # Prometheus: the run every instance exported is one run across their hosts.
     def scraped_end():
