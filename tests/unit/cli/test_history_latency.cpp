@@ -208,11 +208,12 @@ TEST_CASE("a generator host without the buckets is named with its reason, never 
   FakeHistory restarted(list_with(all), 105, 100, 50), capped(list_with(buckets_99), 105, 1, 2);
   FakeHistory quantiles(list_with(no_buckets), 105, 1, 2), off("", 105, 1, 2, true);
 
-  auto read = [](std::vector<FakeHistory*> servers) {
+  auto read = [](std::vector<FakeHistory*> servers, std::vector<double> skews = {}) {
     std::vector<loadwatch::analysis::FleetHost> hosts;
     std::vector<RunClient> clients;
     for (std::size_t i = 0; i < servers.size(); ++i) {
       hosts.push_back(generator_host("gen-" + std::to_string(i + 1)));
+      if (i < skews.size()) hosts.back().skew_seconds = skews[i];
       RunClientOptions o;
       o.url = servers[i]->url();
       clients.emplace_back(o);
@@ -234,6 +235,14 @@ TEST_CASE("a generator host without the buckets is named with its reason, never 
   auto fleet = loadwatch::analysis::build_fleet_report(both);
   CHECK(fleet.fleet.phases[0].latency_method == "histogram");
   CHECK(fleet.fleet.phases[0].p99_high_seconds == Approx(0.0001));  // all in the first bucket
+
+  // A host whose clock runs 10 s ahead: the window is read at 110..120 on its clock, where
+  // its count rises from 10 to 30 at 115 (at 100..110 it would not have risen at all).
+  FakeHistory ahead(list_with(all), 115, 10, 30);
+  auto skewed = read({&good, &ahead}, {0.0, 10.0});
+  CHECK(skewed[1].phase_histograms[0].back().count == 20);
+  REQUIRE(skewed[1].histogram_spans[0]);
+  CHECK(skewed[1].histogram_spans[0]->first == Approx(110 - 0.1 - 0.25));
 
   // Each without them says why; the fleet's latency names every one.
   auto lacking = read({&good, &restarted, &capped, &quantiles, &off});
