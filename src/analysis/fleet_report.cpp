@@ -74,19 +74,28 @@ void latency(PhaseStats& out, const std::vector<const PhaseStats*>& generators,
              const std::vector<const FleetHost*>& hosts, std::size_t k) {
   if (generators.size() > 1) {
     std::vector<const std::vector<HistogramBucket>*> histograms;
+    std::string missing;  // every host without one, each with its reason
     for (const FleetHost* h : hosts) {
-      if (k >= h->phase_histograms.size() || h->phase_histograms[k].empty()) {
-        out.latency_window =
-            "unavailable: " + std::to_string(generators.size()) + " generator hosts, and " +
-            h->name + "'s histogram is missing (" +
-            (!h->histogram_unavailable.empty() ? h->histogram_unavailable
-             : h->phase_histograms.empty()
-                 ? "its loadwatch's report carries quantiles, not histogram buckets"
-                 : "none over this phase") +
-            "); quantiles are never averaged (see each host's own latency)";
-        return;
+      if (k < h->phase_histograms.size() && !h->phase_histograms[k].empty()) {
+        histograms.push_back(&h->phase_histograms[k]);
+        continue;
       }
-      histograms.push_back(&h->phase_histograms[k]);
+      std::string why = k < h->phase_histogram_unavailable.size()
+                            ? h->phase_histogram_unavailable[k]
+                            : std::string();
+      if (why.empty()) why = h->histogram_unavailable;
+      if (why.empty()) {
+        why = h->phase_histograms.empty()
+                  ? "its loadwatch's report carries quantiles, not histogram buckets"
+                  : "none over this phase";
+      }
+      missing += (missing.empty() ? "" : "; ") + h->name + ": " + why;
+    }
+    if (!missing.empty()) {
+      out.latency_window = "unavailable: " + std::to_string(generators.size()) +
+                           " generator hosts, and a histogram is missing (" + missing +
+                           "); quantiles are never averaged (see each host's own latency)";
+      return;
     }
     if (!merge_host_histograms(out, histograms, hosts[0]->histogram_window)) {
       out.latency_window = "unavailable: the " + std::to_string(generators.size()) +
@@ -252,28 +261,6 @@ std::optional<double> reader_start(const FleetHost& host, const PhaseStats& p) {
   return *p.start - host.skew_seconds.value_or(0);
 }
 
-/// Host h's phase that is the first host's phase `ref`: the same name, after `after` (phases
-/// keep their order), starting within half the phase (or the skew bound) of it, the nearest
-/// where the name repeats.
-std::optional<std::size_t> match_phase(const FleetHost& first, const PhaseStats& ref,
-                                       const FleetHost& host, std::size_t after) {
-  std::optional<std::size_t> best;
-  double best_gap = 0;
-  auto at = reader_start(first, ref);
-  double within = kClockSkewWarnSeconds;
-  if (ref.start && ref.end) within = std::max(within, (*ref.end - *ref.start) / 2);
-  for (std::size_t j = after; j < host.report.phases.size(); ++j) {
-    const PhaseStats& p = host.report.phases[j];
-    if (p.name != ref.name) continue;
-    auto start = reader_start(host, p);
-    double gap = at && start ? std::fabs(*at - *start) : 0;
-    if (gap > within) continue;
-    if (!best || gap < best_gap) best = j, best_gap = gap;
-    if (!at || !start) break;  // no instant to choose by: the first in order
-  }
-  return best;
-}
-
 /// The fleet's phases: the first host's that every host has, each host's own index of each.
 /// A phase one host lacks (Prometheus scraped none of a short one there) is left out with a
 /// warning, and the phases after it stay matched.
@@ -322,6 +309,36 @@ void match_phases(FleetReport& r) {
   r.warnings.push_back("phases not on every host, left out of the fleet's figures: " + list);
 }
 
+/// A generator host's request-duration histograms as the fleet's latency used them: per phase
+/// of the first generator host (whose windows they cover), the requests counted and, where
+/// known, between which moments; or why there is none. Empty for a host without any.
+ojson latency_histograms(const FleetReport& r, const FleetHost& host) {
+  if (host.phase_histograms.empty() && host.histogram_unavailable.empty()) return ojson();
+  ojson out = ojson::object();
+  jf::put(out, "window", host.histogram_window);
+  jf::put(out, "unavailable", host.histogram_unavailable);
+  const FleetHost* first = nullptr;  // the first generator host: the phases' names
+  for (std::size_t h = 0; h < r.hosts.size() && !first; ++h) {
+    if (r.roles[h] == HostRole::generator) first = &r.hosts[h];
+  }
+  ojson phases = ojson::array();
+  for (std::size_t k = 0; k < host.phase_histograms.size(); ++k) {
+    ojson p = ojson::object();
+    if (first && k < first->report.phases.size()) p["phase"] = first->report.phases[k].name;
+    const auto& buckets = host.phase_histograms[k];
+    if (!buckets.empty()) p["requests"] = buckets.back().count;
+    if (k < host.histogram_spans.size() && host.histogram_spans[k]) {
+      p["counted_from"] = host.histogram_spans[k]->first;
+      p["counted_to"] = host.histogram_spans[k]->second;
+    }
+    if (k < host.phase_histogram_unavailable.size())
+      jf::put(p, "unavailable", host.phase_histogram_unavailable[k]);
+    phases.push_back(std::move(p));
+  }
+  out["phases"] = phases;
+  return out;
+}
+
 }  // namespace
 
 const char* host_role_name(HostRole role) {
@@ -336,6 +353,25 @@ const char* host_role_name(HostRole role) {
       return "host";
   }
   return "host";
+}
+
+std::optional<std::size_t> match_phase(const FleetHost& first, const PhaseStats& ref,
+                                       const FleetHost& host, std::size_t after) {
+  std::optional<std::size_t> best;
+  double best_gap = 0;
+  auto at = reader_start(first, ref);
+  double within = kClockSkewWarnSeconds;
+  if (ref.start && ref.end) within = std::max(within, (*ref.end - *ref.start) / 2);
+  for (std::size_t j = after; j < host.report.phases.size(); ++j) {
+    const PhaseStats& p = host.report.phases[j];
+    if (p.name != ref.name) continue;
+    auto start = reader_start(host, p);
+    double gap = at && start ? std::fabs(*at - *start) : 0;
+    if (gap > within) continue;
+    if (!best || gap < best_gap) best = j, best_gap = gap;
+    if (!at || !start) break;  // no instant to choose by: the first in order
+  }
+  return best;
 }
 
 HostRole infer_role(const CapacityReport& report) {
@@ -529,6 +565,7 @@ void to_json(ojson& j, const FleetReport& r) {
     }
     v["findings"] = findings;
     o["verdict"] = v;
+    if (auto lh = latency_histograms(r, host); !lh.empty()) o["latency_histograms"] = lh;
     ojson report;
     to_json(report, host.report);
     o["report"] = report;

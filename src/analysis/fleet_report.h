@@ -7,6 +7,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/capacity_report.h"
@@ -45,6 +46,11 @@ struct FleetHost {
   std::vector<std::vector<HistogramBucket>> phase_histograms;
   std::string histogram_window;
   std::string histogram_unavailable;
+  /// Per phase (as phase_histograms): why that phase has no histogram, when the host has them
+  /// for others; and, where the generator timed its figures, the moments on the host's clock
+  /// between which its buckets counted the requests.
+  std::vector<std::string> phase_histogram_unavailable;
+  std::vector<std::optional<std::pair<double, double>>> histogram_spans;
 };
 
 struct HostVerdict {
@@ -69,6 +75,14 @@ struct FleetReport {
   std::string summary;                // the verdict in one sentence
   std::vector<std::string> warnings;  // clock skew, phases that disagree
 };
+
+/// Host `host`'s own phase that is `ref`, a phase of host `first`: the same name, at or after
+/// index `after` (phases keep their order), starting within half the phase (at least the skew
+/// bound) of it on the reader's clock, the nearest where the name repeats; the first of the
+/// name when either has no start. nullopt when `host` lacks it: a phase must not be judged or
+/// filled with another phase's figures.
+std::optional<std::size_t> match_phase(const FleetHost& first, const PhaseStats& ref,
+                                       const FleetHost& host, std::size_t after = 0);
 
 /// Builds the fleet report. `hosts` must hold at least one host. The fleet's phases are the
 /// first host's that every host has: matched by name, the nearest start (on the reader's clock)

@@ -24,6 +24,8 @@
 #include "cli/client_flags.h"
 #include "cli/daemon_clock.h"
 #include "cli/run_client.h"
+#include "cli/run_hosts.h"
+#include "cli/run_join.h"
 #include "config/config.h"
 #include "runs/run.h"
 #include "util/bounded_json.h"
@@ -31,23 +33,65 @@
 
 namespace loadwatch {
 
+using namespace run_command;
+
 namespace {
 
-constexpr int kRefused = 1;
-constexpr int kUsage = 2;
 constexpr int kMaxListPages = 100;
-
-/// The API path acting on run `id` ("/api/v1/runs/ID/phases"), or on the open run.
-std::string run_path(const std::string& id, const char* action) {
-  return "/api/v1/runs/" + (id.empty() ? std::string("current") : id) + "/" + action;
-}
 
 const char* env_or(const char* name, const char* fallback) {
   const char* v = std::getenv(name);
   return v && *v ? v : fallback;
 }
 
-/// The "error" of an API error body, else the body itself (trimmed).
+std::string start_body(const std::string& name, const std::vector<std::string>& labels) {
+  nlohmann::json body{{"name", name}};
+  if (!labels.empty()) {
+    nlohmann::json map = nlohmann::json::object();
+    for (const auto& l : labels) {
+      auto eq = l.find('=');
+      // Checked by the option's validator; the server validates names and values.
+      map[l.substr(0, eq)] = l.substr(eq + 1);
+    }
+    body["labels"] = map;
+  }
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string utc(double t) {
+  std::time_t s = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&s, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+/// "start" for one loadwatch, "start: gen-2" for one of several: what messages are about.
+std::string what_on(const char* what, const std::vector<Host>& hosts, const Host& h) {
+  return hosts.size() > 1 ? std::string(what) + ": " + h.name : std::string(what);
+}
+
+/// Reads up to `size` bytes, through EINTR; returns how many came before EOF.
+std::size_t read_fully(int fd, void* buf, std::size_t size) {
+  std::size_t got = 0;
+  while (got < size) {
+    ssize_t n = read(fd, static_cast<char*>(buf) + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  return got;
+}
+
+}  // namespace
+
+namespace run_command {
+
+std::string run_path(const std::string& id, const char* action) {
+  return "/api/v1/runs/" + (id.empty() ? std::string("current") : id) + "/" + action;
+}
+
 std::string server_message(const RunAnswer& a) {
   try {
     auto j = parse_bounded_json(a.body);
@@ -61,11 +105,6 @@ std::string server_message(const RunAnswer& a) {
   return body;
 }
 
-/// What a successful answer's "data" must be.
-enum class Expect { any, run, run_list };
-
-/// Throws JsonInputError unless `run` is a run object as the API writes it, so that reading
-/// its fields afterwards cannot fail.
 void expect_run(const nlohmann::json& run) {
   if (!run.is_object()) throw JsonInputError(std::string("a run is ") + run.type_name());
   if (json_string_or(run, "id").empty()) throw JsonInputError("a run has no \"id\"");
@@ -79,10 +118,7 @@ void expect_run(const nlohmann::json& run) {
   }
 }
 
-/// Prints why a request failed and returns the exit code; 0 (and the data) when it worked.
-/// An answer that is not what a loadwatch sends is exit 2 with a message.
-int check(const char* what, const RunAnswer& a, nlohmann::json* data = nullptr,
-          Expect expect = Expect::run) {
+int check(const char* what, const RunAnswer& a, nlohmann::json* data, Expect expect) {
   if (!a.reached) {
     std::fprintf(stderr, "loadwatch run %s: %s\n", what, a.error.c_str());
     return kUsage;
@@ -113,20 +149,6 @@ int check(const char* what, const RunAnswer& a, nlohmann::json* data = nullptr,
   return 0;
 }
 
-std::string start_body(const std::string& name, const std::vector<std::string>& labels) {
-  nlohmann::json body{{"name", name}};
-  if (!labels.empty()) {
-    nlohmann::json map = nlohmann::json::object();
-    for (const auto& l : labels) {
-      auto eq = l.find('=');
-      // Checked by the option's validator; the server validates names and values.
-      map[l.substr(0, eq)] = l.substr(eq + 1);
-    }
-    body["labels"] = map;
-  }
-  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 std::string phase_body(const std::string& name, std::optional<long long> users) {
   nlohmann::json body = nlohmann::json::object();
   if (!name.empty()) body["name"] = name;
@@ -134,64 +156,6 @@ std::string phase_body(const std::string& name, std::optional<long long> users) 
   return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string utc(double t) {
-  std::time_t s = static_cast<std::time_t>(t);
-  std::tm tm{};
-  gmtime_r(&s, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-  return buf;
-}
-
-int list_runs(const RunClient& client) {
-  std::printf("%-40s %-11s %-19s %9s %6s  %s\n", "ID", "STATE", "START (UTC)", "SECONDS", "PHASES",
-              "ORIGIN");
-  // Page by page, as the API hands them out; a loadwatch keeps at most a few hundred runs.
-  std::string token;
-  for (int page = 0; page < kMaxListPages; ++page) {
-    std::string path = "/api/v1/runs?limit=500";
-    if (!token.empty()) path += "&page_token=" + token;
-    RunAnswer answer = client.get(path);
-    nlohmann::json data;
-    if (int rc = check("list", answer, &data, Expect::run_list)) return rc;
-    for (const auto& run : data) {
-      // expect_run checked every field read here.
-      double start = json_number_or(run, "start", 0);
-      double end = json_number_or(run, "end", NAN);
-      std::string seconds = std::isfinite(end) ? std::to_string(std::lround(end - start)) : "-";
-      double phases = json_number_or(run, "phase_count", 0);
-      std::printf("%-40s %-11s %-19s %9s %6.0f  %s\n", json_string_or(run, "id").c_str(),
-                  json_string_or(run, "state").c_str(), utc(start).c_str(), seconds.c_str(),
-                  phases >= 0 && phases < 1e9 ? phases : 0.0,
-                  json_string_or(run, "origin").c_str());
-    }
-    std::string next;
-    try {
-      next = json_string_or(parse_bounded_json(answer.body), "next_page_token");
-    } catch (const JsonInputError&) {
-      return 0;  // check() parsed the same answer: not reached
-    }
-    if (next.empty() || !plausible_run_id(next)) return 0;
-    token = next;
-  }
-  return 0;
-}
-
-/// One loadwatch of the run, with its clock's skew against ours when several are driven.
-struct Host {
-  std::string name;
-  std::string spec;  // as --url takes it: [NAME=]URL
-  RunClient client;
-  ClockSkew skew;
-};
-
-/// "start" for one loadwatch, "start: gen-2" for one of several: what messages are about.
-std::string what_on(const char* what, const std::vector<Host>& hosts, const Host& h) {
-  return hosts.size() > 1 ? std::string(what) + ": " + h.name : std::string(what);
-}
-
-/// Measures every host's skew; false (and prints who) when one cannot be measured: a run that
-/// cannot be placed on every host's clock is not started.
 bool measure_all(std::vector<Host>& hosts, const char* what, std::vector<bool>* reached) {
   bool all = true;
   for (std::size_t i = 0; i < hosts.size(); ++i) {
@@ -208,27 +172,14 @@ bool measure_all(std::vector<Host>& hosts, const char* what, std::vector<bool>* 
   return all;
 }
 
-/// The body with "at": the same instant on every host, on that host's clock.
 std::string with_at(const std::string& body, double at) {
   nlohmann::json j = nlohmann::json::parse(body);
   j["at"] = std::round(at * 1000) / 1000;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-/// Starts run `name` on every host. One host: as the API names it. Several: one id, made here,
-/// opened at one instant on all; when one refuses, the run is stopped again on those that had
-/// opened it, so no host is left with half a run, and nothing else happens (fail closed).
-/// A run another loadwatch opened, to open on these hosts too: its id, its start on our clock,
-/// and every host that takes part (the other loadwatch first).
-struct Joined {
-  std::string id;
-  double start = 0;
-  std::vector<std::string> took_part;
-};
-
 int start_all(std::vector<Host>& hosts, const char* what, const std::string& name,
-              const std::vector<std::string>& labels, nlohmann::json* run,
-              const Joined* joined = nullptr) {
+              const std::vector<std::string>& labels, nlohmann::json* run, const Joined* joined) {
   std::string body = start_body(name, labels);
   if (hosts.size() == 1 && !joined) {
     return check(what, hosts[0].client.post("/api/v1/runs", body), run);
@@ -266,13 +217,10 @@ int start_all(std::vector<Host>& hosts, const char* what, const std::string& nam
   return 0;
 }
 
-/// POSTs to `action` of run `id` on every host, at one instant. A host that fails is named and
-/// the others still get it (their records stay as whole as they can); the worst exit code is
-/// returned. `on_answer` sees each host's run; `quiet_409` leaves a 409 to the caller.
 int post_all(std::vector<Host>& hosts, const char* what, const std::string& id, const char* action,
              const std::string& body,
              const std::function<void(const Host&, const nlohmann::json&)>& on_answer,
-             std::optional<double> at = std::nullopt) {
+             std::optional<double> at) {
   std::vector<bool> reached(hosts.size(), true);
   int worst = 0;
   bool placed = hosts.size() > 1 || at;  // each host gets the instant on its own clock
@@ -290,49 +238,19 @@ int post_all(std::vector<Host>& hosts, const char* what, const std::string& id, 
   return worst;
 }
 
-/// What `run exec` runs and how it steps its phases.
-struct ExecPlan {
-  std::vector<std::string> command;
-  std::chrono::milliseconds phase_every{0};  // 0: no phases of its own
-  long long users_start = -1;                // -1: the step
-  long long users_step = 0;
-};
-
-/// After loadwatch itself dies (SIGKILL, OOM), kills CMD's process group and stops the run by
-/// running `loadwatch run stop --run ID`. A child of its own session, so a terminal's signals
-/// do not end it with loadwatch; it blocks on a pipe that only loadwatch writes to. Before a
-/// normal exit loadwatch writes one byte: the guard then leaves without doing anything.
-struct Guard {
-  pid_t pid = -1;
-  int fd = -1;  // the write end; closing it without the byte means loadwatch is gone
-
-  /// Tells the guard CMD's process group, once CMD is started.
-  void watch(pid_t group) {
-    if (pid < 0) return;
-    [[maybe_unused]] auto n = write(fd, &group, sizeof group);
-  }
-  void release() {
-    if (pid < 0) return;
-    [[maybe_unused]] auto n = write(fd, "D", 1);
-    close(fd);
-    waitpid(pid, nullptr, 0);
-    pid = -1;
-  }
-};
-
-/// Reads up to `size` bytes, through EINTR; returns how many came before EOF.
-std::size_t read_fully(int fd, void* buf, std::size_t size) {
-  std::size_t got = 0;
-  while (got < size) {
-    ssize_t n = read(fd, static_cast<char*>(buf) + got, size - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  return got;
+void Guard::watch(pid_t group) {
+  if (pid < 0) return;
+  [[maybe_unused]] auto n = write(fd, &group, sizeof group);
 }
 
-/// Started before CMD, so that no moment of CMD's life is unguarded.
+void Guard::release() {
+  if (pid < 0) return;
+  [[maybe_unused]] auto n = write(fd, "D", 1);
+  close(fd);
+  waitpid(pid, nullptr, 0);
+  pid = -1;
+}
+
 Guard start_guard(const std::string& run_id, const std::vector<std::string>& client_args) {
   Guard guard;
   int fds[2];
@@ -364,11 +282,11 @@ Guard start_guard(const std::string& run_id, const std::vector<std::string>& cli
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) signal(s, SIG_IGN);
-    pid_t group = 0;
-    bool known = read_fully(fds[0], &group, sizeof group) == sizeof group && group > 0;
+    pid_t group = 0;  // 0: a client with no command to kill (run join)
+    bool known = read_fully(fds[0], &group, sizeof group) == sizeof group;
     char byte = 0;
     if (known && read_fully(fds[0], &byte, 1) == 1) _exit(0);  // loadwatch stops the run itself
-    if (known) kill(-group, SIGKILL);
+    if (known && group > 0) kill(-group, SIGKILL);
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, STDIN_FILENO);
     execv(self, argv.data());
@@ -379,6 +297,52 @@ Guard start_guard(const std::string& run_id, const std::vector<std::string>& cli
   guard.fd = fds[1];
   return guard;
 }
+
+}  // namespace run_command
+
+namespace {
+
+int list_runs(const RunClient& client) {
+  std::printf("%-40s %-11s %-19s %9s %6s  %s\n", "ID", "STATE", "START (UTC)", "SECONDS", "PHASES",
+              "ORIGIN");
+  // Page by page, as the API hands them out; a loadwatch keeps at most a few hundred runs.
+  std::string token;
+  for (int page = 0; page < kMaxListPages; ++page) {
+    std::string path = "/api/v1/runs?limit=500";
+    if (!token.empty()) path += "&page_token=" + token;
+    RunAnswer answer = client.get(path);
+    nlohmann::json data;
+    if (int rc = check("list", answer, &data, Expect::run_list)) return rc;
+    for (const auto& run : data) {
+      // expect_run checked every field read here.
+      double start = json_number_or(run, "start", 0);
+      double end = json_number_or(run, "end", NAN);
+      std::string seconds = std::isfinite(end) ? std::to_string(std::lround(end - start)) : "-";
+      double phases = json_number_or(run, "phase_count", 0);
+      std::printf("%-40s %-11s %-19s %9s %6.0f  %s\n", json_string_or(run, "id").c_str(),
+                  json_string_or(run, "state").c_str(), utc(start).c_str(), seconds.c_str(),
+                  phases >= 0 && phases < 1e9 ? phases : 0.0,
+                  json_string_or(run, "origin").c_str());
+    }
+    std::string next;
+    try {
+      next = json_string_or(parse_bounded_json(answer.body), "next_page_token");
+    } catch (const JsonInputError&) {
+      return 0;  // check() parsed the same answer: not reached
+    }
+    if (next.empty() || !plausible_run_id(next)) return 0;
+    token = next;
+  }
+  return 0;
+}
+
+/// What `run exec` runs and how it steps its phases.
+struct ExecPlan {
+  std::vector<std::string> command;
+  std::chrono::milliseconds phase_every{0};  // 0: no phases of its own
+  long long users_start = -1;                // -1: the step
+  long long users_step = 0;
+};
 
 /// Runs the command and opens the planned phases until it exits; returns its exit code. The
 /// command runs in a process group of its own: SIGINT and SIGTERM sent to this process (a
@@ -481,170 +445,6 @@ int exec_command(std::vector<Host>& hosts, const ExecPlan& plan, const std::stri
   sigprocmask(SIG_SETMASK, &old, nullptr);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-}
-
-/// How `run join` follows another loadwatch's run.
-struct JoinPlan {
-  std::string run_id;                            // empty: the run open there, or the next one
-  std::chrono::milliseconds wait{600'000};       // for a run to open there
-  std::chrono::milliseconds poll{500};           // how often its run is read
-  std::chrono::milliseconds lost_after{30'000};  // unreachable this long: the run ends here
-};
-
-/// Sleeps `d`, or until SIGINT or SIGTERM (blocked by the caller); returns the signal or 0.
-int sleep_or_signal(std::chrono::milliseconds d) {
-  sigset_t watched;
-  sigemptyset(&watched);
-  sigaddset(&watched, SIGINT);
-  sigaddset(&watched, SIGTERM);
-  timespec ts{static_cast<time_t>(d.count() / 1000),
-              static_cast<long>((d.count() % 1000) * 1'000'000)};
-  int sig = sigtimedwait(&watched, nullptr, &ts);
-  return sig > 0 ? sig : 0;
-}
-
-/// Reads run `id` (empty: the open run) from `from`: 1 it is there (`run` set), 0 it is not
-/// (404), -1 no usable answer (`why` set).
-int read_source_run(const Host& from, const std::string& id, nlohmann::json& run,
-                    std::string* why) {
-  RunAnswer a = from.client.get(id.empty() ? "/api/v1/runs/current" : "/api/v1/runs/" + id);
-  if (a.reached && a.status == 404) return 0;
-  if (!a.reached || a.status != 200) {
-    *why = a.reached ? "HTTP " + std::to_string(a.status) : a.error;
-    return -1;
-  }
-  try {
-    nlohmann::json j = parse_bounded_json(a.body);
-    run = j.is_object() && j.contains("data") ? j["data"] : nlohmann::json();
-    expect_run(run);
-    for (const auto& p : json_array_or_empty(run, "phases")) json_number_or(p, "start", 0);
-  } catch (const JsonInputError& e) {
-    *why = std::string("not a loadwatch answer: ") + e.what();
-    return -1;
-  }
-  return 1;
-}
-
-/// `run join`: opens the run `from` has (an inferred one: Locust on the generator host) on
-/// every host with its id, start and phases at the same instants (each on its own clock), then
-/// follows it: each new phase and its end are copied as they appear. Exits when the run ends
-/// there (0), or stops it here and exits when it is lost (1, 2) or on SIGINT/SIGTERM (128+sig).
-int join_run(Host& from, std::vector<Host>& hosts, const JoinPlan& plan) {
-  sigset_t watched, old;
-  sigemptyset(&watched);
-  sigaddset(&watched, SIGINT);
-  sigaddset(&watched, SIGTERM);
-  sigprocmask(SIG_BLOCK, &watched, &old);
-  struct Restore {
-    sigset_t mask;
-    ~Restore() { sigprocmask(SIG_SETMASK, &mask, nullptr); }
-  } restore{old};
-
-  nlohmann::json run;
-  std::string why;
-  bool said = false;
-  auto deadline = std::chrono::steady_clock::now() + plan.wait;
-  for (;;) {
-    int found = read_source_run(from, plan.run_id, run, &why);
-    if (found == 1) break;
-    if (found == 0 && !plan.run_id.empty()) {
-      std::fprintf(stderr, "loadwatch run join: %s has no run %s\n", from.name.c_str(),
-                   plan.run_id.c_str());
-      return kRefused;
-    }
-    if (!said) {
-      std::fprintf(stderr, "loadwatch run join: waiting for a run on %s%s\n", from.name.c_str(),
-                   found < 0 ? (" (" + why + ")").c_str() : "");
-      said = true;
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      std::fprintf(stderr, "loadwatch run join: no run opened on %s in time (--wait)\n",
-                   from.name.c_str());
-      return found < 0 ? kUsage : kRefused;
-    }
-    if (int sig = sleep_or_signal(plan.poll)) return 128 + sig;
-  }
-  // Its instants on our clock: the other loadwatch's minus its skew.
-  auto skew = measure_skew(from.client, &why);
-  if (!skew) {
-    std::fprintf(stderr, "loadwatch run join: %s: %s\n", from.name.c_str(), why.c_str());
-    return kUsage;
-  }
-  auto ours = [&](double t) { return t - skew->seconds; };
-  Joined joined{json_string_or(run, "id"), ours(json_number_or(run, "start", 0)), {from.name}};
-  for (const Host& h : hosts) joined.took_part.push_back(h.name);
-  std::vector<std::string> labels;
-  if (run.contains("labels") && run["labels"].is_object()) {
-    for (const auto& [k, v] : run["labels"].items()) {
-      if (v.is_string()) labels.push_back(k + "=" + v.get<std::string>());
-    }
-  }
-  nlohmann::json started;
-  if (int rc = start_all(hosts, "join (start)", json_string_or(run, "name"), labels, &started,
-                         &joined)) {
-    return rc;
-  }
-  std::printf("%s\n", joined.id.c_str());
-  std::fflush(stdout);
-  // The other loadwatch's record learns the hosts too (its run was opened by no client). Its
-  // run API may be read-only: the others still follow the run.
-  nlohmann::json took_part{{"hosts", joined.took_part}};
-  RunAnswer told =
-      from.client.post("/api/v1/runs/" + joined.id + "/hosts",
-                       took_part.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  if (!told.reached || told.status != 200) {
-    std::fprintf(stderr, "loadwatch run join: warning: %s keeps no hosts with the run: %s\n",
-                 from.name.c_str(),
-                 told.reached ? server_message(told).c_str() : told.error.c_str());
-  }
-  std::fprintf(stderr, "loadwatch run join: run %s of %s joined on %zu loadwatches\n",
-               joined.id.c_str(), from.name.c_str(), hosts.size());
-
-  int worst = 0;
-  std::size_t copied = 0;
-  auto last_read = std::chrono::steady_clock::now();
-  double last_seen = unix_now();
-  auto stop_here = [&](double at) {
-    return std::max(worst, post_all(hosts, "join (stop)", joined.id, "stop", "{}", nullptr, at));
-  };
-  for (;;) {
-    const auto& phases = json_array_or_empty(run, "phases");
-    for (; copied < phases.size(); ++copied) {
-      const auto& p = phases[copied];
-      std::optional<long long> users;
-      if (p.contains("users") && p["users"].is_number_integer())
-        users = p["users"].get<long long>();
-      worst = std::max(worst, post_all(hosts, "join (phase)", joined.id, "phases",
-                                       phase_body(json_string_or(p, "name"), users), nullptr,
-                                       ours(json_number_or(p, "start", 0))));
-    }
-    if (json_string_or(run, "state") != "running") {
-      std::fprintf(stderr, "loadwatch run join: run %s ended on %s\n", joined.id.c_str(),
-                   from.name.c_str());
-      return stop_here(ours(json_number_or(run, "end", skew->seconds + unix_now())));
-    }
-    if (int sig = sleep_or_signal(plan.poll)) {
-      stop_here(unix_now());
-      return 128 + sig;
-    }
-    int found = read_source_run(from, joined.id, run, &why);
-    if (found == 1) {
-      last_read = std::chrono::steady_clock::now();
-      last_seen = unix_now();
-    } else if (found == 0) {
-      std::fprintf(stderr, "loadwatch run join: run %s left %s; stopped here\n", joined.id.c_str(),
-                   from.name.c_str());
-      stop_here(unix_now());
-      return kRefused;
-    } else if (std::chrono::steady_clock::now() - last_read > plan.lost_after) {
-      std::fprintf(stderr,
-                   "loadwatch run join: %s unreachable (%s); the run ends here when "
-                   "it was last seen\n",
-                   from.name.c_str(), why.c_str());
-      stop_here(last_seen);
-      return kUsage;
-    }
-  }
 }
 
 }  // namespace
@@ -805,6 +605,9 @@ int run_cli(int argc, char** argv) {
   if (join->parsed()) {
     std::vector<Host> joining;  // the hosts after --from
     for (std::size_t i = 1; i < hosts.size(); ++i) joining.push_back(std::move(hosts[i]));
+    // The guard stops the run where join opened it, never on --from (its run is its own).
+    join_plan.stop_args =
+        client_args(std::vector<Daemon>(daemons.begin() + 1, daemons.end()), flags);
     return join_run(hosts.front(), joining, join_plan);
   }
 

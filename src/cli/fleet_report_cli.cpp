@@ -7,6 +7,7 @@
 #include "analysis/report_loader.h"
 #include "cli/cli_common.h"
 #include "cli/daemon_clock.h"
+#include "cli/history_latency.h"
 #include "cli/url_report_loader.h"
 #include "report/prometheus_fleet.h"
 #include "report/render_fleet_html.h"
@@ -60,9 +61,11 @@ int fleet_report(const std::vector<Daemon>& daemons, std::string run_ref, const 
                  std::string& out) {
   if (!fleet_format(format)) return analysis::kExitBadInput;
   std::vector<analysis::FleetHost> hosts;
+  std::vector<RunClient> clients;  // kept: the histograms are read after every report
   try {
     for (const Daemon& d : daemons) {
-      RunClient client(d.options);
+      clients.emplace_back(d.options);
+      const RunClient& client = clients.back();
       analysis::FleetHost h;
       h.name = d.name;
       h.url = d.options.url;
@@ -95,6 +98,10 @@ int fleet_report(const std::vector<Daemon>& daemons, std::string run_ref, const 
   } catch (const std::exception& e) {
     return analysis::usage_error(e.what());
   }
+  // The generators' buckets from each history: the fleet's latency without averaging.
+  std::vector<const RunClient*> readers;
+  for (const RunClient& c : clients) readers.push_back(&c);
+  read_history_histograms(hosts, readers);
   return render(std::move(hosts), format, out);
 }
 

@@ -172,25 +172,6 @@ std::vector<std::optional<std::pair<double, double>>> fleet_windows(
   return out;
 }
 
-/// `host`'s own phase that is `ref` (a phase of the first generator host, whose windows the
-/// histograms are read over): the same name, the nearest start within half the phase. A host
-/// that lacks a phase must not have another phase's latency filled in.
-std::optional<std::size_t> own_phase(const analysis::FleetHost& host,
-                                     const analysis::PhaseStats& ref) {
-  std::optional<std::size_t> best;
-  double best_gap = 0;
-  const double within = ref.start && ref.end ? std::max(0.5, (*ref.end - *ref.start) / 2) : 0;
-  for (std::size_t j = 0; j < host.report.phases.size(); ++j) {
-    const analysis::PhaseStats& p = host.report.phases[j];
-    if (p.name != ref.name) continue;
-    if (!ref.start || !p.start) return j;  // no instant to choose by: the first of the name
-    const double gap = std::fabs(*p.start - *ref.start);
-    if (gap > within) continue;
-    if (!best || gap < best_gap) best = j, best_gap = gap;
-  }
-  return best;
-}
-
 /// Each generator host's request-duration histogram over each phase of the fleet: its
 /// buckets' rise between the edges of the fleet's window of that phase, summed over its
 /// sources, for every host at once (one query per kPhasesPerHistogramQuery phases). A bucket
@@ -243,17 +224,29 @@ void read_phase_histograms(PrometheusSeriesSource& prometheus,
       continue;
     }
     h.phase_histograms.assign(windows.size(), {});
+    // Why a phase has none: its buckets missing at an edge (not yet scraped: a generator that
+    // started pushing within the window), or one fell (a restart).
+    h.phase_histogram_unavailable.assign(
+        windows.size(), "Prometheus holds none of its buckets at one edge of the phase's window");
     h.histogram_window =
         "each one's buckets as Prometheus last scraped them at or before the edges of the "
         "fleet's stable window";
     bool filled = false;
     for (const auto& [k, buckets] : it->second) {
-      if (k >= windows.size() || fell[h.name][k]) continue;
+      if (k >= windows.size()) continue;
+      if (fell[h.name][k]) {
+        h.phase_histogram_unavailable[k] = "a bucket fell within the window (a restart)";
+        continue;
+      }
+      h.phase_histogram_unavailable[k].clear();
       for (const auto& [le, n] : buckets) h.phase_histograms[k].push_back({le, n});
       // The host's own latency, which its report read without the histogram, from the same
       // buckets: its verdict's latency checks need it.
-      auto j = first && k < first->report.phases.size() ? own_phase(h, first->report.phases[k])
-                                                        : std::nullopt;
+      // Its own phase that is the first generator host's phase k: a host that lacks a phase
+      // must not have another phase's latency filled in.
+      auto j = first && k < first->report.phases.size()
+                   ? analysis::match_phase(*first, first->report.phases[k], h)
+                   : std::nullopt;
       if (j) {
         analysis::PhaseStats& p = h.report.phases[*j];
         if (!p.p50_seconds && !p.p95_seconds && !p.p99_seconds) {

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -563,6 +564,89 @@ TEST_CASE("unit: a real cgroup (v2 unified or v1 name=systemd)", "[real][may-ski
   eventually([&] { return ::rmdir(dir.c_str()) == 0; });
   ::rmdir(base.c_str());
   CHECK_FALSE(fs::exists(dir));
+}
+
+/// A cgroup with a CPU quota of `cores`, made for the test and removed after it: v2 where the
+/// root hands the cpu controller to its children, else v1's cpu hierarchy. Empty `path` when
+/// neither can be made here.
+struct QuotaCgroup {
+  fs::path path;
+  QuotaCgroup(const std::string& name, double cores) {
+    const std::string leaf = name + "-" + std::to_string(::getpid());
+    const long quota = std::lround(cores * 100000);
+    std::ifstream subtree("/sys/fs/cgroup/cgroup.subtree_control");
+    std::string controller;
+    while (subtree >> controller) {
+      if (controller != "cpu") continue;
+      if (make("/sys/fs/cgroup/" + leaf, {{"cpu.max", std::to_string(quota) + " 100000"}})) return;
+    }
+    for (const char* v1 : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"}) {
+      if (!fs::exists(fs::path(v1) / "cpu.cfs_quota_us")) continue;
+      if (make(fs::path(v1) / leaf,
+               {{"cpu.cfs_period_us", "100000"}, {"cpu.cfs_quota_us", std::to_string(quota)}})) {
+        return;
+      }
+    }
+  }
+  ~QuotaCgroup() {
+    if (!path.empty()) eventually([&] { return ::rmdir(path.c_str()) == 0; });
+  }
+  bool add(pid_t pid) const {
+    std::ofstream(path / "cgroup.procs") << pid << "\n";
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+    std::string all((std::istreambuf_iterator<char>(in)), {});
+    return all.find(path.filename().string()) != std::string::npos;
+  }
+
+ private:
+  bool make(const fs::path& dir, const std::vector<std::pair<std::string, std::string>>& files) {
+    if (::mkdir(dir.c_str(), 0755) != 0) return false;
+    for (const auto& [file, text] : files) {
+      std::ofstream out(dir / file);
+      out << text << "\n";
+      out.flush();
+      if (!out) {
+        ::rmdir(dir.c_str());
+        return false;
+      }
+    }
+    path = dir;
+    return true;
+  }
+};
+
+TEST_CASE("a target restarted under another CPU quota reports it at the next sample",
+          "[real][may-skip]") {
+  // Two real cgroups: 0.2 and 0.5 of a core. The target runs under the first for a few
+  // samples, is restarted (a new PID in its pidfile) under the second, and the very next
+  // sample must give the new limit: the limit is re-read when the first member changes, not
+  // after kCpuLimitSamples (15) samples. The truth is the quota the test wrote.
+  QuotaCgroup slow("lwtest-quota-a", 0.2), fast("lwtest-quota-b", 0.5);
+  if (slow.path.empty() || fast.path.empty()) {
+    LWTEST_SKIP("cannot make a cgroup with a CPU quota here (not root, or no cpu controller)");
+  }
+  TempDir dir;
+  const fs::path pidfile = dir.path / "svc.pid";
+  Harness h({target("svc", "pidfile:" + pidfile.string(), false)});
+  auto sleeper = [](int out) { say(out, "up"); };
+  {
+    Child a(sleeper);
+    a.line();
+    REQUIRE(slow.add(a.pid()));
+    write_file(pidfile, std::to_string(a.pid()) + "\n");
+    for (int i = 0; i < 3; ++i) {
+      h.collect();
+      CHECK(h.get("loadwatch_process_cpu_limit_cores", "svc") == Approx(0.2));
+    }
+  }  // killed and reaped
+  Child b(sleeper);
+  b.line();
+  REQUIRE(fast.add(b.pid()));
+  write_file(pidfile, std::to_string(b.pid()) + "\n");
+  h.collect();
+  CHECK(h.get("loadwatch_target_restarts_total", "svc") == 1);
+  CHECK(h.get("loadwatch_process_cpu_limit_cores", "svc") == Approx(0.5));
+  b.kill();
 }
 
 TEST_CASE("another user's process: partial reads counted, the target still up",

@@ -113,7 +113,17 @@ TEST_CASE("several generators' latency is their histograms summed by bucket") {
   auto missing = build_fleet_report({gen1, gen2});
   CHECK_FALSE(missing.fleet.phases[1].p95_seconds);
   CHECK_THAT(missing.fleet.phases[1].latency_window,
-             Catch::Contains("gen-2's histogram is missing (no buckets here)"));
+             Catch::Contains("a histogram is missing (gen-2: no buckets here)"));
+  // Each host that lacks one is named with its own reason, a phase's own before the host's.
+  gen1.phase_histogram_unavailable.assign(5, "");
+  gen1.phase_histogram_unavailable[1] = "the history no longer reaches back so far";
+  gen1.phase_histograms[1].clear();
+  auto both = build_fleet_report({gen1, gen2});
+  CHECK_FALSE(both.fleet.phases[1].p95_seconds);
+  CHECK_THAT(both.fleet.phases[1].latency_window,
+             Catch::Contains("(gen-1: the history no longer reaches back so far; gen-2: no "
+                             "buckets here)"));
+  gen1.phase_histograms[1] = gen1.phase_histograms[0];
   // Other bucket edges cannot be summed.
   gen2.phase_histograms.assign(5, {{0.02, 0}, {0.1, 10}, {INFINITY, 10}});
   auto edges = build_fleet_report({gen1, gen2});

@@ -393,6 +393,34 @@ TEST_CASE("SIGKILL of run exec: CMD does not run on, and the run is stopped") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("SIGKILL of run join: the run is stopped where join opened it, not at its source") {
+  Server from(true), joined(true);
+  Reply opened = call(from, "POST", "/api/v1/runs", R"({"name":"inferred"})");
+  REQUIRE(opened.status == 201);
+  std::string id = opened.json["data"]["id"];
+  std::vector<std::string> args = {LOADWATCH_BINARY, "run", "join", "--from=gen=" + from.url(),
+                                   "--url=sut=" + joined.url()};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t join = 0;
+  REQUIRE(posix_spawn(&join, argv[0], nullptr, nullptr, argv.data(), environ) == 0);
+  REQUIRE(poll_until([&] { return joined.book.current() && joined.book.current()->id == id; },
+                     std::chrono::seconds(10)));
+  REQUIRE(kill(join, SIGKILL) == 0);
+  int status = 0;
+  REQUIRE(waitpid(join, &status, 0) == join);
+  REQUIRE(WIFSIGNALED(status));
+  // The guard execs a second loadwatch to stop the run: room for a loaded machine.
+  CHECK(poll_until([&] { return !joined.book.current(); }, std::chrono::seconds(30)));
+  auto run = joined.book.find(id);
+  REQUIRE(run);
+  CHECK(run->state == RunState::Finished);
+  // The source's run is its generator's own: still open, with the hosts join told it.
+  REQUIRE(from.book.current());
+  CHECK(from.book.current()->id == id);
+}
+
 TEST_CASE("GET /api/v1/runs pages: limit, page_token, summaries unless phases=1") {
   Server s(true);
   for (int i = 0; i < 5; ++i) {
