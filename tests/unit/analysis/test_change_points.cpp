@@ -413,3 +413,45 @@ TEST_CASE("the same gate still catches a real 30 % drop in throughput") {
     CHECK(c.exit_code() == 1);
   }
 }
+
+TEST_CASE("a stable window with one change reaches back to the phase's change before it") {
+  // Locust's uncached counts scraped every 5 s, 1.5 s past each step: 15 s phases of 10 and
+  // 20 req/s; the second phase's stable window [22.5, 30] holds only the scrape at 26.5 s.
+  StepLoad load{{10, 20}, 15};
+  GeneratorSourceSeries s;
+  double arrived = -1;
+  for (double t = 0; t <= 31; t += 1) {
+    double scrape = std::floor((t - 1.5) / 5) * 5 + 1.5;
+    if (scrape < 0) continue;
+    arrived = scrape;
+    s.requests.add(kT0 + t, load.count(arrived));
+    s.users.add(kT0 + t, arrived < 15 ? 1 : 2);
+    s.data_age_seconds.add(kT0 + t, t - arrived);
+    s.data_age_uncertainty_seconds.add(kT0 + t, 0.005);  // the request's round trip
+  }
+  GeneratorSeries g;
+  g.sources.push_back(s);
+  PhaseStats p;
+  p.users = 2;
+  p.start = kT0 + 15;
+  summarize_generator(p, g, kT0 + 22.5, kT0 + 30);
+  REQUIRE(p.rps);
+  CHECK(*p.rps == Approx(20).epsilon(0.001));
+  CHECK(*p.rps_window_start == Approx(kT0 + 21.5 - 0.0025));  // the scrape at 21.5 s
+  CHECK(*p.rps_window_start >= *p.start);
+  CHECK(p.rps_method.find("before the stable window") != std::string::npos);
+  // Not into the step before: a phase starting after that scrape has no rate, with the reason.
+  PhaseStats late;
+  late.users = 2;
+  late.start = kT0 + 22;
+  summarize_generator(late, g, kT0 + 22.5, kT0 + 30);
+  CHECK_FALSE(late.rps);
+  CHECK(late.rps_unavailable.find("1 counter update") != std::string::npos);
+  // Nor without the generator's user counts, which are what place the change in the phase.
+  g.sources[0].users = {};
+  PhaseStats blind;
+  blind.users = 2;
+  blind.start = kT0 + 15;
+  summarize_generator(blind, g, kT0 + 22.5, kT0 + 30);
+  CHECK_FALSE(blind.rps);
+}
