@@ -455,3 +455,21 @@ TEST_CASE("a stable window with one change reaches back to the phase's change be
   summarize_generator(blind, g, kT0 + 22.5, kT0 + 30);
   CHECK_FALSE(blind.rps);
 }
+
+TEST_CASE("a negative age still dates its change: figures that arrived as the sample was taken") {
+  // A busy sampler took the sample at 10 s but read the source after its answer of 10.2 s
+  // arrived: age -0.2 s. The moment is 10.2 s, not a sample spacing's guess.
+  Series counter, age, unc;
+  for (double t = 5; t <= 20; t += 1) {
+    counter.add(kT0 + t, t < 10 ? 0 : t < 15 ? 100 : 200);
+    age.add(kT0 + t, t == 10 ? -0.2 : t == 15 ? 0.1 : t < 15 ? t - 10.2 : t - 14.9);
+    unc.add(kT0 + t, 0.005);
+  }
+  auto points = change_points(counter, &age, &unc);
+  REQUIRE(points.size() == 2);
+  CHECK(points[0].latest == Approx(kT0 + 10.2));
+  CHECK(points[0].earliest == Approx(kT0 + 10.195));
+  RateEstimate r = change_point_rate(points, kT0, kT0 + 20);
+  REQUIRE(r.value);
+  CHECK(*r.value == Approx(100 / 4.7).epsilon(0.01));
+}
