@@ -27,7 +27,9 @@ std::vector<ChangePoint> change_points(const Series& counter, const Series* age,
       auto it = std::lower_bound(age->t.begin(), age->t.end(), counter.t[i]);
       if (it != age->t.end() && *it == counter.t[i]) a = age->v[it - age->t.begin()];
     }
-    if (a && *a >= 0 && std::isfinite(*a)) {
+    // A negative age is no error: on a busy host the sample is assembled after its moment,
+    // and figures that arrived in between are younger than it; t - age is their moment still.
+    if (a && std::isfinite(*a)) {
       double u = age_uncertainty ? value_at(*age_uncertainty, counter.t[i]).value_or(0) : 0;
       if (!(u >= 0) || !std::isfinite(u)) u = 0;
       c.latest = counter.t[i] - *a;

@@ -17,10 +17,12 @@ struct SourceRate {
   const GeneratorSourceSeries* source = nullptr;
   RateEstimate rate;
   bool timed_by_age = false;
-  double age_uncertainty = 0;  // the largest at the two ends
+  double age_uncertainty = 0;          // the largest at the two ends
+  bool reaches_before_stable = false;  // its first change lies before the stable window
 };
 
-SourceRate source_rate(const GeneratorSourceSeries& s, double from, double to,
+/// The rate over the stable window [from, to] of a phase that began at `start`.
+SourceRate source_rate(const GeneratorSourceSeries& s, double start, double from, double to,
                        std::optional<std::int64_t> users) {
   SourceRate r;
   r.source = &s;
@@ -41,6 +43,22 @@ SourceRate source_rate(const GeneratorSourceSeries& s, double from, double to,
     });
   }
   r.rate = change_point_rate(points, from, to);
+  if (same_users && !r.rate.value && r.rate.updates < 2) {
+    // A source updated every few seconds may change only once in a short stable window. Every
+    // change left now arrived with the phase's own user count, so the last one before the
+    // window is in the phase too: the rate spans from there (stated in its window and method).
+    const ChangePoint* before = nullptr;
+    for (const ChangePoint& c : points) {
+      if (c.at() >= start && c.at() < from) before = &c;
+    }
+    if (before) {
+      RateEstimate wider = change_point_rate(points, before->at(), to);
+      if (wider.value) {
+        r.rate = wider;
+        r.reaches_before_stable = true;
+      }
+    }
+  }
   if (r.rate.first && r.rate.last) {
     // An end timed by the sample spacing instead (its age was missing) makes it "spacing".
     auto by_age = [&](const ChangePoint& c) {
@@ -64,6 +82,8 @@ std::string seconds_text(double s) {
 }
 
 std::string method_text(const std::vector<SourceRate>& rates) {
+  bool before = std::any_of(rates.begin(), rates.end(),
+                            [](const SourceRate& r) { return r.reaches_before_stable; });
   bool all_age =
       std::all_of(rates.begin(), rates.end(), [](const SourceRate& r) { return r.timed_by_age; });
   double widest = 0;
@@ -72,6 +92,11 @@ std::string method_text(const std::vector<SourceRate>& rates) {
       all_age ? "each timed by the generator's data age (within " + seconds_text(widest) + ")"
               : "each known to lie between two samples (" + seconds_text(widest) +
                     " apart; no data age)";
+  if (before) {
+    return "counter rise between its last change before the stable window (with the phase's "
+           "user count: the window held one change) and its last change in it, " +
+           how;
+  }
   return "counter rise between its first and last change in the stable window, " + how;
 }
 
@@ -132,7 +157,7 @@ void summarize_generator(PhaseStats& p, const GeneratorSeries& g, double from, d
   std::vector<SourceRate> rates;
   for (const GeneratorSourceSeries& s : *sources) {
     if (s.requests.empty()) continue;
-    rates.push_back(source_rate(s, from, to, p.users));
+    rates.push_back(source_rate(s, p.start.value_or(from), from, to, p.users));
     const RateEstimate& r = rates.back().rate;
     if (!r.value && p.rps_unavailable.empty()) {
       p.rps_unavailable = (sources->size() > 1 ? s.name + ": " : std::string()) + r.unavailable;

@@ -38,6 +38,8 @@ LocustPushModel::Outcome LocustPushModel::ingest(const LocustPush& push, double 
     Source& s = it->second;
     s.last = push;
     s.last_push = now;
+    s.pending.emplace_back(push, now);
+    if (s.pending.size() > kMaxPending) s.pending.pop_front();
     if (runs_) {
       const std::string origin = "locust:" + push.source;
       for (const auto& [at, users] : push.steps) {
@@ -69,18 +71,35 @@ void LocustPushModel::count_rejected(const char* reason) {
   ++rejected_[reason];
 }
 
-void LocustPushModel::collect(MetricSink& out, double now) const {
+void LocustPushModel::collect(MetricSink& out, double now) {
   using F = GeneratorFamily;
   std::lock_guard lock(mutex_);
-  for (const auto& [name, s] : sources_) {
-    const Labels src{{"source", name}};
-    add_generator_sample(out, F::kRequests, src, s.last.requests);
-    add_generator_sample(out, F::kFailures, src, s.last.failures);
-    add_generator_sample(out, F::kUsers, src, s.last.users);
-    if (!s.last.duration_counts.empty()) {
-      add_generator_histogram(out, src, s.last.duration_counts, s.last.duration_sum);
+  for (auto& [name, s] : sources_) {
+    // The pushes that arrived by `now`; of them the first whose next one is another step's,
+    // else the newest.
+    std::size_t ready = 0;
+    while (ready < s.pending.size() && s.pending[ready].second <= now) ++ready;
+    if (ready > 0) {
+      std::size_t pick = ready - 1;
+      for (std::size_t i = 0; i + 1 < ready; ++i) {
+        if (s.pending[i].first.users != s.pending[i + 1].first.users) {
+          pick = i;
+          break;
+        }
+      }
+      s.shown = std::move(s.pending[pick].first);
+      s.pending.erase(s.pending.begin(), s.pending.begin() + static_cast<std::ptrdiff_t>(pick) + 1);
     }
-    add_generator_sample(out, F::kDataAge, src, now - s.last.time);
+    if (!s.shown) continue;  // its first push arrived while this sample was being taken
+    const Labels src{{"source", name}};
+    const LocustPush& shown = *s.shown;
+    add_generator_sample(out, F::kRequests, src, shown.requests);
+    add_generator_sample(out, F::kFailures, src, shown.failures);
+    add_generator_sample(out, F::kUsers, src, shown.users);
+    if (!shown.duration_counts.empty()) {
+      add_generator_histogram(out, src, shown.duration_counts, shown.duration_sum);
+    }
+    add_generator_sample(out, F::kDataAge, src, now - shown.time);
     add_generator_sample(out, F::kDataAgeUncertainty, src, kTimeUncertainty);
     out.gauge("loadwatch_push_last_timestamp_seconds", kPushLastHelp,
               {{"protocol", "locust"}, {"source", name}}, s.last_push);

@@ -3,8 +3,10 @@
 // exported as loadwatch_generator_* families: exact cumulative counts, a latency histogram in
 // fixed buckets, the user count, and the age of it all from Locust's own timestamp.
 
+#include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,8 @@ class LocustPushModel {
   /// and a request that ended in that sliver, as one often does just before a push, was counted
   /// on the wrong side of the report's stated window.
   static constexpr double kTimeUncertainty = 1e-6;
+  /// Pushes of one source kept for the samples to come (a push a second, a sample a second).
+  static constexpr std::size_t kMaxPending = 8;
 
   LocustPushModel() : LocustPushModel(Limits{}) {}
   explicit LocustPushModel(Limits limits) : limits_(limits) {}
@@ -51,14 +55,23 @@ class LocustPushModel {
   void set_run_observer(RunObserver* runs) { runs_ = runs; }
 
   /// Adds the generator families of every source and the loadwatch_push_* families.
-  /// `now` (unix seconds, the sample's time) dates the figures' age.
-  void collect(MetricSink& out, double now) const;
+  /// `now` (unix seconds, the sample's time) dates the figures' age. Called once per sample,
+  /// it shows one push per source, every family from that push: the newest that arrived by
+  /// `now` (one arriving while the sample is being taken would read younger than the sample,
+  /// a negative age), except that the last push of a step is shown before the next step's
+  /// replaces it (the listener pushes at once at the stop, often in the same sample
+  /// interval as its last regular push).
+  void collect(MetricSink& out, double now);
 
  private:
   struct Source {
     LocustPush last;       // the newest push taken
     double last_push = 0;  // its arrival, unix seconds
     double last_step = 0;  // time of the newest step told to the runs
+    /// Pushes no sample has shown yet, oldest first, with their arrival (at most
+    /// kMaxPending). A sample shows one of them; see collect().
+    std::deque<std::pair<LocustPush, double>> pending;
+    std::optional<LocustPush> shown;  // what the last sample showed
   };
 
   RunObserver* runs_ = nullptr;  // told after mutex_ is released: it may write to disk

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "analysis/render.h"
 #include "analysis/report_loader.h"
@@ -90,6 +91,15 @@ std::optional<BuiltReport> ReportService::build(const Run& run) const {
   HistorySeriesSource source(*history_);
   RunSeriesOptions options{generator_target_};
   analysis::RunSeries series;
+  // A run that just ended: its last counts may be in the samples still to come (at most
+  // kLateSampleSeconds; this runs on a report builder thread, not an HTTP one).
+  if (run.end) {
+    double wait = *run.end + kLateSampleSeconds - unix_now();
+    if (wait > 0) {
+      std::this_thread::sleep_for(
+          std::chrono::duration<double>(std::min(wait, kLateSampleSeconds)));
+    }
+  }
   auto report = report_for_run(run, source, unix_now(), options, &series);
   std::string json = analysis::render_report_json(report);
   return BuiltReport{std::move(json), timeline_json(series).dump(), std::move(report)};

@@ -1,5 +1,7 @@
 #include "report/run_report.h"
 
+#include <algorithm>
+
 namespace loadwatch::report {
 
 analysis::RunInfo run_info(const Run& run) {
@@ -26,7 +28,11 @@ std::vector<analysis::PhaseWindow> phase_windows(const Run& run, double now) {
 analysis::CapacityReport report_for_run(const Run& run, SeriesSource& source, double now,
                                         const RunSeriesOptions& options,
                                         analysis::RunSeries* series_out) {
-  double end = run.end.value_or(now);
+  // The last count before the end is often in a sample after it (the Locust listener's last
+  // push, with the stop's push close behind). Rates pick their counts by the moment they
+  // describe, and every other figure by its phase's window, so the extra samples change no
+  // other figure.
+  double end = run.end ? std::min(*run.end + kLateSampleSeconds, std::max(now, *run.end)) : now;
   analysis::RunSeries series = load_run_series(source, run.start, end, options);
   auto report = analysis::report_from_series(run_info(run), phase_windows(run, now), series);
   if (series_out) *series_out = std::move(series);

@@ -5,9 +5,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <unordered_map>
 
 #include "sources/generator_families.h"
 #include "sources/json_events.h"
+#include "sources/locust_csv.h"
 #include "util/unix_time.h"
 
 namespace loadwatch {
@@ -368,7 +370,10 @@ class LocustScraper : public SourceScraper {
   explicit LocustScraper(RunObserver* runs) : runs_(runs) {}
 
   std::vector<SourceRequest> requests(const SourceConfig& config) const override {
-    return {{config.url + "/stats/requests", "application/json", false}};
+    // The uncached counts first, then the state they belong to: a state answer computed after
+    // them holds counts at least as high, so the two describe one moment (see process()).
+    return {{config.url + "/stats/requests/csv", "text/csv", true},
+            {config.url + "/stats/requests", "application/json", false}};
   }
 
   ScrapeResult process(const SourceConfig& config, std::vector<FetchResult>& answers) override {
@@ -376,55 +381,152 @@ class LocustScraper : public SourceScraper {
     if (answers.empty()) return result;
     LocustStats stats;
     std::string error;
-    if (!parse_locust_stats(answers[0].body, stats, error, config.max_series)) {
+    if (!parse_locust_stats(answers.back().body, stats, error, config.max_series)) {
       result.error = FetchError::Parse;
       result.message = config.url + error;
       return result;
     }
     double now = unix_now();
-    if (runs_ && !stats.state.empty()) runs_->generator_seen(sighting(config, stats, now));
+    double previous_earliest = last_answer_ > 0 ? last_earliest_ : 0;
+    std::vector<LocustCsvRow> counts;
+    const FetchResult* csv = answers.size() >= 2 && answers[0].ok() ? &answers[0] : nullptr;
+    std::string csv_error;
+    if (csv && !parse_locust_requests_csv(csv->body, counts, csv_error, config.max_series)) {
+      csv = nullptr;
+    }
+    const LocustCsvRow* csv_total = nullptr;
+    for (const auto& row : counts) {
+      if (row.name == "Aggregated" && row.method.empty()) csv_total = &row;
+    }
+    if (!csv_total) csv = nullptr;
+    // Locust memoizes /stats/requests for 2 s, so its state may be older than the counts read
+    // just before it: then a step in between would label requests of the new step with the
+    // old user count. A state computed after the counts shows at least as many requests. An
+    // older one is asked for again shortly (the cache turns over within 2 s), a few times.
+    // After Locust cleared its stats (a new run) a state from before shows more requests than
+    // the cleared counts, so then the state must show fewer than the counts before the clear.
+    bool fresh = csv && (!stats.aggregated || stats.aggregated->requests >= csv_total->requests);
+    if (fresh && stats.aggregated && csv_total->requests < last_fresh_.requests) {
+      fresh = stats.aggregated->requests < last_fresh_.requests;
+    }
+    if (csv && !fresh && retries_ < max_retries(config)) {
+      ++retries_;
+      result.retry_in = kRetrySeconds;
+      return result;
+    }
+    retries_ = 0;
+    if (fresh) {
+      apply_counts(counts, config.max_series, stats);
+      // Counted while the request was under way; a master's counts are its workers' last
+      // reports, which come every 3 s.
+      last_fresh_.requests = csv_total->requests;
+      last_fresh_.state = stats.state;
+      last_fresh_.counts = std::move(counts);
+      last_fresh_.time = csv->arrived > 0 ? csv->arrived : now;
+      last_fresh_.uncertainty = csv->seconds + (stats.workers ? kLocustWorkerReportSeconds : 0.0);
+    } else if (last_fresh_.time > 0) {
+      // Still a stale state after the retries (or the counts failed this once): the counts of
+      // the last answer that had a state of their own, with their own moment; older counts from
+      // the state would read as a reset. The counter moves again with the next such answer.
+      apply_counts(last_fresh_.counts, config.max_series, stats);
+    }
+    // The run book hears the newest state; the counters' reset rule the one of their counts.
+    std::string newest_state = stats.state;
+    if (!fresh && last_fresh_.time > 0) stats.state = last_fresh_.state;
+    if (last_fresh_.time > 0) {
+      result.data_time = last_fresh_.time;
+      result.data_age_uncertainty = last_fresh_.uncertainty;
+      last_earliest_ =
+          fresh ? last_fresh_.time - last_fresh_.uncertainty : now - kLocustStatsCacheSeconds;
+    } else {
+      // No uncached counts (an older Locust, a failed request), or none with a state yet: the
+      // state's own counts, which may be 2 s older than the answer (docs/sources.md).
+      double requests = stats.aggregated ? stats.aggregated->requests : -1;
+      result.data_age_uncertainty = kLocustStatsCacheSeconds;
+      if (!csv && requests != last_requests_ && last_answer_ > 0) {
+        result.data_age_uncertainty = std::clamp(now - last_answer_, 0.0, kLocustStatsCacheSeconds);
+      }
+      last_earliest_ = now - *result.data_age_uncertainty;
+    }
+    last_requests_ = stats.aggregated ? stats.aggregated->requests : -1;
+    last_answer_ = now;
+    if (runs_ && !newest_state.empty()) {
+      runs_->generator_seen(sighting(config, newest_state, stats, now, previous_earliest));
+    }
     result.dropped = std::move(stats.dropped);
     MetricSink sink;
     mapper_.map(stats, config.name, sink);
     mapper_.end_scrape(config.max_series * 4);
     result.families = sink.take();
-    // Locust's web UI memoizes /stats/requests for 2 s (web.py, DEFAULT_CACHE_TIME; doubled
-    // when building it took longer): the answer may describe a moment up to 2 s before it
-    // left. Workers report to a master every 3 s more (docs/sources.md). But counts that
-    // changed since the previous answer were computed after that answer left: scraped more
-    // often than the cache turns over, a change is dated to within the scrape interval.
-    double requests = stats.aggregated ? stats.aggregated->requests : -1;
-    result.data_age_uncertainty = kLocustStatsCacheSeconds;
-    if (requests != last_requests_ && last_answer_ > 0) {
-      result.data_age_uncertainty = std::clamp(now - last_answer_, 0.0, kLocustStatsCacheSeconds);
-    }
-    last_requests_ = requests;
-    last_answer_ = now;
-    last_earliest_ = now - *result.data_age_uncertainty;
     return result;
   }
 
  private:
-  GeneratorSighting sighting(const SourceConfig& config, const LocustStats& stats,
-                             double now) const {
+  static constexpr double kRetrySeconds = 0.5;
+  // Retries within half the interval (the cache's 2 s at most), at least one.
+  static int max_retries(const SourceConfig& config) {
+    double half = std::chrono::duration<double>(config.interval).count() / 2;
+    return std::clamp(
+        static_cast<int>(std::min(half, kLocustStatsCacheSeconds + 0.5) / kRetrySeconds), 1, 5);
+  }
+
+  /// The uncached counts replace the state answer's: matched by name and method, rows the
+  /// state does not have yet added (up to max_rows).
+  static void apply_counts(const std::vector<LocustCsvRow>& counts, std::size_t max_rows,
+                           LocustStats& stats) {
+    auto set = [](LocustRow& row, const LocustCsvRow& c) {
+      row.requests = c.requests;
+      row.failures = c.failures;
+      row.avg_ms = c.avg_ms;
+    };
+    std::unordered_map<std::string, std::size_t> by_key;
+    for (std::size_t i = 0; i < stats.endpoints.size(); ++i) {
+      by_key[stats.endpoints[i].method + '\x1f' + stats.endpoints[i].name] = i;
+    }
+    for (const auto& c : counts) {
+      if (c.name == "Aggregated" && c.method.empty()) {
+        if (!stats.aggregated) stats.aggregated = LocustRow{c.name, c.method, 0, 0, {}, {}};
+        set(*stats.aggregated, c);
+      } else if (auto it = by_key.find(c.method + '\x1f' + c.name); it != by_key.end()) {
+        set(stats.endpoints[it->second], c);
+      } else if (stats.endpoints.size() < max_rows) {
+        stats.endpoints.push_back(LocustRow{c.name, c.method, 0, 0, {}, {}});
+        set(stats.endpoints.back(), c);
+      }
+    }
+  }
+
+  GeneratorSighting sighting(const SourceConfig& config, const std::string& state,
+                             const LocustStats& stats, double now, double previous_earliest) const {
     GeneratorSighting s;
     s.origin = "locust:" + config.name;
-    s.activity = stats.state == "running"    ? GeneratorActivity::Steady
-                 : stats.state == "spawning" ? GeneratorActivity::Ramping
-                                             : GeneratorActivity::Idle;
+    s.activity = state == "running"    ? GeneratorActivity::Steady
+                 : state == "spawning" ? GeneratorActivity::Ramping
+                                       : GeneratorActivity::Idle;
     s.users = stats.user_count;
     // A state this answer shows first began after the previous answer's moment, which lies up
     // to its age uncertainty before that answer: the run book dates the change in between.
     s.at = now;
-    if (last_answer_ > 0) s.since = last_earliest_;
+    if (previous_earliest > 0) s.since = previous_earliest;
     // Three missed scrapes: the Locust is gone (e.g. --autoquit right after its test).
     auto quiet = 3 * config.interval + config.timeout;
     s.stale_after = std::max(15.0, std::chrono::duration<double>(quiet).count());
     return s;
   }
 
+  /// The counts of the last answer whose state was computed after them.
+  struct FreshCounts {
+    std::vector<LocustCsvRow> counts;
+    double time = 0;  // unix time of their answer, 0 = none yet
+    double uncertainty = 0;
+    double requests = -1;  // their aggregate request count
+    std::string state;     // the state answer's, computed after them
+  };
+
   RunObserver* runs_;
   LocustMapper mapper_;
+  FreshCounts last_fresh_;
+  int retries_ = 0;            // stale state answers asked for again in a row
   double last_requests_ = -1;  // the aggregate request count of the last answer
   double last_answer_ = 0;     // unix time the last answer was processed
   double last_earliest_ = 0;   // the earliest moment the last answer may describe

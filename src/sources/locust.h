@@ -1,5 +1,6 @@
 #pragma once
-// Pull source kind "locust": GET {url}/stats/requests of a Locust 2.x web UI (master or
+// Pull source kind "locust": GET {url}/stats/requests/csv (the counts, uncached) and
+// {url}/stats/requests (state, users, quantiles) of a Locust 2.x web UI (master or
 // standalone) -> loadwatch_generator_* metrics.
 
 #include <cstdint>
@@ -21,6 +22,10 @@ namespace loadwatch {
 /// Seconds Locust's web UI caches its /stats/requests answer (locust/web.py,
 /// DEFAULT_CACHE_TIME): the uncertainty of a scraped figure's time.
 inline constexpr double kLocustStatsCacheSeconds = 2.0;
+
+/// Seconds between a Locust worker's reports to its master (runners.py
+/// WORKER_REPORT_INTERVAL): a master's counts are as old as its workers' last reports.
+inline constexpr double kLocustWorkerReportSeconds = 3.0;
 
 /// One row of "stats": a request name + method, or the "Aggregated" row. Times in ms, as
 /// Locust reports them.

@@ -128,6 +128,7 @@ void SourceRunner::run() {
       options.timeout = std::max(std::chrono::milliseconds(1), cfg.timeout - spent);
       FetchResult r = http.get(req.url, options);
       arrived = unix_now();
+      r.arrived = arrived;
       if (r.error == FetchError::Stopped) {
         stopped = true;
         break;
@@ -145,13 +146,22 @@ void SourceRunner::run() {
         result = scraper_->process(cfg, answers);
       } catch (const std::exception& e) {
         // Kinds do not throw on any body; this keeps a bug there from ending the daemon.
-        result = ScrapeResult{FetchError::Parse, cfg.url + ": " + e.what(), {}, {}, {}};
+        result = ScrapeResult{};
+        result.error = FetchError::Parse;
+        result.message = cfg.url + ": " + e.what();
       }
     }
     std::size_t body_bytes = 0;
     for (const auto& a : answers) body_bytes += a.body.capacity();
     answers.clear();
     note_heap_freed(body_bytes);
+    if (result.error == FetchError::None && result.retry_in) {
+      // Not a scrape yet: the kind asked for the same answers again, shortly.
+      auto again = std::chrono::duration<double>(std::clamp(*result.retry_in, 0.01, 5.0));
+      std::unique_lock lock(mutex_);
+      changed_.wait_for(lock, again, [&] { return stop_.load(); });
+      continue;
+    }
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
@@ -184,7 +194,7 @@ void SourceRunner::run() {
       snap->last_success = unix_now();
       snap->families = std::move(result.families);
       if (result.data_age_uncertainty) {
-        snap->answer_arrived = arrived;
+        snap->answer_arrived = result.data_time > 0 ? result.data_time : arrived;
         snap->data_age_uncertainty = result.data_age_uncertainty;
       }
       if (!prev->up && prev->scrapes > 0) spdlog::info("source {}: up again", cfg.name);

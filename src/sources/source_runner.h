@@ -42,6 +42,12 @@ struct ScrapeResult {
   /// this many seconds (Locust: its 2 s answer cache): the figures' age is then exported
   /// from the answer's arrival (loadwatch_generator_data_age_seconds).
   std::optional<double> data_age_uncertainty;
+  /// Unix time the figures describe, at the latest, when that is not the last answer's
+  /// arrival (Locust: its uncached counts come before the answer that carries its state).
+  double data_time = 0;
+  /// Set when the answers cannot be used yet: nothing is published, and the same requests
+  /// are made again after this many seconds (Locust: a cached state older than the counts).
+  std::optional<double> retry_in;
 };
 
 /// One kind of source. Kinds do no I/O: they name their requests and map the answers, so

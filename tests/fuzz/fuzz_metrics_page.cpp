@@ -1,7 +1,7 @@
 // libFuzzer harness: arbitrary bytes through a push or a source into the sample, then the
 // /metrics page checked by the project's parser in strict mode.
 // clang-format off
-// FUZZ_SOURCES: src/push/jmeter_model.cpp src/push/influx_line_protocol.cpp src/push/graphite_parser.cpp src/sources/prom_text_parser.cpp src/sources/prometheus.cpp src/sources/locust.cpp src/sources/mountebank.cpp src/sources/counter_carry.cpp src/sources/json_events.cpp src/sources/generator_families.cpp src/metrics/metric_sink.cpp src/metrics/series_guard.cpp src/metrics/page_budget.cpp src/metrics/exposition.cpp collectors/textfile_content.cpp
+// FUZZ_SOURCES: src/push/jmeter_model.cpp src/push/influx_line_protocol.cpp src/push/graphite_parser.cpp src/sources/prom_text_parser.cpp src/sources/prometheus.cpp src/sources/locust.cpp src/sources/locust_csv.cpp src/sources/mountebank.cpp src/sources/counter_carry.cpp src/sources/json_events.cpp src/sources/generator_families.cpp src/metrics/metric_sink.cpp src/metrics/series_guard.cpp src/metrics/page_budget.cpp src/metrics/exposition.cpp collectors/textfile_content.cpp
 // FUZZ_LIBS:
 // clang-format on
 //
@@ -9,7 +9,8 @@
 //   0 Influx body (JMeterModel::ingest_influx, database from the second byte)
 //   1 Graphite lines (parse_graphite_line + JMeterModel::ingest_graphite)
 //   2 Prometheus source body (the prometheus kind's process(), then what the runner does)
-//   3 Locust /stats/requests body      4 Mountebank /imposters + "\n\x00\n" + /metrics
+//   3 Locust /stats/requests, or /stats/requests/csv + "\n\x00\n" + /stats/requests
+//   4 Mountebank /imposters + "\n\x00\n" + /metrics
 //   5 a textfile (parse_textfile)
 // The families go into one MetricSink beside loadwatch's own (the same names a textfile or
 // source might reuse), through guard_families and serialize_text. The page must then parse
@@ -134,7 +135,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 3: {
-      answers[0].body.assign(body);
+      // "/stats/requests/csv \n\0\n /stats/requests", or the JSON alone.
+      size_t split = body.find(std::string_view("\n\0\n", 3));
+      answers[0].body.assign(body.substr(0, split));
+      if (split != std::string_view::npos) {
+        FetchResult json;
+        json.body.assign(body.substr(split + 3));
+        answers.push_back(std::move(json));
+      }
       ScrapeResult r = locust_kind->process(cfg, answers);
       add_source(r, "locust", sink);
       break;

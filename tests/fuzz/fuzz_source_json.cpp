@@ -1,7 +1,7 @@
 // libFuzzer harness: the pull-source JSON parsers and mappers (Locust /stats/requests,
 // Mountebank /imposters). The first byte picks the parser: even = Locust, odd = Mountebank.
 // clang-format off
-// FUZZ_SOURCES: src/sources/locust.cpp src/sources/mountebank.cpp src/sources/prometheus.cpp src/sources/counter_carry.cpp src/metrics/metric_sink.cpp src/sources/prom_text_parser.cpp src/sources/json_events.cpp src/sources/generator_families.cpp src/metrics/series_guard.cpp src/metrics/page_budget.cpp src/metrics/exposition.cpp
+// FUZZ_SOURCES: src/sources/locust.cpp src/sources/locust_csv.cpp src/sources/mountebank.cpp src/sources/prometheus.cpp src/sources/counter_carry.cpp src/metrics/metric_sink.cpp src/sources/prom_text_parser.cpp src/sources/json_events.cpp src/sources/generator_families.cpp src/metrics/series_guard.cpp src/metrics/page_budget.cpp src/metrics/exposition.cpp
 // FUZZ_LIBS:
 // clang-format on
 //

@@ -1,16 +1,15 @@
-"""Three loadwatch daemons watch one real Locust step run: two scrape Locust's web UI (every 5 s,
-the default, and every 1 s), one takes the Locust listener's pushes. Each writes its own report
-of the same physical run; `compare` with the documented gate must pass between any two of them,
-both ways, and all three must find the same knee.
+"""Three loadwatch daemons watch one real Locust step run of 15 s steps, the README's: two scrape
+Locust's web UI (every 5 s, the default, and every 1 s), one takes the Locust listener's pushes.
+Each writes its own report of the same physical run; `compare` with the documented gate must
+pass between any two of them, both ways, and all three must find the same knee.
 
 The server (tests/scripts/capacity_server.py) serves K requests at once, SERVICE_MS each: its
 throughput flattens at K / SERVICE_MS from K users on, so the run has a knee by construction.
 The locustfile logs every request Locust counts and each step as the shape hands it out
 (tests/lib/locust_log.py): the pull daemons' phase boundaries are checked against the steps,
-and every daemon's per-phase req/s bound against the requests. Locust's /stats/requests
-scraped every 5 s moves loadwatch's counter in 5 s steps, which once made a phase read 0 req/s:
-a phase without a rate must say why, never read 0. Everything listens on 127.0.0.1; every wait
-is bounded.
+and every daemon's per-phase req/s against the requests: within its bound and within 3 % of
+the log's count over the window its report states, in every phase. Everything listens on
+127.0.0.1; every wait is bounded.
 """
 import bisect
 import json
@@ -33,10 +32,9 @@ from test_capacity_run import CapacityRunHelpers  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 LISTENER = os.path.join(HERE, "..", "..", "scripts", "locust", "loadwatch_listener.py")
 USERS = [1, 2, 4, 8]  # Kneedle needs a few steps past the knee to tell it from noise
-# A 12.5 s stable window (the warm-up rule takes the first half): a source scraped every 5 s
-# gives it two or three counter updates, enough for a rate in most phases; one scraped every
-# second a dozen (Locust's cache turns over every 2 s).
-STEP = 25.0
+# The README's step: a 7.5 s stable window (the warm-up rule takes the first half) holds one or
+# two 5 s scrapes, and the rate reaches back to the phase's change before it when it holds one.
+STEP = 15.0
 K, SERVICE_MS = 2, 100  # 20 req/s from 2 users on
 GATE = ["--max", "p95=+20%", "--min", "rps=-10%"]  # the README's gate
 
@@ -158,54 +156,33 @@ class Watchers(CapacityRunHelpers, unittest.TestCase):
             for e in errors:
                 self.assertLessEqual(abs(e), (interval + 2) / 2 + 0.5, (name, errors))
 
-        # Every daemon's req/s bound holds the rate Locust's own log gives over the window its
-        # report states; a phase without a rate says why, and never reads 0.
+        # Every daemon has a req/s in every phase; it lies within its bound and within 3 % of the
+        # rate Locust's own log gives over the window its report states.
         ends = [r[0] for r in requests]
         self.assertGreater(len(ends), 100)
-        measured = dict.fromkeys(reports, 0)
         for name, (_, rep) in reports.items():
-            for ph in rep["phases"]:
-                if not ph.get("users"):
-                    continue
-                self.assertNotEqual(ph.get("rps"), 0, (name, ph))
-                if "rps" not in ph:
-                    self.assertTrue(ph.get("rps_unavailable"), (name, ph))
-                    continue
+            for ph in rep["phases"][:len(USERS)]:
+                self.assertIn("rps", ph, (name, ph))
                 w0, w1 = ph["rps_window_start"], ph["rps_window_end"]
-                self.assertGreaterEqual(w0, ph["stable_start"] - 0.01, (name, ph))
+                self.assertGreaterEqual(w0, ph["start"] - 0.01, (name, ph))
                 self.assertLessEqual(w1, ph["end"] + 0.01, (name, ph))
                 n = bisect.bisect_right(ends, w1) - bisect.bisect_right(ends, w0)
                 truth = n / (w1 - w0)
                 one = 1.0 / (w1 - w0)  # whole requests: the count is known within one
-                print("%-8s %-8s log %.2f req/s over %.1f s" % (name, ph["name"], truth, w1 - w0),
-                      file=sys.stderr)
+                print("%-8s %-8s log %.2f req/s over %.1f s: %+.2f %%" % (
+                    name, ph["name"], truth, w1 - w0, (ph["rps"] / truth - 1) * 100),
+                    file=sys.stderr)
                 self.assertLessEqual(ph["rps_low"] - one, truth, (name, ph))
                 self.assertLessEqual(truth, ph["rps_high"] + one, (name, ph))
-                measured[name] += 1
-        # 12.5 s stable windows hold two 5 s scrapes at least in most phases.
-        self.assertGreaterEqual(measured["pull5s"], len(USERS) // 2, reports["pull5s"][1])
+                self.assertLessEqual(abs(ph["rps"] - truth), 0.03 * truth + one, (name, ph))
 
-        # One run, one knee: the step where the server saturates, whoever watched. A source
-        # too coarse to place it (every 5 s: phases without a rate, or +-40 %) says why it has
-        # none; it never names another.
+        # One run, one knee: the step where the server saturates, whoever watched.
         knees = {name: rep["knee"].get("users") for name, (_, rep) in reports.items()}
         print("knees:", knees, {n: r["knee"].get("reason") for n, (_, r) in reports.items()},
               file=sys.stderr)
         self.assertIn(knees["listener"], (K, 2 * K), knees)
         self.assertEqual(knees["pull1s"], knees["listener"], knees)
-        if knees["pull5s"] is None:
-            rep5 = reports["pull5s"][1]
-            reason = rep5["knee"].get("reason", "")
-            self.assertTrue(reason, rep5)
-            if reason.startswith("too few phases"):
-                # With the numbers: how many phases had a rate, and each other's own reason.
-                loaded = [p for p in rep5["phases"] if p.get("users")]
-                self.assertIn("%d had one" % sum(1 for p in loaded if "rps" in p), reason)
-                for p in loaded:
-                    if "rps" not in p:
-                        self.assertIn(p["rps_unavailable"], reason)
-        else:
-            self.assertEqual(knees["pull5s"], knees["listener"], knees)
+        self.assertEqual(knees["pull5s"], knees["listener"], knees)
 
         # The documented gate passes between any two, both ways: their figures differ only
         # within their bounds, or cannot be judged against each other (a rate too coarse, a
@@ -221,6 +198,11 @@ class Watchers(CapacityRunHelpers, unittest.TestCase):
                 self.assertEqual(cmp.returncode, 0, "%s vs %s: %s\n%s" % (
                     a, b, json.dumps(verdicts, indent=1)[:4000], cmp.stderr))
                 judged += [r["verdict"] for ph in verdicts["phases"] for r in ph["results"]]
+                # Every rate is judged: none is too coarse to compare any more.
+                for ph in verdicts["phases"]:
+                    for r in ph["results"]:
+                        if r["metric"] == "rps":
+                            self.assertIn(r["verdict"], ("ok", "ok (within noise)"), (a, b, ph))
         print("verdicts:", {v: judged.count(v) for v in set(judged)}, file=sys.stderr)
         # Not a gate that passes by judging nothing: some rules held on their figures.
         self.assertTrue({"ok", "ok (within noise)"} & set(judged), judged)

@@ -187,10 +187,11 @@ class LocustListener(unittest.TestCase):
             self.assertAlmostEqual(sum_s, sum(durations), delta=1e-6 * len(durations))
 
             # The age: pushes every second, so little more than that (a busy Locust may send
-            # late); never negative beyond the sampler's own step.
+            # late); never negative: a sample shows no push that arrived after its moment (on a
+            # busy host one often arrives while the sample is being taken: -0.12 s once).
             self.assertGreater(len(ages), 10)
             self.assertLess(max(ages), 2.5, ages)
-            self.assertGreater(min(ages), -0.05, ages)
+            self.assertGreaterEqual(min(ages), 0, ages)
             self.assertEqual(lw.value("loadwatch_generator_data_age_uncertainty_seconds",
                                       samples, source="steps"), 1e-6)
 

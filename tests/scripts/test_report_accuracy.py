@@ -127,7 +127,7 @@ class ReportAccuracy(CapacityRunHelpers, unittest.TestCase):
                 self.assertIn(reason, ph.get("latency_unavailable", ""), ph)
                 continue
             start, end = ph["rps_window_start"], ph["rps_window_end"]
-            self.assertGreaterEqual(start, ph["stable_start"] - 0.01, ph)
+            self.assertGreaterEqual(start, ph["start"] - 0.01, ph)
             self.assertLessEqual(end, ph["end"] + 0.01, ph)
             lo, hi = bisect.bisect_right(ends, start), bisect.bisect_right(ends, end)
             window = requests[lo:hi]

@@ -413,3 +413,63 @@ TEST_CASE("the same gate still catches a real 30 % drop in throughput") {
     CHECK(c.exit_code() == 1);
   }
 }
+
+TEST_CASE("a stable window with one change reaches back to the phase's change before it") {
+  // Locust's uncached counts scraped every 5 s, 1.5 s past each step: 15 s phases of 10 and
+  // 20 req/s; the second phase's stable window [22.5, 30] holds only the scrape at 26.5 s.
+  StepLoad load{{10, 20}, 15};
+  GeneratorSourceSeries s;
+  double arrived = -1;
+  for (double t = 0; t <= 31; t += 1) {
+    double scrape = std::floor((t - 1.5) / 5) * 5 + 1.5;
+    if (scrape < 0) continue;
+    arrived = scrape;
+    s.requests.add(kT0 + t, load.count(arrived));
+    s.users.add(kT0 + t, arrived < 15 ? 1 : 2);
+    s.data_age_seconds.add(kT0 + t, t - arrived);
+    s.data_age_uncertainty_seconds.add(kT0 + t, 0.005);  // the request's round trip
+  }
+  GeneratorSeries g;
+  g.sources.push_back(s);
+  PhaseStats p;
+  p.users = 2;
+  p.start = kT0 + 15;
+  summarize_generator(p, g, kT0 + 22.5, kT0 + 30);
+  REQUIRE(p.rps);
+  CHECK(*p.rps == Approx(20).epsilon(0.001));
+  CHECK(*p.rps_window_start == Approx(kT0 + 21.5 - 0.0025));  // the scrape at 21.5 s
+  CHECK(*p.rps_window_start >= *p.start);
+  CHECK(p.rps_method.find("before the stable window") != std::string::npos);
+  // Not into the step before: a phase starting after that scrape has no rate, with the reason.
+  PhaseStats late;
+  late.users = 2;
+  late.start = kT0 + 22;
+  summarize_generator(late, g, kT0 + 22.5, kT0 + 30);
+  CHECK_FALSE(late.rps);
+  CHECK(late.rps_unavailable.find("1 counter update") != std::string::npos);
+  // Nor without the generator's user counts, which are what place the change in the phase.
+  g.sources[0].users = {};
+  PhaseStats blind;
+  blind.users = 2;
+  blind.start = kT0 + 15;
+  summarize_generator(blind, g, kT0 + 22.5, kT0 + 30);
+  CHECK_FALSE(blind.rps);
+}
+
+TEST_CASE("a negative age still dates its change: figures that arrived as the sample was taken") {
+  // A busy sampler took the sample at 10 s but read the source after its answer of 10.2 s
+  // arrived: age -0.2 s. The moment is 10.2 s, not a sample spacing's guess.
+  Series counter, age, unc;
+  for (double t = 5; t <= 20; t += 1) {
+    counter.add(kT0 + t, t < 10 ? 0 : t < 15 ? 100 : 200);
+    age.add(kT0 + t, t == 10 ? -0.2 : t == 15 ? 0.1 : t < 15 ? t - 10.2 : t - 14.9);
+    unc.add(kT0 + t, 0.005);
+  }
+  auto points = change_points(counter, &age, &unc);
+  REQUIRE(points.size() == 2);
+  CHECK(points[0].latest == Approx(kT0 + 10.2));
+  CHECK(points[0].earliest == Approx(kT0 + 10.195));
+  RateEstimate r = change_point_rate(points, kT0, kT0 + 20);
+  REQUIRE(r.value);
+  CHECK(*r.value == Approx(100 / 4.7).epsilon(0.01));
+}

@@ -145,6 +145,52 @@ TEST_CASE("locust push: the model exports the last push, its age from Locust's t
   CHECK(v["loadwatch_push_rejected_lines_total{protocol=locust,reason=stale}"] == 1);
 }
 
+TEST_CASE("locust push: a sample shows a step's last push, and no push younger than itself") {
+  // The listener pushes at the stop at once: its last push of the step and the stop's often
+  // land within one sample interval, and the sample would show only the stop's (users 0).
+  LocustPushModel m;
+  auto push = [&](double time, double requests, double users, double now) {
+    LocustPush p;
+    p.source = "lc";
+    p.time = time;
+    p.requests = requests;
+    p.users = users;
+    REQUIRE(m.ingest(p, now).refused == nullptr);
+  };
+  auto sample = [&](double now) {
+    MetricSink s;
+    m.collect(s, now);
+    return test::sample_values(s);
+  };
+  push(100.0, 50, 8, 100.001);
+  auto v = sample(100.5);
+  CHECK(v["loadwatch_generator_requests_total{source=lc}"] == 50);
+  push(101.0, 60, 8, 101.001);  // the step's last push
+  push(101.2, 61, 0, 101.201);  // the stop, before any sample
+  v = sample(101.5);
+  CHECK(v["loadwatch_generator_requests_total{source=lc}"] == 60);
+  CHECK(v["loadwatch_generator_users{source=lc}"] == 8);
+  CHECK(v["loadwatch_generator_data_age_seconds{source=lc}"] == Approx(0.5));  // its own time
+  v = sample(102.5);
+  CHECK(v["loadwatch_generator_requests_total{source=lc}"] == 61);
+  CHECK(v["loadwatch_generator_users{source=lc}"] == 0);
+  CHECK(v["loadwatch_generator_data_age_seconds{source=lc}"] == Approx(1.3));
+  // Pushes of one step are not held: the sample shows the newest.
+  push(103.0, 70, 2, 103.001);
+  push(103.4, 75, 2, 103.401);
+  v = sample(103.5);
+  CHECK(v["loadwatch_generator_requests_total{source=lc}"] == 75);
+  // A push that arrived after the sample's moment (while the sample was being taken, on a
+  // busy host) is the next sample's: shown now it would read younger than the sample.
+  push(104.3, 80, 2, 104.31);
+  v = sample(104.2);
+  CHECK(v["loadwatch_generator_requests_total{source=lc}"] == 75);
+  CHECK(v["loadwatch_generator_data_age_seconds{source=lc}"] == Approx(0.8));
+  v = sample(105.2);
+  CHECK(v["loadwatch_generator_requests_total{source=lc}"] == 80);
+  CHECK(v["loadwatch_generator_data_age_seconds{source=lc}"] == Approx(0.9));
+}
+
 TEST_CASE("locust push: past the source cap a quiet source makes room, a busy one does not") {
   LocustPushModel m(LocustPushModel::Limits{2, 60});
   LocustPush p;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "sources/locust.h"
+#include "sources/locust_csv.h"
 #include "tests/lib/fixture_file.h"
 #include "tests/lib/sample_values.h"
 
@@ -13,6 +14,14 @@ using loadwatch::test::read_fixture;
 using loadwatch::test::value;
 
 namespace {
+
+loadwatch::SourceConfig locust_config() {
+  loadwatch::SourceConfig config;
+  config.name = "lc";
+  config.kind = "locust";
+  config.url = "http://127.0.0.1:8089";
+  return config;
+}
 
 LocustStats parse(const std::string& text) {
   LocustStats s;
@@ -243,10 +252,7 @@ TEST_CASE("locust scrape: figures dated by the answer, give or take Locust's 2 s
   // The scraper says how uncertain the answer's moment is; the runner dates it by its
   // arrival (collectors/sources.cpp exports the age; test_sources_real checks it live).
   auto scraper = loadwatch::make_locust_scraper(nullptr);
-  loadwatch::SourceConfig config;
-  config.name = "lc";
-  config.kind = "locust";
-  config.url = "http://127.0.0.1:8089";
+  loadwatch::SourceConfig config = locust_config();
   std::vector<loadwatch::FetchResult> answers(1);
   answers[0].body = read_fixture("sources/locust_2.28_stats_requests.json");
   auto result = scraper->process(config, answers);
@@ -266,10 +272,7 @@ TEST_CASE("locust scrape: counts that changed since the last answer are dated to
   // computed after the previous answer left, so the uncertainty is the time between the two
   // (at most the cache's 2 s); unchanged counts may be up to the cache's 2 s old.
   auto scraper = loadwatch::make_locust_scraper(nullptr);
-  loadwatch::SourceConfig config;
-  config.name = "lc";
-  config.kind = "locust";
-  config.url = "http://127.0.0.1:8089";
+  loadwatch::SourceConfig config = locust_config();
   auto body = [](int requests) {
     return R"({"state": "running", "user_count": 2, "stats": [{"name": "Aggregated",)"
            R"( "method": "", "num_requests": )" +
@@ -290,4 +293,100 @@ TEST_CASE("locust scrape: counts that changed since the last answer are dated to
   auto moved = scraper->process(config, answers);
   REQUIRE(moved.data_age_uncertainty);
   CHECK(*moved.data_age_uncertainty < 0.5);  // the two answers were moments apart
+}
+
+TEST_CASE("locust requests csv: counts by column name, quoted names, failures closed") {
+  std::vector<loadwatch::LocustCsvRow> rows;
+  std::string error;
+  // As Locust 2.12 writes it (Python's csv module: \r\n, quotes around a comma).
+  std::string csv =
+      "Type,Name,Request Count,Failure Count,Median Response Time,Average Response Time,"
+      "Min Response Time,Max Response Time,Average Content Size,Requests/s,Failures/s,50%\r\n"
+      "GET,/,120,3,100,104.5,99,130,12,9.9,0.2,100\r\n"
+      "POST,\"/a,\"\"b\"\"\",7,0,N/A,20.25,1,30,0,0.5,0,N/A\r\n"
+      ",Aggregated,127,3,100,99.8,1,130,11,10.4,0.2,100\r\n";
+  REQUIRE(loadwatch::parse_locust_requests_csv(csv, rows, error));
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].method == "GET");
+  CHECK(rows[0].requests == 120);
+  CHECK(rows[0].failures == 3);
+  CHECK(*rows[0].avg_ms == 104.5);
+  CHECK(rows[1].name == "/a,\"b\"");
+  CHECK(rows[2].name == "Aggregated");
+  CHECK(rows[2].method.empty());
+  CHECK(rows[2].requests == 127);
+  // The row cap keeps the aggregate.
+  REQUIRE(loadwatch::parse_locust_requests_csv(csv, rows, error, 1));
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[1].name == "Aggregated");
+  // What is not Locust's CSV is refused, so the scrape keeps to the JSON's counts.
+  CHECK_FALSE(loadwatch::parse_locust_requests_csv("Name,Count\r\n/,1\r\n", rows, error));
+  CHECK_FALSE(loadwatch::parse_locust_requests_csv(
+      "Type,Name,Request Count,Failure Count\r\nGET,/,x,0\r\n", rows, error));
+  CHECK_FALSE(loadwatch::parse_locust_requests_csv(
+      "Type,Name,Request Count,Failure Count\r\nGET,\"/,1,0\r\n", rows, error));
+  CHECK_FALSE(loadwatch::parse_locust_requests_csv(
+      "Type,Name,Request Count,Failure Count\r\nGET,/,-1,0\r\n", rows, error));
+  CHECK_FALSE(loadwatch::parse_locust_requests_csv(
+      "Type,Name,Request Count,Failure Count\r\nGET,/\r\n", rows, error));
+}
+
+TEST_CASE("locust scrape: uncached counts dated by their own request, the state checked") {
+  auto scraper = loadwatch::make_locust_scraper(nullptr);
+  loadwatch::SourceConfig config = locust_config();
+  config.interval = std::chrono::seconds(5);
+  auto json = [](int requests, const char* state = "running") {
+    return R"({"state": ")" + std::string(state) +
+           R"(", "user_count": 2, "stats": [{"name": "/", "method": "GET",)"
+           R"( "num_requests": )" +
+           std::to_string(requests) +
+           R"(, "num_failures": 0}, {"name": "Aggregated", "method": "", "num_requests": )" +
+           std::to_string(requests) + R"(, "num_failures": 0}]})";
+  };
+  auto csv = [](int requests) {
+    std::string n = std::to_string(requests);
+    return "Type,Name,Request Count,Failure Count,Average Response Time\r\nGET,/," + n +
+           ",1,10\r\n,Aggregated," + n + ",1,10\r\n";
+  };
+  auto scrape = [&](int csv_requests, int json_requests, const char* state = "running") {
+    std::vector<loadwatch::FetchResult> answers(2);
+    answers[0].body = csv(csv_requests);
+    answers[0].seconds = 0.004;
+    answers[0].arrived = 1000.0;
+    answers[1].body = json(json_requests, state);
+    return scraper->process(config, answers);
+  };
+  // A state computed after the counts: the counts are the CSV's, dated by its answer.
+  auto fresh = scrape(100, 103);
+  REQUIRE(fresh.error == loadwatch::FetchError::None);
+  CHECK_FALSE(fresh.retry_in);
+  CHECK(fresh.data_time == 1000.0);
+  REQUIRE(fresh.data_age_uncertainty);
+  CHECK(*fresh.data_age_uncertainty == Approx(0.004));
+  CHECK(value(fresh.families, "loadwatch_generator_requests_total") == 100);
+  CHECK(value(fresh.families, "loadwatch_generator_failures_total") == 1);
+  // A cached state older than the counts: asked again shortly, up to 2.5 s in all at 5 s.
+  for (int i = 0; i < 5; ++i) {
+    auto stale = scrape(150, 120);
+    REQUIRE(stale.retry_in);
+    CHECK(*stale.retry_in == 0.5);
+    CHECK(stale.families.empty());
+  }
+  // Then published with the last counts that had a state of their own, and their moment.
+  auto given_up = scrape(160, 120);
+  CHECK_FALSE(given_up.retry_in);
+  CHECK(given_up.data_time == 1000.0);
+  CHECK(value(given_up.families, "loadwatch_generator_requests_total") == 100);
+  auto next = scrape(170, 170, "stopped");
+  CHECK(value(next.families, "loadwatch_generator_requests_total") == 170);
+  // A new run clears Locust's stats: a state from before the clear shows more requests than
+  // the cleared counts, and is old; with the new run's own state the counters carry on once.
+  auto before_clear = scrape(4, 170, "stopped");
+  CHECK(before_clear.retry_in);
+  for (int i = 0; i < 5; ++i) scrape(4, 170, "stopped");
+  auto cleared = scrape(5, 6, "running");
+  CHECK_FALSE(cleared.retry_in);
+  CHECK(value(cleared.families, "loadwatch_generator_requests_total") == 175);
+  auto later = scrape(30, 31, "running");
+  CHECK(value(later.families, "loadwatch_generator_requests_total") == 200);
 }

@@ -91,9 +91,9 @@ SourceConfig config(std::size_t max_series = 1000) {
 }
 
 ScrapeResult ok(std::vector<prometheus::MetricFamily> fams) {
-  return ScrapeResult{FetchError::None, "", std::move(fams), {}, {}};
+  return ScrapeResult{FetchError::None, "", std::move(fams), {}, {}, 0, {}};
 }
-ScrapeResult err(FetchError e) { return ScrapeResult{e, "boom", {}, {}, {}}; }
+ScrapeResult err(FetchError e) { return ScrapeResult{e, "boom", {}, {}, {}, 0, {}}; }
 
 size_t reason_index(FetchError e) {
   for (size_t i = 0; i < std::size(kFetchErrorReasons); ++i)
@@ -166,6 +166,34 @@ TEST_CASE("a runner publishes up/down, reasons and last success", "[runner]") {
   CHECK(s4->errors[reason_index(FetchError::Parse)] == 1);
   CHECK(s4->errors[reason_index(FetchError::Connect)] == 1);
   gate->release(1000);
+}
+
+TEST_CASE("a kind's retry is no scrape: asked again shortly, then published once", "[runner]") {
+  // Locust's state answer older than its counts: the kind asks again in 50 ms, twice; the
+  // runner publishes nothing until the third answer, which carries its own moment.
+  auto retry = [] {
+    ScrapeResult r = ok({});
+    r.retry_in = 0.05;
+    return r;
+  };
+  auto scripted = std::make_unique<Scripted>(
+      std::vector<std::function<ScrapeResult()>>{retry, retry, [] {
+                                                   ScrapeResult r = ok({counter_family("c", 1)});
+                                                   r.data_age_uncertainty = 0.004;
+                                                   r.data_time = 1.5e9;
+                                                   return r;
+                                                 }});
+  SourceConfig c = config();
+  c.interval = 10s;  // the third call comes only from the retries, not from the schedule
+  auto started = std::chrono::steady_clock::now();
+  SourceRunner r(c, std::move(scripted));
+  REQUIRE(r.wait_for_scrapes(1, 5s));
+  CHECK(std::chrono::steady_clock::now() - started < 5s);
+  auto s = r.snapshot();
+  CHECK(s->scrapes == 1);
+  REQUIRE(s->families.size() == 1);
+  CHECK(s->answer_arrived == 1.5e9);  // the figures' own moment, not the last arrival
+  CHECK(*s->data_age_uncertainty == 0.004);
 }
 
 TEST_CASE("the series cap drops and counts, every scrape", "[runner]") {
