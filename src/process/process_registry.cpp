@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -189,9 +190,9 @@ void ProcessRegistry::refresh_listing(bool full) {
 }
 
 bool ProcessRegistry::listing_reusable() {
-  // Last sample listed, recently enough read from the directory, no PID allocated and no
-  // task reaped since (a /proc/PID entry goes when its process is reaped): the same set of
-  // processes, as a listing would give it (zombies included, as there). loadavg's
+  // Last sample listed, recently enough read from the directory, no task reaped since (a
+  // /proc/PID entry goes when its process is reaped) and none created, or only ones probed
+  // below: the same set of processes as a listing would give (zombies included). loadavg's
   // last PID returns to the same number only after pid_max allocations (4,194,304 on 64-bit
   // by default), which the kListingReuseSamples bound makes moot.
   if (!same_pid_ns_ || dir_gen_ == 0 || gen_ - listed_gen_ != 1 ||
@@ -199,7 +200,52 @@ bool ProcessRegistry::listing_reusable() {
     return false;
   }
   const std::optional<std::uint64_t> last = last_pid();
-  return last && *last == dir_last_pid_ && tasks_ && *tasks_ == dir_tasks_;
+  if (!last || !tasks_) return false;
+  if (*last == dir_last_pid_ && *tasks_ == dir_tasks_) return true;
+  // A few tasks created since (a host that forks now and then): the PIDs allocated since the
+  // last reading are probed. When the tasks alive among them are all the tasks gained, none
+  // was reaped, and the new processes among them are added to the walk.
+  if (*last <= dir_last_pid_ || *last - dir_last_pid_ > kMaxProbedPids) return false;
+  // The count first (an fstatat each): on a host whose builds fork and reap every second it
+  // mostly fails, and then the status reads are not paid for.
+  std::vector<std::pair<pid_t, std::uint64_t>> alive;
+  for (std::uint64_t p = dir_last_pid_ + 1; p <= *last; ++p) {
+    const pid_t pid = static_cast<pid_t>(p);
+    const std::string name = std::to_string(pid);
+    struct stat st {};
+    // /proc/TID of a thread is reachable though not listed: a task either way.
+    if (::fstatat(root_fd_, name.c_str(), &st, 0) == 0) alive.emplace_back(pid, st.st_ino);
+  }
+  if (*tasks_ != dir_tasks_ + alive.size()) return false;
+  std::vector<std::pair<pid_t, std::uint64_t>> fresh;
+  for (const auto& entry : alive) {
+    const std::optional<pid_t> tgid = thread_group(entry.first);
+    if (!tgid) return false;
+    if (*tgid == entry.first) fresh.push_back(entry);
+  }
+  dir_entries_.insert(dir_entries_.end(), fresh.begin(), fresh.end());
+  dir_last_pid_ = *last;
+  dir_tasks_ = *tasks_;
+  return true;
+}
+
+std::optional<pid_t> ProcessRegistry::thread_group(pid_t pid) {
+  const std::string rel = std::to_string(pid) + "/status";
+  const int fd = ::openat(root_fd_, rel.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char text[512];
+  const ssize_t n = ::read(fd, text, sizeof text);
+  ::close(fd);
+  if (n <= 0) return std::nullopt;
+  // "Name:\t...\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t1234\n" (fs/proc/array.c)
+  const std::string_view view(text, static_cast<std::size_t>(n));
+  const auto at = view.find("\nTgid:\t");
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::string_view rest = view.substr(at + 7);
+  pid_t tgid = 0;
+  auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), tgid);
+  if (ec != std::errc() || p == rest.data() + rest.size() || *p != '\n') return std::nullopt;
+  return tgid;
 }
 
 bool ProcessRegistry::scan_due(const ProcessRecord& rec) const {

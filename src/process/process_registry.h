@@ -86,8 +86,11 @@ class ProcessRegistry {
   /// the listing would give the same PIDs, and last sample's are walked instead, with the
   /// same stat reads. The directory is read at least every kListingReuseSamples.
   void refresh_listing(bool full);
-  /// Samples a listing is walked again at most while no PID was allocated.
+  /// When no more than kMaxProbedPids PIDs were allocated since, the processes among them
+  /// (found by probing each PID) are added to the walk, provided no task was reaped.
+  /// Samples a listing is walked again at most before the directory is read.
   static constexpr std::uint32_t kListingReuseSamples = 16;
+  static constexpr std::uint64_t kMaxProbedPids = 32;
   /// Listings read from the directory since the registry was made (the rest were reused).
   std::uint64_t listings_read() const { return listings_read_; }
   bool listed() const { return listed_gen_ == gen_; }
@@ -164,6 +167,8 @@ class ProcessRegistry {
   bool read_stat(ProcessRecord& rec, bool force = false);
   /// Whether last sample's listing can be walked instead of reading the directory.
   bool listing_reusable();
+  /// The Tgid of task `pid` (its status), nullopt when gone or unreadable.
+  std::optional<pid_t> thread_group(pid_t pid);
   /// Whether a full listing checks `rec` this sample (see kScanRecheckSamples).
   bool scan_due(const ProcessRecord& rec) const;
   /// Whether schedstat still reads as when stat was read; `now` gets what it read.
