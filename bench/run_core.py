@@ -8,6 +8,9 @@ Scenario: N extra sleeping processes (comm "benchsleep") and one process holding
 Measures, all in the same run (the machines are noisy: compare ratios, not absolutes):
   floor        bench/proc_floor over the same PIDs: stat+status+io reads + stat() of fd dir
   collector    bench/targets_bench: the targets collector alone, CPU per sample
+  one read     the guard on sleeping processes: targets_bench --one-read on the same processes
+               once they are older than 16 s, against a listing of /proc plus one schedstat
+               pread per process; over --max-one-read-ratio (1.2) fails the run (exit 1)
   daemon       the real loadwatch (targets collector only, then every default collector),
                CPU per sample from /proc/PID/stat over a window of 1 s samples
   scrape       /metrics p50/p99 with 4 concurrent gzip scrapers (wrk): paced at 100/s each, and
@@ -66,6 +69,7 @@ class Fixture:
     """Sleepers and an fd holder; every child ends by itself after `lifetime` seconds."""
 
     def __init__(self, procs, fds, lifetime):
+        self.started = time.monotonic()
         self.dir = tempfile.mkdtemp(prefix="lwbench")
         self.children = []
         sleep_link = os.path.join(self.dir, "benchsleep")
@@ -113,6 +117,27 @@ def run_floor_and_collector(build, holder_pid, samples):
     for line in out.splitlines():
         if line.split() and line.split()[0] in ("targets_bench", "proc_floor", "ratio", "libproc2"):
             result[line.split()[0]] = keyvals(line)
+    return result
+
+
+def run_one_read_guard(build, fixture, max_ratio):
+    """targets_bench --one-read with every member asleep and past the 16 s in which a new
+    process is checked every sample; 45 samples so that the 15-sample re-reads are in."""
+    time.sleep(max(0.0, 17 - (time.monotonic() - fixture.started)))
+    out = subprocess.run([os.path.join(build, "bench", "targets_bench"),
+                          "--target", "sleepers=comm:benchsleep",
+                          "--target", "fds=pid:%d" % fixture.holder.pid,
+                          "--samples", "45", "--interval-ms", "100",
+                          "--max-one-read-ratio", str(max_ratio)],
+                         stdout=subprocess.PIPE, text=True, timeout=300)
+    result = {"max_ratio": max_ratio, "passed": out.returncode == 0}
+    for line in out.stdout.splitlines():
+        if line.startswith("one_read "):
+            result.update(keyvals(line))
+        elif line.startswith("ratio targets_over_one_read="):
+            result["ratio"] = float(line.split("=", 1)[1])
+    if "ratio" not in result:
+        raise RuntimeError("targets_bench --one-read gave no ratio:\n" + out.stdout)
     return result
 
 
@@ -237,6 +262,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "core.json"))
     ap.add_argument("--no-build", action="store_true", help="use BUILD as it is")
+    ap.add_argument("--max-one-read-ratio", type=float, default=1.2,
+                    help="the sleeping processes' guard: fail over this many one-read floors")
     a = ap.parse_args()
     if not a.no_build:
         build_targets(a.build, ["loadwatch", "targets_bench", "proc_floor"])
@@ -246,6 +273,7 @@ def main():
         res.update(run_floor_and_collector(a.build, fixture.holder.pid, 20))
         res["daemon_targets_only"] = run_daemon(a.build, fixture.holder.pid, a.seconds, True)
         res["daemon_all_collectors"] = run_daemon(a.build, fixture.holder.pid, a.seconds, False)
+        res["one_read_guard"] = run_one_read_guard(a.build, fixture, a.max_one_read_ratio)
         res["process_exporter"] = run_process_exporter(fixture.holder.pid, 10)
     finally:
         fixture.close()
@@ -274,6 +302,7 @@ def main():
          (d2["saturated_p50_ms"], d2["saturated_p99_ms"]), ""),
         ("loadwatch RSS", "%.1f MiB" % (d2["rss_bytes"] / 2**20), ""),
     ]
+    guard = res["one_read_guard"]
     print("\n%d sleeping processes + 1 holding %d fds; CPU is user+system\n" % (a.procs,
                                                                                  fixture.fds))
     print("| measure | value | x floor |\n| --- | --- | --- |")
@@ -286,6 +315,12 @@ def main():
     with open(a.out, "w") as f:
         json.dump(res, f, indent=2)
     print("\nraw figures: %s" % a.out)
+    print("\nsleeping processes' guard: the targets collector costs %.2f x a listing plus one "
+          "read per process (%s pids; budget %.2f x): %s" %
+          (guard["ratio"], guard.get("pids", "?"), guard["max_ratio"],
+           "ok" if guard["passed"] else "FAIL"))
+    if not guard["passed"]:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

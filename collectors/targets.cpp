@@ -102,7 +102,7 @@ class TargetsCollector final : public Collector {
 
       GroupSample sample;
       t.nice.reset();
-      TargetState state{t.config.name, t.selector_text, false, {}, {}, {}, {}};
+      TargetState state{t.config.name, t.selector_text, false, {}, {}, {}, {}, {}};
       for (pid_t pid : members_) {
         ProcessRecord* rec = reg.member(pid);
         if (!rec) continue;  // gone since it was resolved: a normal race
@@ -126,7 +126,7 @@ class TargetsCollector final : public Collector {
         }
       }
       t.group.update(sample);
-      refresh_cpu_limit(t, state.pids);
+      refresh_cpu_limit(t, state);
       state.up = t.group.totals().up;
       export_target(t, out);
       ctx.targets.push_back(std::move(state));
@@ -144,16 +144,21 @@ class TargetsCollector final : public Collector {
   }
 
   /// The largest limit over the live members: the group is only saturated when none of them
-  /// has room left. Members gone since they were listed are skipped.
-  void refresh_cpu_limit(Target& t, const std::vector<pid_t>& live) {
+  /// has room left. Members gone since they were listed are skipped. The cgroup texts read
+  /// go to `state` for the throttling collector, which then need not read them again.
+  void refresh_cpu_limit(Target& t, TargetState& state) {
+    const std::vector<pid_t>& live = state.pids;
     pid_t first = live.empty() ? 0 : live.front();
     if (t.cpu_limit && first == t.cpu_limit_first && ++t.cpu_limit_age < kCpuLimitSamples) return;
     t.cpu_limit_first = first;
     t.cpu_limit_age = 0;
     t.cpu_limit.reset();
     quota_cache_.clear();
-    for (pid_t pid : live) {
-      if (auto limit = process_cpu_limit(registry_->proc(), sys_, pid, &quota_cache_)) {
+    state.cgroups.resize(live.size());
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      state.cgroups[i].clear();
+      if (auto limit = process_cpu_limit(registry_->proc(), sys_, live[i], &quota_cache_,
+                                         &state.cgroups[i])) {
         t.cpu_limit = std::max(t.cpu_limit.value_or(0), *limit);
       }
     }

@@ -1,6 +1,8 @@
 // Each target member's binding cgroup (the one with the smallest quota on its path, as the CPU
 // limit finds it) is looked up once and kept for kRefreshSamples samples; every sample then
-// reads only one cpu.stat per distinct cgroup of the target, usually one file.
+// reads only one cpu.stat per distinct cgroup of the target, usually one file. The lookups
+// take the /proc/PID/cgroup texts the targets collector's CPU limit read in the same sample
+// when there are some (every kRefreshSamples), so that each file is read once.
 #include "collectors/throttling.h"
 
 #include <map>
@@ -28,19 +30,34 @@ class ThrottlingCollector final : public Collector {
   }
 
   void collect(SampleContext& ctx, MetricSink& out) override {
-    if (++age_ >= kRefreshSamples) {
-      age_ = 0;
-      binding_.clear();
+    ++gen_;
+    if (gen_ - walked_gen_ >= kRefreshSamples) {  // quotas change rarely
       by_cgroups_.clear();
+      walked_gen_ = gen_;
     }
-    std::map<pid_t, std::optional<std::string>> live;
+    std::map<pid_t, Binding> live;
     for (const TargetState& t : ctx.targets) {
+      // The CPU limit re-read the members' cgroups this sample: bind them all from its texts
+      // (the quota walk again once per distinct text) instead of reading the files again.
+      const bool fresh = !t.cgroups.empty() && t.cgroups.size() == t.pids.size();
+      if (fresh && walked_gen_ != gen_) {
+        by_cgroups_.clear();
+        walked_gen_ = gen_;
+      }
       std::set<std::string> dirs;
-      for (pid_t pid : t.pids) {
+      for (std::size_t i = 0; i < t.pids.size(); ++i) {
+        const pid_t pid = t.pids[i];
         auto it = binding_.find(pid);
-        if (it == binding_.end()) it = binding_.emplace(pid, lookup(ctx.proc, pid)).first;
+        if (fresh) {
+          Binding b{t.cgroups[i].empty() ? std::nullopt : bind(t.cgroups[i]), gen_};
+          it = binding_.insert_or_assign(pid, std::move(b)).first;
+        } else if (it == binding_.end() || gen_ - it->second.gen >= kRefreshSamples) {
+          // A member new since the CPU limit's last refresh, or of a target whose limit was
+          // not refreshed: its own file, re-read on the same cadence.
+          it = binding_.insert_or_assign(pid, Binding{lookup(ctx.proc, pid), gen_}).first;
+        }
         live.insert(*it);
-        if (it->second) dirs.insert(*it->second);
+        if (it->second.dir) dirs.insert(*it->second.dir);
       }
       export_target(t.name, dirs, out);
     }
@@ -50,11 +67,16 @@ class ThrottlingCollector final : public Collector {
  private:
   std::optional<std::string> lookup(const FsRoot& proc, pid_t pid) {
     if (proc.read(std::to_string(pid) + "/cgroup", text_) != 0) return std::nullopt;
-    // Members mostly share their cgroups: walk each set of them once per refresh.
-    auto it = by_cgroups_.find(text_);
+    return bind(text_);
+  }
+
+  /// The binding cgroup dir of a /proc/PID/cgroup text. Members mostly share their cgroups:
+  /// each set of them is walked once per refresh.
+  std::optional<std::string> bind(const std::string& text) {
+    auto it = by_cgroups_.find(text);
     if (it == by_cgroups_.end()) {
-      auto q = cgroup_text_quota(text_, sys_);
-      it = by_cgroups_.emplace(text_, q ? std::optional<std::string>(q->dir) : std::nullopt).first;
+      auto q = cgroup_text_quota(text, sys_);
+      it = by_cgroups_.emplace(text, q ? std::optional<std::string>(q->dir) : std::nullopt).first;
     }
     return it->second;
   }
@@ -92,8 +114,13 @@ class ThrottlingCollector final : public Collector {
   }
 
   FsRoot sys_;
-  std::uint32_t age_ = 0;
-  std::map<pid_t, std::optional<std::string>> binding_;  // member -> its binding cgroup dir
+  struct Binding {
+    std::optional<std::string> dir;  // the member's binding cgroup dir
+    std::uint32_t gen = 0;           // sample it was looked up in
+  };
+  std::uint32_t gen_ = 0;
+  std::uint32_t walked_gen_ = 0;  // sample by_cgroups_ was last emptied in
+  std::map<pid_t, Binding> binding_;
   // /proc/PID/cgroup text -> its binding cgroup dir, for this refresh
   std::map<std::string, std::optional<std::string>, std::less<>> by_cgroups_;
   std::string text_;

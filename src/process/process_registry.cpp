@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -29,6 +30,14 @@ ProcessRegistry::ProcessRegistry(const FsRoot& proc, FdBudget& budget)
   // prlimit() takes a PID of this process's namespace: only the /proc of this kernel and
   // namespace numbers processes the same way (as for sock_diag, docs/tcp.md).
   own_pids_ = procfs_ && proc_.root() == "/proc";
+  // A /proc of another PID namespace (a host's /proc in a container) has PIDs this process's
+  // loadavg does not count: /proc/self names this process only in its own namespace.
+  if (own_pids_) {
+    char self[32] = {};
+    const ssize_t n = ::readlinkat(root_fd_, "self", self, sizeof self - 1);
+    pid_t pid = 0;
+    same_pid_ns_ = n > 0 && parse_pid_name(self, pid) && pid == ::getpid();
+  }
 
   if (long t = ::sysconf(_SC_CLK_TCK); t > 0) clk_tck_ = t;
   if (long p = ::sysconf(_SC_PAGESIZE); p > 0) page_size_ = p;
@@ -135,24 +144,39 @@ void ProcessRegistry::refresh_listing(bool full) {
                       1000000000u;
   }
   listing_.clear();
-  int err = 0;
-  DIR* dir = open_dir_at(root_fd_, ".", err);
-  if (!dir) return;
-  while (struct dirent* e = ::readdir(dir)) {
-    pid_t pid = 0;
-    if (!parse_pid_name(e->d_name, pid)) continue;
+  auto add = [&](pid_t pid, std::uint64_t ino) {
     ProcessRecord* rec = record(pid);
     // d_ino of a /proc/PID entry stays the same while its dentry lives; a PID reused by a
     // new process gets a new inode. A cheap hint to re-read a known PID without `full`.
-    const bool changed = rec->dir_ino != e->d_ino;
-    rec->dir_ino = e->d_ino;
+    const bool changed = rec->dir_ino != ino;
+    rec->dir_ino = ino;
     if (changed || rec->stat_gen == 0 || (full && scan_due(*rec))) {
-      if (!read_stat(*rec, changed)) continue;
+      if (!read_stat(*rec, changed)) return;
     }
     rec->used_gen = gen_;
     listing_.push_back(rec);
+  };
+  if (listing_reusable()) {
+    for (const auto& [pid, ino] : dir_entries_) add(pid, ino);
+  } else {
+    // loadavg before the directory: a PID allocated while it is read moves it for next time.
+    const std::optional<std::uint64_t> last = last_pid();
+    int err = 0;
+    DIR* dir = open_dir_at(root_fd_, ".", err);
+    if (!dir) return;
+    dir_entries_.clear();
+    while (struct dirent* e = ::readdir(dir)) {
+      pid_t pid = 0;
+      if (!parse_pid_name(e->d_name, pid)) continue;
+      dir_entries_.emplace_back(pid, e->d_ino);
+      add(pid, e->d_ino);
+    }
+    ::closedir(dir);
+    ++listings_read_;
+    dir_gen_ = last && tasks_ ? gen_ : 0;
+    dir_last_pid_ = last.value_or(0);
+    dir_tasks_ = tasks_.value_or(0);
   }
-  ::closedir(dir);
   listed_gen_ = gen_;
   listed_full_ = full;
 
@@ -163,6 +187,65 @@ void ProcessRegistry::refresh_listing(bool full) {
     auto it = records_.find(rec->stat.ppid);
     if (it == records_.end() || it->second->used_gen != gen_) read_stat(*rec, true);
   }
+}
+
+bool ProcessRegistry::listing_reusable() {
+  // Last sample listed, recently enough read from the directory, no task reaped since (a
+  // /proc/PID entry goes when its process is reaped) and none created, or only ones probed
+  // below: the same set of processes as a listing would give (zombies included). loadavg's
+  // last PID returns to the same number only after pid_max allocations (4,194,304 on 64-bit
+  // by default), which the kListingReuseSamples bound makes moot.
+  if (!same_pid_ns_ || dir_gen_ == 0 || gen_ - listed_gen_ != 1 ||
+      gen_ - dir_gen_ >= kListingReuseSamples) {
+    return false;
+  }
+  const std::optional<std::uint64_t> last = last_pid();
+  if (!last || !tasks_) return false;
+  if (*last == dir_last_pid_ && *tasks_ == dir_tasks_) return true;
+  // A few tasks created since (a host that forks now and then): the PIDs allocated since the
+  // last reading are probed. When the tasks alive among them are all the tasks gained, none
+  // was reaped, and the new processes among them are added to the walk.
+  if (*last <= dir_last_pid_ || *last - dir_last_pid_ > kMaxProbedPids) return false;
+  // The count first (an fstatat each): on a host whose builds fork and reap every second it
+  // mostly fails, and then the status reads are not paid for.
+  std::vector<std::pair<pid_t, std::uint64_t>> alive;
+  for (std::uint64_t p = dir_last_pid_ + 1; p <= *last; ++p) {
+    const pid_t pid = static_cast<pid_t>(p);
+    const std::string name = std::to_string(pid);
+    struct stat st {};
+    // /proc/TID of a thread is reachable though not listed: a task either way.
+    if (::fstatat(root_fd_, name.c_str(), &st, 0) == 0) alive.emplace_back(pid, st.st_ino);
+  }
+  if (*tasks_ != dir_tasks_ + alive.size()) return false;
+  std::vector<std::pair<pid_t, std::uint64_t>> fresh;
+  for (const auto& entry : alive) {
+    const std::optional<pid_t> tgid = thread_group(entry.first);
+    if (!tgid) return false;
+    if (*tgid == entry.first) fresh.push_back(entry);
+  }
+  dir_entries_.insert(dir_entries_.end(), fresh.begin(), fresh.end());
+  dir_last_pid_ = *last;
+  dir_tasks_ = *tasks_;
+  return true;
+}
+
+std::optional<pid_t> ProcessRegistry::thread_group(pid_t pid) {
+  const std::string rel = std::to_string(pid) + "/status";
+  const int fd = ::openat(root_fd_, rel.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char text[512];
+  const ssize_t n = ::read(fd, text, sizeof text);
+  ::close(fd);
+  if (n <= 0) return std::nullopt;
+  // "Name:\t...\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t1234\n" (fs/proc/array.c)
+  const std::string_view view(text, static_cast<std::size_t>(n));
+  const auto at = view.find("\nTgid:\t");
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::string_view rest = view.substr(at + 7);
+  pid_t tgid = 0;
+  auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), tgid);
+  if (ec != std::errc() || p == rest.data() + rest.size() || *p != '\n') return std::nullopt;
+  return tgid;
 }
 
 bool ProcessRegistry::scan_due(const ProcessRecord& rec) const {
@@ -354,17 +437,25 @@ std::optional<std::uint64_t> ProcessRegistry::last_pid() {
   if (last_pid_gen_ == gen_) return last_pid_;
   last_pid_gen_ = gen_;
   last_pid_.reset();
+  tasks_.reset();
   // "0.20 0.18 0.12 1/80 11206": the last field is the most recently allocated PID
-  // (proc(5) loadavg; kernel/pid.c idr_get_cursor of the reader's PID namespace).
+  // (proc(5) loadavg; kernel/pid.c idr_get_cursor of the reader's PID namespace), the one
+  // after the slash the number of tasks (nr_threads: a task leaves it when it is reaped).
   if (proc_.read("loadavg", buf_) != 0) return last_pid_;
   std::string_view text = buf_;
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  auto number = [](std::string_view field) -> std::optional<std::uint64_t> {
+    std::uint64_t v = 0;
+    auto [p, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
+    if (ec != std::errc() || p != field.data() + field.size()) return std::nullopt;
+    return v;
+  };
   const auto sp = text.rfind(' ');
   if (sp == std::string_view::npos) return last_pid_;
-  const std::string_view field = text.substr(sp + 1);
-  std::uint64_t v = 0;
-  auto [p, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
-  if (ec == std::errc() && p == field.data() + field.size()) last_pid_ = v;
+  last_pid_ = number(text.substr(sp + 1));
+  const std::string_view before = text.substr(0, sp);
+  const auto slash = before.rfind('/');
+  if (slash != std::string_view::npos) tasks_ = number(before.substr(slash + 1));
   return last_pid_;
 }
 

@@ -80,7 +80,19 @@ class ProcessRegistry {
   /// sample's members, of processes first listed fewer than kScanYoungSamples ago, and of
   /// the others once every kScanRecheckSamples (see there). Records of PIDs not listed
   /// are dropped.
+  ///
+  /// The directory is not read again while loadavg's last allocated PID and number of tasks
+  /// are as they were just before the last read: no task was created or reaped since, so
+  /// the listing would give the same PIDs, and last sample's are walked instead, with the
+  /// same stat reads. The directory is read at least every kListingReuseSamples.
   void refresh_listing(bool full);
+  /// When no more than kMaxProbedPids PIDs were allocated since, the processes among them
+  /// (found by probing each PID) are added to the walk, provided no task was reaped.
+  /// Samples a listing is walked again at most before the directory is read.
+  static constexpr std::uint32_t kListingReuseSamples = 16;
+  static constexpr std::uint64_t kMaxProbedPids = 32;
+  /// Listings read from the directory since the registry was made (the rest were reused).
+  std::uint64_t listings_read() const { return listings_read_; }
   bool listed() const { return listed_gen_ == gen_; }
   /// Whether the last listing re-read every stat (see refresh_listing).
   bool listed_full() const { return listed() && listed_full_; }
@@ -153,6 +165,10 @@ class ProcessRegistry {
   /// `force`: read the file even when the process looks quiet (a PID that may name another
   /// process, a parent that vanished).
   bool read_stat(ProcessRecord& rec, bool force = false);
+  /// Whether last sample's listing can be walked instead of reading the directory.
+  bool listing_reusable();
+  /// The Tgid of task `pid` (its status), nullopt when gone or unreadable.
+  std::optional<pid_t> thread_group(pid_t pid);
   /// Whether a full listing checks `rec` this sample (see kScanRecheckSamples).
   bool scan_due(const ProcessRecord& rec) const;
   /// Whether schedstat still reads as when stat was read; `now` gets what it read.
@@ -168,17 +184,26 @@ class ProcessRegistry {
   int root_fd_ = -1;
   bool procfs_ = false;    // the root is a real procfs (st_size of fd dirs is trusted)
   bool own_pids_ = false;  // ... and it is this namespace's /proc (prlimit() by PID works)
+  // ... and /proc/self names this process: loadavg's last PID counts the PIDs of this /proc
+  bool same_pid_ns_ = false;
   FdBudget* budget_;
   std::uint32_t gen_ = 0;
   std::uint32_t listed_gen_ = 0;
   bool listed_full_ = false;
   std::unordered_map<pid_t, std::unique_ptr<ProcessRecord>> records_;
   std::vector<ProcessRecord*> listing_;
+  // The PIDs (and d_ino) of the last listing read from the directory, for walking it again.
+  std::vector<std::pair<pid_t, std::uint64_t>> dir_entries_;
+  std::uint32_t dir_gen_ = 0;       // sample it was read in
+  std::uint64_t dir_last_pid_ = 0;  // loadavg's last PID read just before it
+  std::uint64_t dir_tasks_ = 0;     // ... and its number of tasks
+  std::uint64_t listings_read_ = 0;
   std::vector<std::pair<pid_t, pid_t>> by_parent_;  // (ppid, pid), sorted; built lazily
   std::uint32_t by_parent_gen_ = 0;
   std::optional<bool> children_files_;
   std::optional<std::uint64_t> boot_time_;
   std::optional<std::uint64_t> last_pid_;
+  std::optional<std::uint64_t> tasks_;  // loadavg's number of tasks, read with last_pid_
   std::uint32_t last_pid_gen_ = 0;
   std::size_t quiet_count_ = 0;
   std::optional<std::uint64_t> boot_ticks_;  // CLOCK_BOOTTIME in ticks at this listing

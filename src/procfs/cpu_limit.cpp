@@ -155,7 +155,7 @@ std::optional<CgroupQuota> cgroup_text_quota(std::string_view text, const FsRoot
 }
 
 std::optional<double> process_cpu_limit(const FsRoot& proc, const FsRoot& sys, pid_t pid,
-                                        CgroupQuotaCache* cache) {
+                                        CgroupQuotaCache* cache, std::string* cgroup_text) {
   std::optional<double> best;
   std::string text;
   const std::string dir = std::to_string(pid);
@@ -168,6 +168,7 @@ std::optional<double> process_cpu_limit(const FsRoot& proc, const FsRoot& sys, p
     if (auto n = status_cpus_allowed(text)) best = static_cast<double>(*n);
   }
   if (proc.read(dir + "/cgroup", text) != 0) return best;
+  if (cgroup_text) *cgroup_text = text;
   if (!cache) {
     keep_min(best, cgroup_text_cpu_quota(text, sys));
     return best;

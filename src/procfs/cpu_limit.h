@@ -49,8 +49,10 @@ std::optional<double> cgroup_cpu_quota(const FsRoot& proc, const FsRoot& sys, pi
 using CgroupQuotaCache = std::map<std::string, std::optional<double>, std::less<>>;
 
 /// The cores `pid` may use: the smaller of its affinity's CPU count and its cgroup quota.
-/// nullopt when neither can be read (the process is gone). `cache` may be null.
+/// nullopt when neither can be read (the process is gone). `cache` may be null. With
+/// `cgroup_text`, the /proc/PID/cgroup text read is left there ("" when unreadable).
 std::optional<double> process_cpu_limit(const FsRoot& proc, const FsRoot& sys, pid_t pid,
-                                        CgroupQuotaCache* cache = nullptr);
+                                        CgroupQuotaCache* cache = nullptr,
+                                        std::string* cgroup_text = nullptr);
 
 }  // namespace loadwatch

@@ -936,3 +936,79 @@ TEST_CASE("a process renamed long after it started joins a comm target within th
   CHECK(found);
   CHECK(samples <= ProcessRegistry::kScanRecheckSamples);
 }
+
+TEST_CASE("the listing is walked again only while no task was created or reaped", "[real]") {
+  ProcessRegistry reg(FsRoot("/proc"));
+  reg.set_scan_young_seconds(0);  // children count as old: no stat read keeps them fresh
+  std::uint32_t since_read = 0;   // samples since the directory was last read
+  auto listed = [&](pid_t pid) {
+    const std::uint64_t reads = reg.listings_read();
+    reg.begin_sample();
+    reg.refresh_listing(true);
+    bool found = false;
+    for (const ProcessRecord* rec : reg.processes()) found = found || rec->pid() == pid;
+    reg.end_sample();
+    since_read = reg.listings_read() > reads ? 0 : since_read + 1;
+    return found;
+  };
+  auto loadavg_tasks = [] {
+    std::string text;
+    REQUIRE(FsRoot("/proc").read("loadavg", text) == 0);
+    return text.substr(text.find('/'));  // "tasks last_pid"
+  };
+  std::optional<Child> c;
+  c.emplace([](int out) { say(out, "ready"); });
+  c->line();
+  // A new process shows at the next sample, a reaped one is gone at the next sample, however
+  // many samples the listing was walked again before.
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 20; ++i) REQUIRE(listed(c->pid()));
+    const pid_t gone = c->pid();
+    c->kill();
+    CHECK_FALSE(listed(gone));
+    c.emplace([](int out) { say(out, "ready"); });
+    c->line();
+    CHECK(listed(c->pid()));
+  }
+  // A thread created between two samples is a task, not a process: never in the listing.
+  int cmd[2];
+  REQUIRE(::pipe2(cmd, O_CLOEXEC) == 0);
+  Child threaded([&cmd](int out) {
+    char x = 0;
+    if (::read(cmd[0], &x, 1) != 1) _exit(1);
+    std::thread([out] {
+      say(out, std::to_string(::gettid()));
+      for (;;) ::pause();
+    }).detach();
+  });
+  REQUIRE(listed(threaded.pid()));
+  REQUIRE(::write(cmd[1], "x", 1) == 1);
+  const pid_t tid = std::stoi(threaded.line());
+  CHECK(listed(threaded.pid()));
+  CHECK_FALSE(listed(tid));
+  ::close(cmd[0]);
+  ::close(cmd[1]);
+  // While loadavg reads the same before and after two samples, the second one does not read
+  // the directory (unless kListingReuseSamples are up). Other work on the host may create
+  // tasks throughout; then there is nothing to check.
+  int checked = 0;
+  auto sample = [&] {
+    listed(c->pid());
+    return since_read == 0;  // the directory was read
+  };
+  for (int i = 0; i < 200 && checked < 20; ++i) {
+    const std::string before = loadavg_tasks();
+    sample();
+    const std::string mid = loadavg_tasks();
+    const std::uint32_t due = ProcessRegistry::kListingReuseSamples - 1;
+    const bool bound_up = since_read >= due;
+    const bool read = sample();
+    const std::string after = loadavg_tasks();
+    if (before == mid && mid == after && !bound_up) {
+      ++checked;
+      INFO("loadavg " << before << " samples since the directory was read " << since_read);
+      CHECK_FALSE(read);
+    }
+  }
+  INFO("pairs of samples checked while the host created no task: " << checked);
+}

@@ -361,8 +361,8 @@ TEST_CASE("throttling collector reads the cpu.stat of the cgroup whose quota bin
   CollectorEnv env{options, config, proc, kFixtureSys};
   auto collector = make_throttling_collector(env);
   SampleContext ctx{proc, kFixtureSys, 0, {}};
-  ctx.targets.push_back(TargetState{"app", "pid:100", true, {100, 102}, {}, {}, {}});
-  ctx.targets.push_back(TargetState{"free", "pid:101", true, {101}, {}, {}, {}});
+  ctx.targets.push_back(TargetState{"app", "pid:100", true, {100, 102}, {}, {}, {}, {}});
+  ctx.targets.push_back(TargetState{"free", "pid:101", true, {101}, {}, {}, {}, {}});
   MetricSink sink;
   collector->collect(ctx, sink);
   auto fams = sink.take();
@@ -376,6 +376,34 @@ TEST_CASE("throttling collector reads the cpu.stat of the cgroup whose quota bin
   CHECK(value("loadwatch_process_cpu_periods_total") == 16);
   CHECK(value("loadwatch_process_cpu_throttled_periods_total") == 14);
   CHECK(value("loadwatch_process_cpu_throttled_seconds_total") == Approx(0.327767464));
+}
+
+TEST_CASE("throttling collector binds from the cgroup texts the CPU limit read, not the files",
+          "[throttling]") {
+  // PID 200 has no /proc entry here: only the text the targets collector handed on can bind
+  // it. Then, 15 samples on without texts, its own file is looked up, and it is gone.
+  TempProc tmp;
+  const FsRoot proc(tmp.dir.string());
+  tmp.write("loadavg", "0 0 0 1/1 1\n");
+  Options options;
+  Config config;
+  CollectorEnv env{options, config, proc, kFixtureSys};
+  auto collector = make_throttling_collector(env);
+  auto periods = [&](bool texts) {
+    SampleContext ctx{proc, kFixtureSys, 0, {}};
+    TargetState t{"app", "comm:app", true, {200}, {}, {}, {}, {}};
+    if (texts) t.cgroups = {"2:cpuacct:/\n1:cpu:/app\n0::/\n"};
+    ctx.targets.push_back(t);
+    MetricSink sink;
+    collector->collect(ctx, sink);
+    for (const auto& f : sink.take()) {
+      if (f.name == "loadwatch_process_cpu_periods_total") return f.metric.at(0).counter.value;
+    }
+    return -1.0;
+  };
+  CHECK(periods(true) == 16);
+  for (int i = 1; i < 15; ++i) CHECK(periods(false) == 16);  // kept for 15 samples
+  CHECK(periods(false) == -1);  // looked up again: no /proc/200/cgroup, no binding
 }
 
 namespace {
