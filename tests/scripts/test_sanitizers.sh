@@ -4,10 +4,12 @@
 # replays every fuzzer's seed corpus (test_fuzz.sh builds the fuzzers with the same sanitizers).
 # Non-zero on a build failure, a failing test or any sanitizer report.
 #
+# In the suite this is where the C++ tests are built, once: the main tree only registers them
+# and runs them from this tree (tests/CMakeLists.txt, LOADWATCH_CPP_TESTS), so it runs in parts:
 # --build-only: configure and build, nothing else. The compile runs at the lowest CPU priority:
-# in the suite it is a test of its own that starts first and overlaps the other tests (mostly
-# waiting on peers and sockets), taking only the CPU they leave; test_sanitizers then finds the
-# tree built and runs it with both cores to itself (tests/CMakeLists.txt).
+#   in the suite it is a test of its own (sanitizer_build) that starts first and overlaps the
+#   other tests (mostly waiting on peers and sockets), taking only the CPU they leave.
+# --replay-only: the seed corpora alone, on a tree already built (the suite's test_sanitizers).
 #
 # Env: LOADWATCH_SOURCE_DIR, LOADWATCH_BUILD_DIR (set by ctest; the tree goes to
 # $LOADWATCH_BUILD_DIR/sanitize), CXX_SANITIZE (default: the C++ compiler CMake finds),
@@ -19,6 +21,21 @@ parent=${LOADWATCH_BUILD_DIR:-$src/build}
 build=$parent/sanitize
 jobs=${SANITIZE_JOBS:-2}
 started=$(date +%s)
+
+# ASan and UBSan settings for the replay. The C++ tests carry the same in their ctest
+# entries (LOADWATCH_SANITIZER_ENV in tests/CMakeLists.txt). Any report fails the run: ASan
+# aborts by default, UBSan through -fno-sanitize-recover; leaks are reported at exit.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+# Every fuzzer over its seed corpus (each input once), built by test_fuzz.sh.
+replay() {
+  FUZZ_REPLAY=1 bash "$src/tests/scripts/test_fuzz.sh"
+}
+if [ "${1:-}" = --replay-only ]; then
+  replay
+  exit
+fi
 
 flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 launcher=()
@@ -32,8 +49,9 @@ if [ -n "${CXX_SANITIZE:-}" ]; then compiler=(-DCMAKE_CXX_COMPILER="$CXX_SANITIZ
 # inlining multiplies the instrumented code, and compiling it takes about 1.5 times the CPU
 # (docs/development.md, "How long the suite takes"). -g1 (line tables) is enough for a
 # report's file:line, and compiles faster than -g. The test files themselves are at -O0
-# (tests/CMakeLists.txt).
+# (tests/CMakeLists.txt). LOADWATCH_CPP_TESTS=here: this tree builds the C++ tests.
 if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-Og -g1" \
+    -DLOADWATCH_CPP_TESTS=here \
     -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
     "${launcher[@]}" "${compiler[@]}" >"$build.configure.log" 2>&1; then
@@ -68,11 +86,6 @@ built=$(date +%s)
 echo "test_sanitizers: built ${#targets[@]} test executables in $((built - started)) s"
 if [ "${1:-}" = --build-only ]; then exit 0; fi
 
-# Any report fails the run: ASan aborts by default, UBSan through -fno-sanitize-recover.
-# Leaks are reported at exit of each test executable (and of the daemon the tests start).
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-
 # NAME.CASE: a [may-skip] test case's own entry (tests/CMakeLists.txt).
 regex="^($(IFS='|'; echo "${targets[*]}"))(\\..*)?\$"
 failed=0
@@ -90,8 +103,7 @@ fi
 tail -3 "$build.ctest.log" | sed 's/^/test_sanitizers: /'
 tested=$(date +%s)
 
-# Every fuzzer over its seed corpus (each input once), built by test_fuzz.sh.
-if ! FUZZ_REPLAY=1 bash "$src/tests/scripts/test_fuzz.sh"; then
+if ! replay; then
   failed=1
 fi
 echo "test_sanitizers: build $((built - started)) s, tests $((tested - built)) s," \
