@@ -3,10 +3,11 @@
 
 Starts the built binary on the host with a target, every push source, a textfile directory and
 pull sources served from the committed fixtures (tests/fixtures/sources) by a local HTTP server,
-a textfile with a bad label value and a family of its own (so the drop counters appear) and a
-listener with a full accept queue, pushes one Graphite and one Influx line, starts a run with a
-phase, then turns HELP/TYPE/labels of every loadwatch_* family into a Markdown table between
-the reference markers of docs/metrics.md. Re-run after adding a metric:
+a textfile with a bad label value and a family of its own (so the drop counters appear), a
+listener with a full accept queue and one nice-19 busy loop per core (topcpu's family), pushes
+one Graphite and one Influx line, starts a run with a phase, then turns HELP/TYPE/labels of
+every loadwatch_* family into a Markdown table between the reference markers of
+docs/metrics.md. Re-run after adding a metric:
     python3 scripts/metric-reference.py [--build build]
 --check compares instead of writing (tests/scripts/test_metric_reference.sh).
 """
@@ -80,6 +81,14 @@ def start_capped_sleep():
     return None
 
 
+def start_busy_loops():
+    """One busy loop per core at nice 19 (at most 60 s each): topcpu exports its family only
+    while the host is at least half busy, so an idle machine would leave it out."""
+    loop = "import time\nend = time.time() + 60\nwhile time.time() < end: pass"
+    return [subprocess.Popen([sys.executable, "-c", loop], preexec_fn=lambda: os.nice(19))
+            for _ in range(os.cpu_count() or 1)]
+
+
 def remove_cgroup(d):
     for _ in range(50):
         try:
@@ -137,6 +146,7 @@ def main():
                 b"# TYPE loadwatch_load1 gauge\nloadwatch_load1 0\n")
     gport = free_port()
     capped = start_capped_sleep()
+    busy = start_busy_loops()
     args = ["--target=self=comm:loadwatch", "--target=absent=pid:4194303",
             "--source=mb=mountebank," + base, "--source=locust=locust," + base,
             "--source=workers=locust," + base + "/distributed",
@@ -190,6 +200,9 @@ def main():
     finally:
         for c in clients + [full]:
             c.close()
+        for p in busy:
+            p.kill()
+            p.wait()
         if capped:
             capped[0].kill()
             capped[0].wait()
