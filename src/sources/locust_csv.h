@@ -23,8 +23,9 @@ struct LocustCsvRow {
 
 /// Parses the body by its header's column names (Type, Name, Request Count, Failure Count,
 /// Average Response Time; other columns are ignored). False with `error` set when a needed
-/// column is missing, a count is not a non-negative number, a quoted field is unterminated,
-/// or a name or method is longer than kMaxLabelValueBytes: the caller then keeps to the JSON.
+/// column is missing, a count is not a non-negative number, a quoted field is unterminated, a
+/// record has more than 256 fields, or a name or method is longer than kMaxLabelValueBytes:
+/// the caller then keeps to the JSON.
 /// At most `max_rows` request rows are kept besides the aggregate. Never throws.
 bool parse_locust_requests_csv(std::string_view text, std::vector<LocustCsvRow>& rows,
                                std::string& error, std::size_t max_rows = SIZE_MAX);

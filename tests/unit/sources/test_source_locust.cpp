@@ -327,6 +327,12 @@ TEST_CASE("locust requests csv: counts by column name, quoted names, failures cl
       "Type,Name,Request Count,Failure Count\r\nGET,\"/,1,0\r\n", rows, error));
   CHECK_FALSE(loadwatch::parse_locust_requests_csv(
       "Type,Name,Request Count,Failure Count\r\nGET,/,-1,0\r\n", rows, error));
+  // A record of commas alone is refused at 256 fields, not held as a string per byte.
+  std::string commas =
+      "Type,Name,Request Count,Failure Count\r\nGET,/,1,0" + std::string(1u << 20, ',') + "\r\n";
+  CHECK_FALSE(loadwatch::parse_locust_requests_csv(commas, rows, error));
+  CHECK(error.find("256 columns") != std::string::npos);
+  CHECK_FALSE(loadwatch::parse_locust_requests_csv(std::string(1u << 20, ','), rows, error));
   CHECK_FALSE(loadwatch::parse_locust_requests_csv(
       "Type,Name,Request Count,Failure Count\r\nGET,/\r\n", rows, error));
 }
