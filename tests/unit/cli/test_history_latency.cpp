@@ -41,7 +41,7 @@ struct Request {
 };
 
 std::vector<Request> locust_log() {
-  std::istringstream in(fixture("requests.log"));
+  std::istringstream in(fixture("requests.txt"));
   std::vector<Request> out;
   std::string kind;
   double at, ms;
