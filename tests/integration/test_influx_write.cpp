@@ -10,6 +10,7 @@
 
 #include "collectors/influx.h"
 #include "runs/run_book.h"
+#include "tests/lib/loopback_server.h"
 #include "tests/lib/sample_values.h"
 #include "util/gzip.h"
 #include "web/http_server.h"
@@ -66,21 +67,14 @@ struct Server {
   Options options;
   Config config;
   FsRoot root{"/nonexistent"};
-  HttpServer http{settings()};
+  HttpServer http{test::loopback_settings()};
   std::unique_ptr<Collector> collector;
-  static HttpServerSettings settings() {
-    HttpServerSettings st;
-    st.listen_address = "127.0.0.1:0";
-    return st;
-  }
   Server() {
     CollectorEnv env{options, config, root, root, &http};
     collector = make_influx_collector(env);
     http.start();
   }
-  std::string url(const std::string& path) const {
-    return "http://127.0.0.1:" + std::to_string(http.port()) + path;
-  }
+  std::string url(const std::string& path) const { return test::loopback_url(http, path); }
 };
 
 /// The two collections hold the same series with the same values (NaN equal to NaN), except
@@ -290,7 +284,7 @@ struct RunServer {
   FsRoot root{"/nonexistent"};
   std::string dir;
   std::unique_ptr<RunBook> book;
-  HttpServer http{Server::settings()};
+  HttpServer http{test::loopback_settings()};
   std::unique_ptr<Collector> collector;
   explicit RunServer(bool annotations) {
     char tmpl[] = "/tmp/lw_influx_runs_XXXXXX";
@@ -306,9 +300,7 @@ struct RunServer {
     book.reset();
     std::filesystem::remove_all(dir);
   }
-  std::string url(const std::string& path) const {
-    return "http://127.0.0.1:" + std::to_string(http.port()) + path;
-  }
+  std::string url(const std::string& path) const { return test::loopback_url(http, path); }
   std::vector<std::string> files() const {
     std::vector<std::string> out;
     for (const auto& e : std::filesystem::directory_iterator(dir + "/runs")) {

@@ -13,6 +13,7 @@
 
 #include "analysis/fleet_report.h"
 #include "cli/history_latency.h"
+#include "tests/lib/loopback_server.h"
 #include "web/http_server.h"
 
 using namespace loadwatch;
@@ -124,7 +125,7 @@ namespace {
 /// `before` up to `mid` and `after` from then on (the data's age 0.25 s).
 struct FakeHistory {
   FakeHistory(std::string list, double mid, double before, double after, bool off = false)
-      : http(settings()) {
+      : http(test::loopback_settings()) {
     http.route("/api/v1/history/series", [list, off](const HttpRequest&) {
       HttpResponse r;
       r.status = off ? 404 : 200;
@@ -154,12 +155,7 @@ struct FakeHistory {
     });
     http.start();
   }
-  static HttpServerSettings settings() {
-    HttpServerSettings st;
-    st.listen_address = "127.0.0.1:0";
-    return st;
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(http.port()); }
+  std::string url() const { return test::loopback_url(http); }
   HttpServer http;
 };
 

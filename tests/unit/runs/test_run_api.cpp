@@ -23,6 +23,7 @@
 #include "cli/run_client.h"
 #include "procfs/proc_pid_stat.h"
 #include "tests/lib/eventually.h"
+#include "tests/lib/loopback_server.h"
 #include "web/http_server.h"
 #include "web/routes/run_routes.h"
 
@@ -35,15 +36,10 @@ struct Server {
     add_run_routes(http, book, writes, answers);
     http.start();
   }
-  static HttpServerSettings settings() {
-    HttpServerSettings st;
-    st.listen_address = "127.0.0.1:0";
-    return st;
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(http.port()); }
+  std::string url() const { return test::loopback_url(http); }
   RunBook book;
   AnswerBuilder answers;  // outlives the server
-  HttpServer http{settings()};
+  HttpServer http{test::loopback_settings()};
 };
 
 struct Reply {
