@@ -15,6 +15,7 @@
 #include "analysis/generator_figures.h"
 #include "report/prometheus_run.h"
 #include "report/prometheus_series_source.h"
+#include "web/http_server.h"
 
 using namespace loadwatch;
 using report::LabeledSeries;
@@ -394,4 +395,68 @@ TEST_CASE("Prometheus's req/s holds the requests Locust logged over the window i
     CHECK(logged >= *p.rps_low - 2 / (hi - lo));
     CHECK(logged <= *p.rps_high + 2 / (hi - lo));
   }
+}
+
+namespace {
+
+/// A Prometheus that answers query_range from the captured answers: the captured steps (every
+/// whole second) from start to end, as the real one answered them.
+struct CapturedServer {
+  CapturedServer() : http(settings()) {
+    http.route("/api/v1/query_range", [this](const HttpRequest& req) {
+      std::string family = req.query_param("query");
+      family = family.substr(0, family.find('{'));
+      ends.push_back(std::stod(req.query_param("end")));
+      auto answer = nlohmann::json::parse(captured(family + ".json"));
+      double start = std::stod(req.query_param("start")), end = ends.back();
+      for (auto& r : answer["data"]["result"]) {
+        nlohmann::json kept = nlohmann::json::array();
+        for (const auto& p : r["values"]) {
+          if (p[0].get<double>() >= start && p[0].get<double>() <= end) kept.push_back(p);
+        }
+        r["values"] = kept;
+      }
+      HttpResponse out;
+      out.content_type = "application/json";
+      out.body = answer.dump();
+      return out;
+    });
+    http.start();
+  }
+  static HttpServerSettings settings() {
+    HttpServerSettings st;
+    st.listen_address = "127.0.0.1:0";
+    return st;
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(http.port()); }
+  std::vector<double> ends;  // of the queries asked
+  HttpServer http;
+};
+
+}  // namespace
+
+TEST_CASE("a range's last samples are read though Prometheus scraped them after its end") {
+  const auto window = nlohmann::json::parse(captured("window.json"));
+  const double from = window["from"];
+  // The sample that carried the first change, and a range that ends 0.3 s after it: before
+  // the scrape that read it (the next whole second, the captured steps).
+  CapturedPrometheus captured_series;
+  auto requests =
+      captured_series.fetch("loadwatch_generator_requests_total", {}, from, window["to"])[0].series;
+  auto points = analysis::change_points(requests);
+  REQUIRE_FALSE(points.empty());
+  const double taken = points[0].sample_time, to = taken + 0.3;
+  REQUIRE(std::ceil(taken) > to);
+
+  CapturedServer prom;
+  report::PrometheusSourceOptions o;
+  o.url = prom.url();
+  report::PrometheusSeriesSource source(o);
+  auto got = source.fetch("loadwatch_generator_requests_total", {}, from, to);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].labels.at("source") == "lc");
+  REQUIRE_FALSE(got[0].series.empty());
+  CHECK(got[0].series.t.back() == taken);
+  CHECK(got[0].series.v.back() == points[0].value);
+  CHECK(prom.ends.back() >= std::ceil(taken));
 }
