@@ -277,7 +277,7 @@ std::vector<analysis::FleetHost> prometheus_fleet_hosts(const PrometheusSourceOp
       throw SeriesSourceError(instance + " exported run " + found.id + " but not its start");
     }
     from = std::min(from, it->second.start);
-    to = std::max(to, it->second.end.value_or(now));
+    to = std::max(to, report_end(it->second, now));  // each host's report reads that far
   }
   FleetSeries fleet(prometheus, from, to);
   std::vector<analysis::FleetHost> hosts;

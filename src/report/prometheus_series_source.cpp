@@ -240,12 +240,20 @@ std::vector<LabeledSeries> PrometheusSeriesSource::fetch(
 
 std::vector<LabeledSeries> PrometheusSeriesSource::fetch_expression(const std::string& query,
                                                                     double from, double to) {
+  const double read_to = to + kScrapeLagSeconds;
   if (!sample_times_ || sample_times_->from != from || sample_times_->to != to) {
     sample_times_ = SampleTimes{
-        from, to, query_range(selector("loadwatch_last_sample_timestamp_seconds", {}), from, to)};
+        from, to,
+        query_range(selector("loadwatch_last_sample_timestamp_seconds", {}), from, read_to)};
   }
-  std::vector<LabeledSeries> out = query_range(query, from, to);
+  std::vector<LabeledSeries> out = query_range(query, from, read_to);
   restamp_to_samples(out, sample_times_->series);
+  for (auto& s : out) {
+    while (!s.series.empty() && s.series.t.back() > to) {  // taken after the range
+      s.series.t.pop_back();
+      s.series.v.pop_back();
+    }
+  }
   return without_scrape_labels(std::move(out), !options_.instance.empty());
 }
 

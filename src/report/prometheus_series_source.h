@@ -32,7 +32,8 @@ class PrometheusSeriesSource : public SeriesSource {
                                         double from, double to) override;
 
   /// fetch() of a PromQL expression over selector()s, e.g. sum by (job, instance, mode) (...):
-  /// its series must keep the job and instance labels, by which they are restamped.
+  /// its series must keep the job and instance labels, by which they are restamped. The
+  /// samples taken in [from, to], read up to kScrapeLagSeconds past `to`.
   std::vector<LabeledSeries> fetch_expression(const std::string& query, double from, double to);
   /// The answer of an instant query at `at`, labels as Prometheus gives them.
   std::vector<LabeledSeries> instant(const std::string& query, double at);
@@ -53,6 +54,12 @@ class PrometheusSeriesSource : public SeriesSource {
   PrometheusSourceOptions options_;
   std::unique_ptr<HttpFetcher> http_;
 };
+
+/// How far past the end of a range its query_range reads. A sample is scraped after it is
+/// taken, before the next one: without this, the samples taken within a scrape of the end
+/// would be missed, and with them a run's last counts, which the daemon's history has. Two
+/// default sample intervals.
+inline constexpr double kScrapeLagSeconds = 2.0;
 
 /// `selector` percent-encoded for a query string.
 std::string url_encode(const std::string& s);

@@ -25,6 +25,10 @@ std::vector<analysis::PhaseWindow> phase_windows(const Run& run, double now) {
   return out;
 }
 
+double report_end(const Run& run, double now) {
+  return run.end ? std::min(*run.end + kLateSampleSeconds, std::max(now, *run.end)) : now;
+}
+
 analysis::CapacityReport report_for_run(const Run& run, SeriesSource& source, double now,
                                         const RunSeriesOptions& options,
                                         analysis::RunSeries* series_out) {
@@ -32,8 +36,7 @@ analysis::CapacityReport report_for_run(const Run& run, SeriesSource& source, do
   // push, with the stop's push close behind). Rates pick their counts by the moment they
   // describe, and every other figure by its phase's window, so the extra samples change no
   // other figure.
-  double end = run.end ? std::min(*run.end + kLateSampleSeconds, std::max(now, *run.end)) : now;
-  analysis::RunSeries series = load_run_series(source, run.start, end, options);
+  analysis::RunSeries series = load_run_series(source, run.start, report_end(run, now), options);
   auto report = analysis::report_from_series(run_info(run), phase_windows(run, now), series);
   if (series_out) *series_out = std::move(series);
   return report;

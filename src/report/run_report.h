@@ -17,6 +17,10 @@ std::vector<analysis::PhaseWindow> phase_windows(const Run& run, double now);
 /// last count before the end is often in a sample after it. Two default intervals.
 inline constexpr double kLateSampleSeconds = 2.0;
 
+/// Where a report of `run` reads its samples up to: kLateSampleSeconds past its end, as far as
+/// `now`; an open run's is `now`.
+double report_end(const Run& run, double now);
+
 /// The report of `run` from `source`, with the samples up to kLateSampleSeconds after its end
 /// (those that exist by `now`). Throws SeriesSourceError.
 analysis::CapacityReport report_for_run(const Run& run, SeriesSource& source, double now,

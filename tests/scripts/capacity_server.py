@@ -4,7 +4,9 @@
 
 $CAPACITY_SERVER_BIND is the address to listen on (default 127.0.0.1); with
 $CAPACITY_SERVER_LOG, the time each answer leaves is appended there, one a line: the server's
-own count of what it served.
+own count of what it served. The time is taken just before the body is written: after the
+write the thread must win the GIL back from the CPU-burning ones, which under a CPU quota
+took up to 1 s.
 
 At most K requests are in service at once; each takes SERVICE_MS, sleeping (so throughput
 flattens at K / SERVICE_MS per second) or burning CPU (one Python process: the GIL caps it
@@ -81,10 +83,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        leaves = time.time()
         self.wfile.write(body)
         if LOG:
             with LOG_LOCK:
-                LOG.write("%.6f\n" % time.time())
+                LOG.write("%.6f\n" % leaves)
 
     def log_message(self, *args):
         pass

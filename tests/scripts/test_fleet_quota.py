@@ -6,9 +6,10 @@ Prometheus report (`report --prometheus --run`) must both name it, in two set-up
   A. the server on "sut" in a cgroup with a CPU quota (tests/lib/cpu_quota.py) it saturates,
      Locust on "gen" light. The run is opened on both with `run start --url --url`; the test
      steps Locust (its web UI) and the phases. Each daemon's own run and report list the two
-     hosts. A short phase is posted so that sut's loadwatch never exports it (both of its
-     instants land between two samples): Prometheus then has it on gen alone, and the fleet
-     must still match the other phases by name.
+     hosts. Each engine's req/s holds the requests Locust logged over the window it states,
+     and what the server logged there. A short phase is posted so that sut's loadwatch never
+     exports it (both of its instants land between two samples): Prometheus then has it on
+     gen alone, and the fleet must still match the other phases by name.
   B. Locust on "gen" in a quota it saturates, the server light. gen's loadwatch infers the run
      from Locust; `run join --from gen --url sut` opens it on sut with the same id and copies
      its phases and end as they come; both records list the two hosts.
@@ -16,9 +17,9 @@ Prometheus report (`report --prometheus --run`) must both name it, in two set-up
 The quota keeps the machine's cores from being the limit: host CPU may be busy on every host
 (the namespaces share it), but only the process under the quota is at its own limit. Ground
 truth: the saturated process's /proc/PID/stat CPU and its cgroup's cpu.stat (periods,
-throttled periods) over the judged phase, the server's own log of what it served, and the
-instants the test stepped Locust at. Skipped (exit 77) without namespaces, a writable cgroup,
-Locust or Prometheus.
+throttled periods) over the judged phase, the server's own log of what it served, Locust's
+own log of every request it counted, and the instants the test stepped Locust at. Skipped
+(exit 77) without namespaces, a writable cgroup, Locust or Prometheus.
 """
 import json
 import os
@@ -32,6 +33,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from cpu_quota import CpuQuota, NotPossible as NoQuota  # noqa: E402
+import locust_log  # noqa: E402
 from lwtest import BINARY, eventually  # noqa: E402
 from netns import Hosts, NotPossible, stop_all  # noqa: E402
 
@@ -159,10 +161,10 @@ class Fleet:
                    "the server on sut answers")
         return p, served
 
-    def locust(self, wait, quota=None):
+    def locust(self, wait, quota=None, log=None):
         lf = os.path.join(self.work, "locust-%s.py" % wait)
         with open(lf, "w") as f:
-            f.write(LOCUSTFILE % wait)
+            f.write((locust_log.CODE % {"log": log} if log else "") + LOCUSTFILE % wait)
         argv = ["locust", "-f", lf, "--host", "http://%s:%d" % (self.sut, APP_PORT),
                 "--web-host", "127.0.0.1", "--web-port", str(LOCUST_PORT), "--loglevel",
                 "WARNING"]
@@ -254,7 +256,8 @@ def server_saturated(fleet, failures):
     with CpuQuota("lw-srv", QUOTA) as quota:
         server, served = fleet.server(10, quota)  # 10 ms of CPU a request: 10 req/s at most
         truth = Truth(server.pid, quota)
-        locust = fleet.locust(0.2)  # about 4.5 req/s a user
+        counted = os.path.join(fleet.work, "locust-requests.log")
+        locust = fleet.locust(0.2, log=counted)  # about 4.5 req/s a user
         run_id = fleet.cli("run", "start", "--name", "quota-server", *fleet.urls).strip()
         step(fleet, run_id, users[0])
         time.sleep(STEP)
@@ -293,10 +296,11 @@ def server_saturated(fleet, failures):
                       failures)
         check_verdict("A Prometheus", prom, fleet.instance("sut"), "target host", "srv",
                       "the target's CPU", truth, failures)
-        check_phases_by_name(fleet, run_id, direct, prom, served, failures)
+        check_phases_by_name(fleet, run_id, direct, prom, failures)
+        check_rates(fleet, direct, prom, served, counted, failures)
 
 
-def check_phases_by_name(fleet, run_id, direct, prom, served, failures):
+def check_phases_by_name(fleet, run_id, direct, prom, failures):
     """The fleet from Prometheus, where sut lacks the short phase, matches phases by name."""
     out = fleet.curl("gen", "http://127.0.0.1:9090/api/v1/query", "--data-urlencode",
                      'query=count by (instance) (count_over_time('
@@ -313,8 +317,6 @@ def check_phases_by_name(fleet, run_id, direct, prom, served, failures):
         failures.append("Prometheus fleet phases %r (want %r), warnings %r" % (
             names, want, prom["warnings"]))
         return
-    with open(served) as f:
-        times = [float(x) for x in f if x.strip()]
     srv = fleet.instance("sut") + "/srv"
     for p in prom["fleet"]["phases"]:
         cpu = [t.get("cpu_cores") for t in p["targets"] if t["name"] == srv]
@@ -323,14 +325,44 @@ def check_phases_by_name(fleet, run_id, direct, prom, served, failures):
         if not cpu or cpu[0] is None or abs(cpu[0] - dcpu[0]) > 0.03 + 0.15 * dcpu[0]:
             failures.append("phase %s: Prometheus sut/srv CPU %r, direct %r" % (
                 p["name"], cpu, dcpu))
-        if "rps" in p:
-            lo, hi = p["stable_start"], p["end"]
-            truth = len([t for t in times if lo <= t <= hi]) / (hi - lo)
-            if not p["rps_low"] * 0.9 - 1 / (hi - lo) <= truth <= p["rps_high"] * 1.1 + 1 / (hi - lo):
-                failures.append("phase %s: Prometheus req/s [%.1f, %.1f], the server served "
-                                "%.1f/s" % (p["name"], p["rps_low"], p["rps_high"], truth))
     print("ok: Prometheus has the short phase on gen only; the fleet keeps %r matched by name"
           % names)
+
+
+def check_rates(fleet, direct, prom, served, counted, failures):
+    """Each engine's req/s against the requests Locust logged over the window the generator host
+    states for it (rps_window_*: a rate may reach back before the stable window), within the
+    stated bound and a request at each end (one counted as the counts were read may fall on
+    either side). And against the server's log there: it sent each of those requests before
+    Locust counted it, at most one per user in flight."""
+    with open(served) as f:
+        sent = [float(x) for x in f if x.strip()]
+    logged = [r[0] for r in locust_log.read(counted)[0]]
+    checked = []
+    for what, rep, gen in (("direct", direct, "gen"), ("Prometheus", prom, fleet.instance("gen"))):
+        host = [h for h in rep["hosts"] if h["name"] == gen][0]
+        for p in host["report"]["phases"]:
+            if "rps" not in p or not p.get("users"):
+                continue
+            lo, hi = p["rps_window_start"], p["rps_window_end"]
+            seconds = hi - lo
+            got = "%s req/s %.2f [%.2f, %.2f] over %.2f s" % (what, p["rps"], p["rps_low"],
+                                                               p["rps_high"], seconds)
+            counted_rate = len([t for t in logged if lo < t <= hi]) / seconds
+            sent_rate = len([t for t in sent if lo < t <= hi]) / seconds
+            if not p["rps_low"] - 2 / seconds <= counted_rate <= p["rps_high"] + 2 / seconds:
+                failures.append("phase %s: %s, Locust logged %.2f/s there" % (
+                    p["name"], got, counted_rate))
+            elif abs(sent_rate - counted_rate) > p["users"] / seconds:
+                failures.append("phase %s: %s, the server sent %.2f/s there" % (
+                    p["name"], got, sent_rate))
+            checked.append("%s %s %.2f (Locust %.2f, server %.2f)" % (
+                what, p["name"], p["rps"], counted_rate, sent_rate))
+    if not any(c.startswith("direct") for c in checked) or \
+            not any(c.startswith("Prometheus") for c in checked):
+        failures.append("no req/s to check from each engine: %r" % checked)
+    else:
+        print("ok: req/s over each stated window: %s" % "; ".join(checked))
 
 
 def locust_saturated(fleet, failures):

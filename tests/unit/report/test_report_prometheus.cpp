@@ -1,13 +1,21 @@
 // A run as Prometheus remembers it: a fake server that keeps what a 1 s scrape of loadwatch
 // stores (samples, and a stale marker when a series leaves /metrics) and answers as Prometheus
 // does (query_range reads at its step, last_over_time reads every sample). A phase of 4 s must
-// be found under a 24 h lookback, whose query_range step (7.855 s) passes over it.
+// be found under a 24 h lookback, whose query_range step (7.855 s) passes over it. Last, a real
+// Prometheus's answers: a counter's changes are dated as Locust's own log says.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "analysis/change_points.h"
+#include "analysis/generator_figures.h"
 #include "report/prometheus_run.h"
 #include "report/prometheus_series_source.h"
+#include "web/http_server.h"
 
 using namespace loadwatch;
 using report::LabeledSeries;
@@ -271,4 +279,184 @@ TEST_CASE("a run is found by its whole name, also with the suffix of a second ru
     CHECK_THROWS_AS(report::find_prometheus_run(prom, ref, kT0 + 10, 60),
                     report::SeriesSourceError);
   }
+}
+
+// A real capture (tests/fixtures/prometheus/capture.py): a Prometheus's query_range answers for
+// a loadwatch that pulls a Locust, whose counts move every 2 s or so and are up to 2 s old when
+// scraped, and the requests that Locust logged itself as it counted them.
+namespace {
+
+std::string captured(const std::string& name) {
+  std::ifstream in(std::string(LOADWATCH_FIXTURES) + "/prometheus/" + name);
+  REQUIRE(in);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// The captured answers as PrometheusSeriesSource::fetch() gives them: at loadwatch's sample
+/// times, without the scrape's labels.
+class CapturedPrometheus : public report::SeriesSource {
+ public:
+  CapturedPrometheus()
+      : times_(
+            report::parse_query_range(captured("loadwatch_last_sample_timestamp_seconds.json"))) {}
+
+  std::vector<LabeledSeries> fetch(const std::string& family,
+                                   const std::map<std::string, std::string>& match, double from,
+                                   double to) override {
+    std::ifstream exists(std::string(LOADWATCH_FIXTURES) + "/prometheus/" + family + ".json");
+    if (!exists || !match.empty()) return {};
+    auto out = report::parse_query_range(captured(family + ".json"));
+    report::restamp_to_samples(out, times_);
+    for (auto& s : out) {
+      s.labels.erase("job");
+      s.labels.erase("instance");
+      analysis::Series in;
+      for (std::size_t i = 0; i < s.series.t.size(); ++i) {
+        if (s.series.t[i] >= from && s.series.t[i] <= to) in.add(s.series.t[i], s.series.v[i]);
+      }
+      s.series = std::move(in);
+    }
+    return out;
+  }
+
+ private:
+  std::vector<LabeledSeries> times_;
+};
+
+/// When Locust counted each request (its request log), in order.
+std::vector<double> locust_counted() {
+  std::istringstream in(captured("requests.txt"));
+  std::vector<double> out;
+  std::string kind;
+  double at, ms;
+  int ok;
+  while (in >> kind >> at >> ms >> ok) out.push_back(at);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+double counted_by(const std::vector<double>& log, double t) {
+  return static_cast<double>(std::upper_bound(log.begin(), log.end(), t) - log.begin());
+}
+
+}  // namespace
+
+TEST_CASE("Prometheus's counter changes are dated by the data's age to when Locust counted them") {
+  const auto window = nlohmann::json::parse(captured("window.json"));
+  const double from = window["from"], to = window["to"];
+  const auto log = locust_counted();
+  CapturedPrometheus prom;
+  auto one = [&](const char* family) {
+    auto all = prom.fetch(family, {}, from, to);
+    REQUIRE(all.size() == 1);
+    return all[0].series;
+  };
+  const auto requests = one("loadwatch_generator_requests_total");
+  const auto age = one("loadwatch_generator_data_age_seconds");
+  const auto uncertainty = one("loadwatch_generator_data_age_uncertainty_seconds");
+  auto points = analysis::change_points(requests, &age, &uncertainty);
+  REQUIRE(points.size() >= 6);
+  std::size_t wrong_at_sample = 0;
+  for (const auto& c : points) {
+    INFO("count " << c.value << " in [" << c.earliest << ", " << c.latest << "]");
+    // Locust's count was read between these two moments: it lies between its counts at them.
+    CHECK(counted_by(log, c.earliest) <= c.value);
+    CHECK(c.value <= counted_by(log, c.latest));
+    CHECK(c.latest - c.earliest < 0.01);
+    if (counted_by(log, c.sample_time) != c.value) ++wrong_at_sample;
+  }
+  // Dated by the sample that carried it instead, a count is Locust's count of another moment.
+  CHECK(wrong_at_sample >= points.size() - 1);
+}
+
+TEST_CASE("Prometheus's req/s holds the requests Locust logged over the window it states") {
+  const auto window = nlohmann::json::parse(captured("window.json"));
+  const auto log = locust_counted();
+  CapturedPrometheus prom;
+  analysis::RunSeries rs = report::load_run_series(prom, window["from"], window["to"]);
+  REQUIRE(rs.generator.sources.size() == 1);
+  const auto& steps = window["steps"];
+  for (std::size_t k = 0; k + 1 < steps.size(); ++k) {
+    analysis::PhaseStats p;
+    p.name = "users=" + std::to_string(steps[k][1].get<int>());
+    p.start = steps[k][0].get<double>();
+    p.users = steps[k][1].get<int>();
+    double end = steps[k + 1][0];
+    INFO(p.name);
+    analysis::summarize_generator(p, rs.generator, (*p.start + end) / 2, end);
+    REQUIRE(p.rps);
+    const double lo = *p.rps_window_start, hi = *p.rps_window_end;
+    CHECK(lo >= *p.start);
+    CHECK(hi <= end);
+    // A request at each end may fall on either side of the moment its count was read.
+    const double logged = (counted_by(log, hi) - counted_by(log, lo)) / (hi - lo);
+    CHECK(logged >= *p.rps_low - 2 / (hi - lo));
+    CHECK(logged <= *p.rps_high + 2 / (hi - lo));
+  }
+}
+
+namespace {
+
+/// A Prometheus that answers query_range from the captured answers: the captured steps (every
+/// whole second) from start to end, as the real one answered them.
+struct CapturedServer {
+  CapturedServer() : http(settings()) {
+    http.route("/api/v1/query_range", [this](const HttpRequest& req) {
+      std::string family = req.query_param("query");
+      family = family.substr(0, family.find('{'));
+      ends.push_back(std::stod(req.query_param("end")));
+      auto answer = nlohmann::json::parse(captured(family + ".json"));
+      double start = std::stod(req.query_param("start")), end = ends.back();
+      for (auto& r : answer["data"]["result"]) {
+        nlohmann::json kept = nlohmann::json::array();
+        for (const auto& p : r["values"]) {
+          if (p[0].get<double>() >= start && p[0].get<double>() <= end) kept.push_back(p);
+        }
+        r["values"] = kept;
+      }
+      HttpResponse out;
+      out.content_type = "application/json";
+      out.body = answer.dump();
+      return out;
+    });
+    http.start();
+  }
+  static HttpServerSettings settings() {
+    HttpServerSettings st;
+    st.listen_address = "127.0.0.1:0";
+    return st;
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(http.port()); }
+  std::vector<double> ends;  // of the queries asked
+  HttpServer http;
+};
+
+}  // namespace
+
+TEST_CASE("a range's last samples are read though Prometheus scraped them after its end") {
+  const auto window = nlohmann::json::parse(captured("window.json"));
+  const double from = window["from"];
+  // The sample that carried the first change, and a range that ends 0.3 s after it: before
+  // the scrape that read it (the next whole second, the captured steps).
+  CapturedPrometheus captured_series;
+  auto requests =
+      captured_series.fetch("loadwatch_generator_requests_total", {}, from, window["to"])[0].series;
+  auto points = analysis::change_points(requests);
+  REQUIRE_FALSE(points.empty());
+  const double taken = points[0].sample_time, to = taken + 0.3;
+  REQUIRE(std::ceil(taken) > to);
+
+  CapturedServer prom;
+  report::PrometheusSourceOptions o;
+  o.url = prom.url();
+  report::PrometheusSeriesSource source(o);
+  auto got = source.fetch("loadwatch_generator_requests_total", {}, from, to);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].labels.at("source") == "lc");
+  REQUIRE_FALSE(got[0].series.empty());
+  CHECK(got[0].series.t.back() == taken);
+  CHECK(got[0].series.v.back() == points[0].value);
+  CHECK(prom.ends.back() >= std::ceil(taken));
 }
