@@ -18,7 +18,7 @@ namespace loadwatch {
 
 namespace {
 
-// The kept per-process fds (5 per member) need more than the common soft limit of 1024
+// The kept per-process fds (up to 6 per member) need more than the common soft limit of 1024
 // when targets are large: raise the soft RLIMIT_NOFILE to the hard one, as the Go runtime
 // does for every program (since Go 1.19). Capped: nothing here needs more.
 void raise_nofile_limit() {
