@@ -15,8 +15,8 @@ namespace loadwatch {
 
 namespace {
 
-constexpr const char* kNames[ProcessHandle::kFileCount] = {"stat", "status",    "io",
-                                                           "fd",   "schedstat", "statm"};
+constexpr const char* kNames[ProcessHandle::kFileCount] = {"stat",      "status", "io",    "fd",
+                                                           "schedstat", "statm",  "cgroup"};
 
 // Reads from offset 0 until EOF. One pread() normally does it: a single_open seq_file hands
 // out its whole text when the buffer is large enough, and a short read of one is its end.

@@ -45,9 +45,9 @@ DIR* open_dir_at(int dirfd, const char* relative, int& err);
 /// the sampler thread. `root_fd` (an fd on the procfs root) must outlive the handle.
 class ProcessHandle {
  public:
-  /// The files kept open between samples (statm once first read: the periodic re-read of a
-  /// process that did not run).
-  enum File { kStat, kStatus, kIo, kFdDir, kSchedstat, kStatm, kFileCount };
+  /// The files kept open between samples (statm and cgroup once first read: the periodic
+  /// re-reads of processes that did not run).
+  enum File { kStat, kStatus, kIo, kFdDir, kSchedstat, kStatm, kCgroup, kFileCount };
 
   ProcessHandle(int root_fd, pid_t pid, FdBudget* budget);
   ~ProcessHandle();
@@ -56,8 +56,8 @@ class ProcessHandle {
 
   pid_t pid() const { return pid_; }
 
-  /// Reads the whole text of stat, status, io, schedstat or statm into `buf` (pread at offset 0
-  /// on the kept fd, or open/read/close when the budget is used up).
+  /// Reads the whole text of stat, status, io, schedstat, statm or cgroup into `buf` (pread at
+  /// offset 0 on the kept fd, or open/read/close when the budget is used up).
   ReadResult read(File file, std::string& buf);
 
   /// Reads a text that fits in `cap` bytes (schedstat, statm: a few numbers) into `buf` with

@@ -646,6 +646,15 @@ TEST_CASE("a target restarted under another CPU quota reports it at the next sam
   h.collect();
   CHECK(h.get("loadwatch_target_restarts_total", "svc") == 1);
   CHECK(h.get("loadwatch_process_cpu_limit_cores", "svc") == Approx(0.5));
+  // Moved back to the slow cgroup while it sleeps: its cgroup file is read through a kept fd,
+  // which must give the new text within the refresh bound (15 samples).
+  REQUIRE(slow.add(b.pid()));
+  bool moved = false;
+  for (int i = 0; i < 16 && !moved; ++i) {
+    h.collect();
+    moved = h.get("loadwatch_process_cpu_limit_cores", "svc") == Approx(0.2);
+  }
+  CHECK(moved);
   b.kill();
 }
 
