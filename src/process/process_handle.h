@@ -55,6 +55,8 @@ class ProcessHandle {
   ProcessHandle& operator=(const ProcessHandle&) = delete;
 
   pid_t pid() const { return pid_; }
+  /// Whether `file` is held open (pinned to the process since it was opened).
+  bool kept(File file) const { return fds_[file] >= 0; }
 
   /// Reads the whole text of stat, status, io, schedstat, statm or cgroup into `buf` (pread at
   /// offset 0 on the kept fd, or open/read/close when the budget is used up).

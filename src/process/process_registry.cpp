@@ -308,8 +308,9 @@ void ProcessRegistry::read_member_fields(ProcessRecord& rec, MemberRead what) {
     return r == ReadResult::Ok;
   };
   // The limit can change without the process running (prlimit by another process).
+  const bool limit_due = rec.fd_limit_gen == 0 || gen_ - rec.fd_limit_gen >= kLimitRefreshSamples;
   auto refresh_limit = [&] {
-    if (rec.fd_limit_gen == 0 || gen_ - rec.fd_limit_gen >= kLimitRefreshSamples) {
+    if (limit_due) {
       rec.fd_limit_gen = gen_;
       if (auto limit = fd_limit_by_syscall(rec)) {
         rec.fd_limit = limit;
@@ -326,6 +327,14 @@ void ProcessRegistry::read_member_fields(ProcessRecord& rec, MemberRead what) {
   }
   rec.memory_gen = gen_;
   rec.partial = false;
+
+  // With a quiet member's memory re-read (every kQuietRefreshSamples at most, spread by PID)
+  // the limit is asked for first: the fd count's fstat through the directory fd kept since an
+  // earlier sample (pinned to the process) then proves the PID still named this process, and
+  // fd_limit_by_syscall's own read after prlimit is spared.
+  std::optional<OpenFilesLimit> early;
+  const bool proof = procfs_ && rec.handle.kept(ProcessHandle::kFdDir);
+  if (proof && (what != MemberRead::kAll || limit_due)) early = prlimit_nofile(rec.pid());
 
   if (what != MemberRead::kFdsOnly) {
     ++status_reads_;
@@ -348,6 +357,11 @@ void ProcessRegistry::read_member_fields(ProcessRecord& rec, MemberRead what) {
   std::uint64_t fds = 0;
   if (note(rec.handle.open_fd_count(procfs_, fds))) {
     rec.open_fds = fds;
+    if (early) {  // the count began with an fstat of the kept directory fd: the proof
+      rec.fd_limit = early;
+      rec.fd_limit_gen = gen_;
+      return;
+    }
   } else {
     rec.open_fds.reset();
   }
@@ -389,19 +403,25 @@ bool ProcessRegistry::no_swap_area() {
   return no_swap_area_;
 }
 
-std::optional<OpenFilesLimit> ProcessRegistry::fd_limit_by_syscall(ProcessRecord& rec) {
+std::optional<OpenFilesLimit> ProcessRegistry::prlimit_nofile(pid_t pid) const {
   if (!own_pids_) return std::nullopt;
   struct rlimit rl {};
   // EPERM for another user's process without CAP_SYS_RESOURCE: the file is world-readable.
-  if (::prlimit(rec.pid(), RLIMIT_NOFILE, nullptr, &rl) != 0) return std::nullopt;
-  // The PID named this process when prlimit ran if the kept fd still reads after it: a PID
-  // is not reused while its process (or zombie) exists.
-  std::optional<PidSchedstat> sched;
-  if (read_schedstat(rec, sched) != ReadResult::Ok) return std::nullopt;
+  if (::prlimit(pid, RLIMIT_NOFILE, nullptr, &rl) != 0) return std::nullopt;
   auto limit = [](rlim_t v) {
     return v == RLIM_INFINITY ? OpenFilesLimit::kUnlimited : static_cast<std::uint64_t>(v);
   };
   return OpenFilesLimit{limit(rl.rlim_cur), limit(rl.rlim_max)};
+}
+
+std::optional<OpenFilesLimit> ProcessRegistry::fd_limit_by_syscall(ProcessRecord& rec) {
+  const std::optional<OpenFilesLimit> limit = prlimit_nofile(rec.pid());
+  if (!limit) return std::nullopt;
+  // The PID named this process when prlimit ran if the kept fd still reads after it: a PID
+  // is not reused while its process (or zombie) exists.
+  std::optional<PidSchedstat> sched;
+  if (read_schedstat(rec, sched) != ReadResult::Ok) return std::nullopt;
+  return limit;
 }
 
 void ProcessRegistry::children_by_listing(pid_t pid, std::vector<pid_t>& out) {

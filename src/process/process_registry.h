@@ -141,8 +141,9 @@ class ProcessRegistry {
   /// read instead of four. What can change without it running is re-read at least every
   /// kQuietRefreshSamples samples, at a phase set by the PID so that the re-reads spread:
   /// status (RSS and swap, under reclaim or another process's process_vm_writev) and the fd
-  /// count (a table shared with another process without sharing threads). The fd limit keeps
-  /// its own cadence (kLimitRefreshSamples).
+  /// count (a table shared with another process without sharing threads). The fd limit is
+  /// read with them (prlimit first: the fd count's fstat then proves the PID), and at least
+  /// every kLimitRefreshSamples.
   ///
   /// The RSS part of that re-read is /proc/PID/statm, a fifth of status's cost: its resident
   /// is VmRSS's sum of the same counters. status is read again only when statm's resident no
@@ -198,6 +199,9 @@ class ProcessRegistry {
   /// formatting and closing /proc/PID/limits;
   /// nullopt when the file must be read instead (another PID namespace, EPERM, gone).
   std::optional<OpenFilesLimit> fd_limit_by_syscall(ProcessRecord& rec);
+  /// prlimit(2) alone: whom it describes is for the caller to prove (a later read through a
+  /// kept fd).
+  std::optional<OpenFilesLimit> prlimit_nofile(pid_t pid) const;
 
   FsRoot proc_;
   int root_fd_ = -1;
