@@ -18,7 +18,7 @@ namespace loadwatch {
 
 namespace {
 
-// The kept per-process fds (5 per member) need more than the common soft limit of 1024
+// The kept per-process fds (up to 7 per member) need more than the common soft limit of 1024
 // when targets are large: raise the soft RLIMIT_NOFILE to the hard one, as the Go runtime
 // does for every program (since Go 1.19). Capped: nothing here needs more.
 void raise_nofile_limit() {
@@ -103,6 +103,7 @@ class TargetsCollector final : public Collector {
       GroupSample sample;
       t.nice.reset();
       TargetState state{t.config.name, t.selector_text, false, {}, {}, {}, {}, {}};
+      live_records_.clear();
       for (pid_t pid : members_) {
         ProcessRecord* rec = reg.member(pid);
         if (!rec) continue;  // gone since it was resolved: a normal race
@@ -121,6 +122,7 @@ class TargetsCollector final : public Collector {
           sample.live.push_back(m);
           t.nice = std::max(t.nice.value_or(rec->stat.nice), rec->stat.nice);
           state.pids.push_back(pid);
+          live_records_.push_back(rec);
           state.fd_counts.push_back(rec->open_fds ? static_cast<long long>(*rec->open_fds) : -1);
           if (rec->quiet_gen == reg.generation()) state.quiet.push_back(pid);
         }
@@ -156,9 +158,14 @@ class TargetsCollector final : public Collector {
     quota_cache_.clear();
     state.cgroups.resize(live.size());
     for (std::size_t i = 0; i < live.size(); ++i) {
-      state.cgroups[i].clear();
-      if (auto limit = process_cpu_limit(registry_->proc(), sys_, live[i], &quota_cache_,
-                                         &state.cgroups[i])) {
+      // Through the member's kept fd: the file is read for every member at each refresh. Into
+      // a kept buffer (a read reserves 4 KiB), then copied at its size: the texts go on to
+      // the throttling collector with the sample.
+      const bool read =
+          live_records_[i]->handle.read(ProcessHandle::kCgroup, cgroup_buf_) == ReadResult::Ok;
+      state.cgroups[i].assign(read ? std::string_view(cgroup_buf_) : std::string_view());
+      if (auto limit = process_cpu_limit_of_text(registry_->proc(), sys_, live[i],
+                                                 read ? &cgroup_buf_ : nullptr, &quota_cache_)) {
         t.cpu_limit = std::max(t.cpu_limit.value_or(0), *limit);
       }
     }
@@ -290,6 +297,8 @@ class TargetsCollector final : public Collector {
   std::unique_ptr<ProcessRegistry> registry_;
   std::vector<std::unique_ptr<Target>> targets_;
   std::vector<pid_t> members_;
+  std::vector<ProcessRecord*> live_records_;  // this sample's, parallel to TargetState::pids
+  std::string cgroup_buf_;
   CgroupQuotaCache quota_cache_;
 };
 

@@ -15,8 +15,8 @@ namespace loadwatch {
 
 namespace {
 
-constexpr const char* kNames[ProcessHandle::kFileCount] = {"stat", "status", "io", "fd",
-                                                           "schedstat"};
+constexpr const char* kNames[ProcessHandle::kFileCount] = {"stat",      "status", "io",    "fd",
+                                                           "schedstat", "statm",  "cgroup"};
 
 // Reads from offset 0 until EOF. One pread() normally does it: a single_open seq_file hands
 // out its whole text when the buffer is large enough, and a short read of one is its end.
@@ -167,6 +167,24 @@ ReadResult ProcessHandle::read(File file, std::string& buf) {
   int err = pread_all(fd, buf);
   if (fds_[file] != fd) ::close(fd);  // over budget: not kept
   return read_result_from_errno(err);
+}
+
+ReadResult ProcessHandle::read_small(File file, char* buf, std::size_t cap, std::size_t& len) {
+  len = 0;
+  int fd = fds_[file];
+  if (fd < 0) {
+    if (auto r = open_kept(file, fd); r != ReadResult::Ok) return r;
+  }
+  ssize_t n;
+  do {
+    n = ::pread(fd, buf, cap, 0);
+  } while (n < 0 && errno == EINTR);
+  const int err = n < 0 ? errno : 0;
+  if (fds_[file] != fd) ::close(fd);  // over budget: not kept
+  if (n < 0) return read_result_from_errno(err);
+  if (static_cast<std::size_t>(n) >= cap) return ReadResult::Failed;  // maybe cut
+  len = static_cast<std::size_t>(n);
+  return ReadResult::Ok;
 }
 
 ReadResult ProcessHandle::read_other(const char* relative, std::string& buf,

@@ -45,8 +45,9 @@ DIR* open_dir_at(int dirfd, const char* relative, int& err);
 /// the sampler thread. `root_fd` (an fd on the procfs root) must outlive the handle.
 class ProcessHandle {
  public:
-  /// The files kept open between samples.
-  enum File { kStat, kStatus, kIo, kFdDir, kSchedstat, kFileCount };
+  /// The files kept open between samples (statm and cgroup once first read: the periodic
+  /// re-reads of processes that did not run).
+  enum File { kStat, kStatus, kIo, kFdDir, kSchedstat, kStatm, kCgroup, kFileCount };
 
   ProcessHandle(int root_fd, pid_t pid, FdBudget* budget);
   ~ProcessHandle();
@@ -54,10 +55,17 @@ class ProcessHandle {
   ProcessHandle& operator=(const ProcessHandle&) = delete;
 
   pid_t pid() const { return pid_; }
+  /// Whether `file` is held open (pinned to the process since it was opened).
+  bool kept(File file) const { return fds_[file] >= 0; }
 
-  /// Reads the whole text of stat, status, io or schedstat into `buf` (pread at offset 0 on the
-  /// kept fd, or open/read/close when the budget is used up).
+  /// Reads the whole text of stat, status, io, schedstat, statm or cgroup into `buf` (pread at
+  /// offset 0 on the kept fd, or open/read/close when the budget is used up).
   ReadResult read(File file, std::string& buf);
+
+  /// Reads a text that fits in `cap` bytes (schedstat, statm: a few numbers) into `buf` with
+  /// one pread, without the string handling of read(); `len` gets its length. A text that
+  /// fills `cap` may be cut: Failed then.
+  ReadResult read_small(File file, char* buf, std::size_t cap, std::size_t& len);
 
   /// Reads a file that is not kept open, relative to PID/: "limits", "cmdline",
   /// "task/TID/children". With `max_bytes`, only the first max_bytes of it (the rest is

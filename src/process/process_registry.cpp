@@ -78,10 +78,18 @@ ProcessRecord* ProcessRegistry::record(pid_t pid) {
   return slot.get();
 }
 
+ReadResult ProcessRegistry::read_schedstat(ProcessRecord& rec, std::optional<PidSchedstat>& out) {
+  // The read every listed process costs each sample: one pread into the stack.
+  char text[kSmallText];
+  std::size_t len = 0;
+  const ReadResult r = rec.handle.read_small(ProcessHandle::kSchedstat, text, sizeof text, len);
+  out = r == ReadResult::Ok ? parse_pid_schedstat(std::string_view(text, len)) : std::nullopt;
+  return r;
+}
+
 bool ProcessRegistry::still_quiet(ProcessRecord& rec, std::optional<PidSchedstat>& now) {
   if (!rec.sched || rec.stat_read_gen == 0 || rec.stat.num_threads != 1) return false;
-  if (rec.handle.read(ProcessHandle::kSchedstat, buf_) != ReadResult::Ok) return false;
-  now = parse_pid_schedstat(buf_);
+  if (read_schedstat(rec, now) != ReadResult::Ok) return false;
   return now && *now == *rec.sched;
 }
 
@@ -102,9 +110,7 @@ bool ProcessRegistry::read_stat(ProcessRecord& rec, bool force) {
     if (attempt > 0 || !checked) {
       sched.reset();
       if (rec.stat_read_gen == 0 || rec.stat.num_threads == 1) {
-        if (rec.handle.read(ProcessHandle::kSchedstat, buf_) == ReadResult::Ok) {
-          sched = parse_pid_schedstat(buf_);
-        }
+        read_schedstat(rec, sched);
       }
     }
     ReadResult r = rec.handle.read(ProcessHandle::kStat, buf_);
@@ -286,7 +292,8 @@ ProcessRecord* ProcessRegistry::member(pid_t pid) {
       read_member_fields(*rec, MemberRead::kAll);
     } else if (gen_ - rec->memory_gen >= kQuietRefreshSamples ||
                (gen_ + static_cast<std::uint32_t>(rec->pid())) % kQuietRefreshSamples == 0) {
-      read_member_fields(*rec, MemberRead::kMemoryAndFds);
+      read_member_fields(*rec,
+                         memory_unchanged(*rec) ? MemberRead::kFdsOnly : MemberRead::kMemoryAndFds);
     } else {
       read_member_fields(*rec, MemberRead::kLimitOnly);
     }
@@ -301,8 +308,9 @@ void ProcessRegistry::read_member_fields(ProcessRecord& rec, MemberRead what) {
     return r == ReadResult::Ok;
   };
   // The limit can change without the process running (prlimit by another process).
+  const bool limit_due = rec.fd_limit_gen == 0 || gen_ - rec.fd_limit_gen >= kLimitRefreshSamples;
   auto refresh_limit = [&] {
-    if (rec.fd_limit_gen == 0 || gen_ - rec.fd_limit_gen >= kLimitRefreshSamples) {
+    if (limit_due) {
       rec.fd_limit_gen = gen_;
       if (auto limit = fd_limit_by_syscall(rec)) {
         rec.fd_limit = limit;
@@ -320,10 +328,21 @@ void ProcessRegistry::read_member_fields(ProcessRecord& rec, MemberRead what) {
   rec.memory_gen = gen_;
   rec.partial = false;
 
-  if (note(rec.handle.read(ProcessHandle::kStatus, buf_))) {
-    rec.status = parse_pid_status(buf_);
-  } else {
-    rec.status = PidStatus{};
+  // With a quiet member's memory re-read (every kQuietRefreshSamples at most, spread by PID)
+  // the limit is asked for first: the fd count's fstat through the directory fd kept since an
+  // earlier sample (pinned to the process) then proves the PID still named this process, and
+  // fd_limit_by_syscall's own read after prlimit is spared.
+  std::optional<OpenFilesLimit> early;
+  const bool proof = procfs_ && rec.handle.kept(ProcessHandle::kFdDir);
+  if (proof && (what != MemberRead::kAll || limit_due)) early = prlimit_nofile(rec.pid());
+
+  if (what != MemberRead::kFdsOnly) {
+    ++status_reads_;
+    if (note(rec.handle.read(ProcessHandle::kStatus, buf_))) {
+      rec.status = parse_pid_status(buf_);
+    } else {
+      rec.status = PidStatus{};
+    }
   }
   // /proc/PID/io needs ptrace access (PTRACE_MODE_READ_FSCREDS, fs/proc/base.c
   // do_io_accounting): EACCES for another user's process without CAP_SYS_PTRACE. Its
@@ -338,6 +357,11 @@ void ProcessRegistry::read_member_fields(ProcessRecord& rec, MemberRead what) {
   std::uint64_t fds = 0;
   if (note(rec.handle.open_fd_count(procfs_, fds))) {
     rec.open_fds = fds;
+    if (early) {  // the count began with an fstat of the kept directory fd: the proof
+      rec.fd_limit = early;
+      rec.fd_limit_gen = gen_;
+      return;
+    }
   } else {
     rec.open_fds.reset();
   }
@@ -345,18 +369,59 @@ void ProcessRegistry::read_member_fields(ProcessRecord& rec, MemberRead what) {
   refresh_limit();
 }
 
-std::optional<OpenFilesLimit> ProcessRegistry::fd_limit_by_syscall(ProcessRecord& rec) {
+bool ProcessRegistry::memory_unchanged(ProcessRecord& rec) {
+  // A fixture tree's statm (if any) is not this kernel's view of the status beside it.
+  if (!procfs_ || !rec.status.vm_rss_bytes) return false;
+  // Swap moves without a run (reclaim, swapoff) and statm does not show it. A page swapped
+  // out or in moves the resident count too, but another change (a file page reclaimed, a
+  // remote write) could make up for it in the same interval: statm stands in only where no
+  // page of the process can be out: none was at the last status read, and no swap area exists.
+  if (rec.status.vm_swap_bytes.value_or(0) != 0 || !no_swap_area()) return false;
+  char text[kSmallText];
+  std::size_t len = 0;
+  if (rec.handle.read_small(ProcessHandle::kStatm, text, sizeof text, len) != ReadResult::Ok) {
+    return false;
+  }
+  const std::optional<std::uint64_t> resident =
+      parse_pid_statm_resident(std::string_view(text, len));
+  return resident && *resident * static_cast<std::uint64_t>(page_size_) == *rec.status.vm_rss_bytes;
+}
+
+bool ProcessRegistry::no_swap_area() {
+  if (swaps_gen_ != gen_) {
+    swaps_gen_ = gen_;
+    // The header line alone when no area is in use. An area stays listed until its swapoff
+    // has brought every page back (mm/swapfile.c clears SWP_USED last).
+    no_swap_area_ = false;
+    if (proc_.read("swaps", buf_) == 0) {
+      std::string_view text = buf_;
+      const auto eol = text.find('\n');
+      no_swap_area_ = text.substr(0, 8) == "Filename" &&
+                      (eol == std::string_view::npos || eol + 1 == text.size());
+    }
+  }
+  return no_swap_area_;
+}
+
+std::optional<OpenFilesLimit> ProcessRegistry::prlimit_nofile(pid_t pid) const {
   if (!own_pids_) return std::nullopt;
   struct rlimit rl {};
   // EPERM for another user's process without CAP_SYS_RESOURCE: the file is world-readable.
-  if (::prlimit(rec.pid(), RLIMIT_NOFILE, nullptr, &rl) != 0) return std::nullopt;
-  // The PID named this process when prlimit ran if the kept fd still reads after it: a PID
-  // is not reused while its process (or zombie) exists.
-  if (rec.handle.read(ProcessHandle::kSchedstat, buf_) != ReadResult::Ok) return std::nullopt;
+  if (::prlimit(pid, RLIMIT_NOFILE, nullptr, &rl) != 0) return std::nullopt;
   auto limit = [](rlim_t v) {
     return v == RLIM_INFINITY ? OpenFilesLimit::kUnlimited : static_cast<std::uint64_t>(v);
   };
   return OpenFilesLimit{limit(rl.rlim_cur), limit(rl.rlim_max)};
+}
+
+std::optional<OpenFilesLimit> ProcessRegistry::fd_limit_by_syscall(ProcessRecord& rec) {
+  const std::optional<OpenFilesLimit> limit = prlimit_nofile(rec.pid());
+  if (!limit) return std::nullopt;
+  // The PID named this process when prlimit ran if the kept fd still reads after it: a PID
+  // is not reused while its process (or zombie) exists.
+  std::optional<PidSchedstat> sched;
+  if (read_schedstat(rec, sched) != ReadResult::Ok) return std::nullopt;
+  return limit;
 }
 
 void ProcessRegistry::children_by_listing(pid_t pid, std::vector<pid_t>& out) {

@@ -17,6 +17,7 @@
 #include "procfs/proc_pid_limits.h"
 #include "procfs/proc_pid_schedstat.h"
 #include "procfs/proc_pid_stat.h"
+#include "procfs/proc_pid_statm.h"
 #include "procfs/proc_pid_status.h"
 
 namespace loadwatch {
@@ -140,9 +141,18 @@ class ProcessRegistry {
   /// read instead of four. What can change without it running is re-read at least every
   /// kQuietRefreshSamples samples, at a phase set by the PID so that the re-reads spread:
   /// status (RSS and swap, under reclaim or another process's process_vm_writev) and the fd
-  /// count (a table shared with another process without sharing threads). The fd limit keeps
-  /// its own cadence (kLimitRefreshSamples).
+  /// count (a table shared with another process without sharing threads). The fd limit is
+  /// read with them (prlimit first: the fd count's fstat then proves the PID), and at least
+  /// every kLimitRefreshSamples.
+  ///
+  /// The RSS part of that re-read is /proc/PID/statm, a fifth of status's cost: its resident
+  /// is VmRSS's sum of the same counters. status is read again only when statm's resident no
+  /// longer matches the kept VmRSS, or when swap may have moved (statm has no swap figure):
+  /// the kept VmSwap is not 0, or /proc/swaps lists a swap area (see memory_unchanged()).
   static constexpr std::uint32_t kQuietRefreshSamples = 15;
+
+  /// Times status was read since the registry was made (tests: statm stands in for it).
+  std::uint64_t status_reads() const { return status_reads_; }
 
   /// With a full listing, a process that is not a member is checked (its comm and exec
   /// signature, through a stat read or a quiet schedstat) every sample while it is younger
@@ -161,6 +171,8 @@ class ProcessRegistry {
   std::size_t quiet_this_sample() const { return quiet_count_; }
 
  private:
+  /// Room for a schedstat or statm text (three or seven 20-digit numbers).
+  static constexpr std::size_t kSmallText = 256;
   ProcessRecord* record(pid_t pid);
   /// `force`: read the file even when the process looks quiet (a PID that may name another
   /// process, a parent that vanished).
@@ -171,14 +183,25 @@ class ProcessRegistry {
   std::optional<pid_t> thread_group(pid_t pid);
   /// Whether a full listing checks `rec` this sample (see kScanRecheckSamples).
   bool scan_due(const ProcessRecord& rec) const;
+  /// schedstat through the kept fd; `out` gets it parsed (nullopt when unreadable, or when the
+  /// kernel keeps no figures).
+  ReadResult read_schedstat(ProcessRecord& rec, std::optional<PidSchedstat>& out);
   /// Whether schedstat still reads as when stat was read; `now` gets what it read.
   bool still_quiet(ProcessRecord& rec, std::optional<PidSchedstat>& now);
-  enum class MemberRead { kAll, kMemoryAndFds, kLimitOnly };
+  /// kFdsOnly: the memory figures were found unchanged (memory_unchanged()).
+  enum class MemberRead { kAll, kMemoryAndFds, kFdsOnly, kLimitOnly };
+  /// Whether the kept VmRSS and VmSwap of a quiet process still hold, by statm alone.
+  bool memory_unchanged(ProcessRecord& rec);
+  /// Whether /proc/swaps lists no swap area this sample (read once a sample when asked).
+  bool no_swap_area();
   void read_member_fields(ProcessRecord& rec, MemberRead what);
   /// RLIMIT_NOFILE by prlimit(2): with the check read, ~1 us against ~10 us for opening,
   /// formatting and closing /proc/PID/limits;
   /// nullopt when the file must be read instead (another PID namespace, EPERM, gone).
   std::optional<OpenFilesLimit> fd_limit_by_syscall(ProcessRecord& rec);
+  /// prlimit(2) alone: whom it describes is for the caller to prove (a later read through a
+  /// kept fd).
+  std::optional<OpenFilesLimit> prlimit_nofile(pid_t pid) const;
 
   FsRoot proc_;
   int root_fd_ = -1;
@@ -206,6 +229,9 @@ class ProcessRegistry {
   std::optional<std::uint64_t> tasks_;  // loadavg's number of tasks, read with last_pid_
   std::uint32_t last_pid_gen_ = 0;
   std::size_t quiet_count_ = 0;
+  std::uint64_t status_reads_ = 0;
+  std::uint32_t swaps_gen_ = 0;  // sample /proc/swaps was read in
+  bool no_swap_area_ = false;
   std::optional<std::uint64_t> boot_ticks_;  // CLOCK_BOOTTIME in ticks at this listing
   std::uint64_t scan_young_seconds_ = kScanYoungSeconds;
   long clk_tck_ = 100;

@@ -41,35 +41,47 @@ ProcessCounters& ProcessCounters::operator-=(const ProcessCounters& o) {
 
 void TargetGroup::update(const GroupSample& sample) {
   ++gen_;
-  std::map<ProcessKey, ProcessCounters> live;
-  bool key_in_common = false;
+  auto by_key = [](const Counted& a, const Counted& b) { return a.first < b.first; };
+  auto find = [&by_key](const std::vector<Counted>& v, const ProcessKey& key) {
+    auto it = std::lower_bound(v.begin(), v.end(), Counted{key, {}}, by_key);
+    return it != v.end() && it->first == key ? &it->second : nullptr;
+  };
+
+  // This sample's live members, sorted; the same process listed twice counts once.
+  next_.clear();
+  next_.reserve(sample.live.size());
+  for (const MemberSample& m : sample.live) next_.emplace_back(m.key, m.counters);
+  std::sort(next_.begin(), next_.end(), by_key);
+  std::size_t w = 0;
+  for (std::size_t i = 0; i < next_.size(); ++i) {
+    if (w > 0 && next_[w - 1].first == next_[i].first) {
+      next_[w - 1].second.merge_max(next_[i].second);
+    } else {
+      next_[w++] = next_[i];
+    }
+  }
+  next_.resize(w);
 
   // A member that is back after leaving: take its share out of the retired base; its
   // current counters (at least as large) count from now on.
-  auto take_back = [this](const ProcessKey& key, ProcessCounters& c) {
-    auto d = departed_.find(key);
-    if (d == departed_.end()) return;
-    c.merge_max(d->second.counters);
-    retired_ -= d->second.counters;
-    departed_.erase(d);
-  };
-
-  for (const MemberSample& m : sample.live) {
-    ProcessCounters c = m.counters;
-    if (auto it = live_.find(m.key); it != live_.end()) {
-      c.merge_max(it->second);
+  bool key_in_common = false;
+  auto old = live_.begin();
+  for (auto& [key, c] : next_) {
+    while (old != live_.end() && old->first < key) ++old;
+    if (old != live_.end() && old->first == key) {
+      c.merge_max(old->second);
       key_in_common = true;
-    } else {
-      take_back(m.key, c);
+    } else if (auto d = departed_.find(key); d != departed_.end()) {
+      c.merge_max(d->second.counters);
+      retired_ -= d->second.counters;
+      departed_.erase(d);
     }
-    auto [slot, inserted] = live.emplace(m.key, c);
-    if (!inserted) slot->second.merge_max(c);  // the same process listed twice
   }
   for (const MemberSample& m : sample.exited) {
-    if (live.count(m.key)) continue;
+    if (find(next_, m.key)) continue;
     ProcessCounters c = m.counters;
-    if (auto it = live_.find(m.key); it != live_.end()) {
-      c.merge_max(it->second);
+    if (const ProcessCounters* last = find(live_, m.key)) {
+      c.merge_max(*last);
     } else if (auto d = departed_.find(m.key); d != departed_.end()) {
       // Still a zombie since an earlier sample: already retired.
       d->second.left_at = gen_;
@@ -78,8 +90,11 @@ void TargetGroup::update(const GroupSample& sample) {
     retired_ += c;
     departed_[m.key] = Departed{c, gen_};
   }
+  // Members gone since the last sample (both lists are sorted).
+  auto now = next_.begin();
   for (const auto& [key, c] : live_) {
-    if (live.count(key) || departed_.count(key)) continue;
+    while (now != next_.end() && now->first < key) ++now;
+    if ((now != next_.end() && now->first == key) || departed_.count(key)) continue;
     retired_ += c;
     departed_[key] = Departed{c, gen_};
   }
@@ -93,7 +108,7 @@ void TargetGroup::update(const GroupSample& sample) {
   }
 
   const bool was_up = totals_.up;
-  const bool up = !live.empty();
+  const bool up = !next_.empty();
   bool restarted = false;
   if (up && !was_up && ever_up_) restarted = true;       // back after being down
   if (up && was_up && !key_in_common) restarted = true;  // replaced within an interval
@@ -101,14 +116,13 @@ void TargetGroup::update(const GroupSample& sample) {
 
   GroupTotals& t = totals_;
   t.up = up;
-  t.processes = live.size();
+  t.processes = next_.size();
   t.counters = retired_;
   t.rss_bytes = t.vsize_bytes = t.swap_bytes = t.open_fds = t.threads = 0;
   t.max_fds.reset();
   t.fd_usage_ratio.reset();
   t.oldest_starttime.reset();
   for (const MemberSample& m : sample.live) {
-    if (!live.count(m.key)) continue;
     t.rss_bytes += m.rss_bytes;
     t.vsize_bytes += m.vsize_bytes;
     t.swap_bytes += m.swap_bytes;
@@ -125,7 +139,7 @@ void TargetGroup::update(const GroupSample& sample) {
       t.oldest_starttime = m.key.starttime;
     }
   }
-  for (const auto& [key, c] : live) t.counters += c;
+  for (const auto& [key, c] : next_) t.counters += c;
 
   if (up && (!was_up || restarted)) {
     t.rss_peak_bytes = t.rss_bytes;  // a new run starts its own peak
@@ -133,7 +147,7 @@ void TargetGroup::update(const GroupSample& sample) {
     t.rss_peak_bytes = std::max(t.rss_peak_bytes, t.rss_bytes);
   }
   if (up) ever_up_ = true;
-  live_ = std::move(live);
+  live_.swap(next_);
 }
 
 }  // namespace loadwatch

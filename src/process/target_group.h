@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace loadwatch {
@@ -94,9 +95,13 @@ class TargetGroup {
     ProcessCounters counters;
     std::uint32_t left_at = 0;
   };
+  using Counted = std::pair<ProcessKey, ProcessCounters>;
   std::uint32_t gen_ = 0;
-  std::map<ProcessKey, ProcessCounters> live_;  // last-seen counters of live members
-  std::map<ProcessKey, Departed> departed_;     // left (or exited), counted in retired_
+  // Last-seen counters of live members, sorted by key: rebuilt every sample, so a vector
+  // (one allocation kept across samples) rather than a node per member.
+  std::vector<Counted> live_;
+  std::vector<Counted> next_;                // this sample's, built into and swapped with live_
+  std::map<ProcessKey, Departed> departed_;  // left (or exited), counted in retired_
   ProcessCounters retired_;
   bool ever_up_ = false;
   GroupTotals totals_;

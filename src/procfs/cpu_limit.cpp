@@ -156,25 +156,33 @@ std::optional<CgroupQuota> cgroup_text_quota(std::string_view text, const FsRoot
 
 std::optional<double> process_cpu_limit(const FsRoot& proc, const FsRoot& sys, pid_t pid,
                                         CgroupQuotaCache* cache, std::string* cgroup_text) {
-  std::optional<double> best;
   std::string text;
-  const std::string dir = std::to_string(pid);
+  const bool read = proc.read(std::to_string(pid) + "/cgroup", text) == 0;
+  if (cgroup_text && read) *cgroup_text = text;
+  return process_cpu_limit_of_text(proc, sys, pid, read ? &text : nullptr, cache);
+}
+
+std::optional<double> process_cpu_limit_of_text(const FsRoot& proc, const FsRoot& sys, pid_t pid,
+                                                const std::string* cgroup_text,
+                                                CgroupQuotaCache* cache) {
+  std::optional<double> best;
   // The syscall on the live kernel: /proc/PID/status costs as much as all a member's other
   // reads, and this runs for every member. A fixture tree or another host's /proc: the file.
   cpu_set_t set;
   if (proc.is_live_procfs()) {
     if (::sched_getaffinity(pid, sizeof set, &set) == 0) best = CPU_COUNT(&set);
-  } else if (proc.read(dir + "/status", text) == 0) {
-    if (auto n = status_cpus_allowed(text)) best = static_cast<double>(*n);
+  } else if (std::string status; proc.read(std::to_string(pid) + "/status", status) == 0) {
+    if (auto n = status_cpus_allowed(status)) best = static_cast<double>(*n);
   }
-  if (proc.read(dir + "/cgroup", text) != 0) return best;
-  if (cgroup_text) *cgroup_text = text;
+  if (!cgroup_text) return best;
   if (!cache) {
-    keep_min(best, cgroup_text_cpu_quota(text, sys));
+    keep_min(best, cgroup_text_cpu_quota(*cgroup_text, sys));
     return best;
   }
-  auto it = cache->find(text);
-  if (it == cache->end()) it = cache->emplace(text, cgroup_text_cpu_quota(text, sys)).first;
+  auto it = cache->find(*cgroup_text);
+  if (it == cache->end()) {
+    it = cache->emplace(*cgroup_text, cgroup_text_cpu_quota(*cgroup_text, sys)).first;
+  }
   keep_min(best, it->second);
   return best;
 }

@@ -55,4 +55,10 @@ std::optional<double> process_cpu_limit(const FsRoot& proc, const FsRoot& sys, p
                                         CgroupQuotaCache* cache = nullptr,
                                         std::string* cgroup_text = nullptr);
 
+/// The same with the /proc/PID/cgroup text read by the caller (through a kept fd: a fifth of
+/// an open, read and close); `cgroup_text` is nullptr when it could not be read.
+std::optional<double> process_cpu_limit_of_text(const FsRoot& proc, const FsRoot& sys, pid_t pid,
+                                                const std::string* cgroup_text,
+                                                CgroupQuotaCache* cache = nullptr);
+
 }  // namespace loadwatch

@@ -646,6 +646,15 @@ TEST_CASE("a target restarted under another CPU quota reports it at the next sam
   h.collect();
   CHECK(h.get("loadwatch_target_restarts_total", "svc") == 1);
   CHECK(h.get("loadwatch_process_cpu_limit_cores", "svc") == Approx(0.5));
+  // Moved back to the slow cgroup while it sleeps: its cgroup file is read through a kept fd,
+  // which must give the new text within the refresh bound (15 samples).
+  REQUIRE(slow.add(b.pid()));
+  bool moved = false;
+  for (int i = 0; i < 16 && !moved; ++i) {
+    h.collect();
+    moved = h.get("loadwatch_process_cpu_limit_cores", "svc") == Approx(0.2);
+  }
+  CHECK(moved);
   b.kill();
 }
 
@@ -823,6 +832,23 @@ TEST_CASE("memory another process touches in a sleeping one: seen within the bou
   sample_member(reg, c.pid(), &rec);
   REQUIRE(rec->status.vm_rss_bytes);
   const std::uint64_t before = *rec->status.vm_rss_bytes;
+
+  // Asleep with its memory unchanged: statm stands in for status at the periodic re-read,
+  // unless a swap area exists (statm has no swap figure: status is read then).
+  std::ifstream swaps_file("/proc/swaps");
+  std::string header, area;
+  std::getline(swaps_file, header);
+  const bool swap_areas = static_cast<bool>(std::getline(swaps_file, area));
+  const std::uint64_t status_reads = reg.status_reads();
+  for (std::uint32_t i = 0; i < 2 * ProcessRegistry::kQuietRefreshSamples; ++i) {
+    REQUIRE(sample_member(reg, c.pid(), &rec));
+  }
+  CHECK(*rec->status.vm_rss_bytes == before);
+  if (swap_areas) {
+    CHECK(reg.status_reads() > status_reads);
+  } else {
+    CHECK(reg.status_reads() == status_reads);
+  }
 
   std::vector<char> page(kBytes, 'x');
   iovec local{page.data(), page.size()};

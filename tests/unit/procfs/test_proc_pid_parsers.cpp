@@ -15,6 +15,7 @@
 #include "procfs/proc_pid_limits.h"
 #include "procfs/proc_pid_schedstat.h"
 #include "procfs/proc_pid_stat.h"
+#include "procfs/proc_pid_statm.h"
 #include "procfs/proc_pid_status.h"
 
 using namespace loadwatch;
@@ -214,6 +215,20 @@ TEST_CASE("schedstat: time on a CPU, time waiting, times run", "[schedstat]") {
   // This process's own file parses (it exists on every kernel with CONFIG_SCHED_INFO).
   std::string self;
   if (FsRoot("/proc").read("self/schedstat", self) == 0) CHECK(parse_pid_schedstat(self));
+}
+
+TEST_CASE("statm: resident pages", "[statm]") {
+  // Captured from a sleeping `sleep` (its status said VmRSS: 1844 kB, 461 pages of 4 KiB).
+  CHECK(parse_pid_statm_resident("730 461 433 5 0 89 0\n") == 461u);
+  // A process without memory (a zombie, a kernel thread).
+  CHECK(parse_pid_statm_resident("0 0 0 0 0 0 0\n") == 0u);
+  CHECK_FALSE(parse_pid_statm_resident(""));
+  CHECK_FALSE(parse_pid_statm_resident("730 461\n"));
+  CHECK_FALSE(parse_pid_statm_resident("730 461 433 5 0 89 0 7\n"));
+  CHECK_FALSE(parse_pid_statm_resident("730 -461 433 5 0 89 0\n"));
+  CHECK_FALSE(parse_pid_statm_resident("730 99999999999999999999999 433 5 0 89 0\n"));
+  std::string self;
+  if (FsRoot("/proc").read("self/statm", self) == 0) CHECK(parse_pid_statm_resident(self));
 }
 
 TEST_CASE("limits: Max open files", "[limits]") {
