@@ -8,7 +8,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -19,6 +18,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "util/log.h"
 #include "util/thread_name.h"
 #include "util/unix_time.h"
 

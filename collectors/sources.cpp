@@ -1,7 +1,5 @@
 #include "collectors/sources.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <set>
 #include <unordered_map>
@@ -10,6 +8,7 @@
 #include "sources/locust.h"
 #include "sources/mountebank.h"
 #include "sources/prometheus.h"
+#include "util/log.h"
 
 namespace loadwatch {
 

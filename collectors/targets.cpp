@@ -2,7 +2,6 @@
 // (process_registry.h: kept fds, pread), account each group (target_group.h), export.
 #include "collectors/targets.h"
 
-#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include "process/target_group.h"
 #include "process/target_resolver.h"
 #include "procfs/cpu_limit.h"
+#include "util/log.h"
 
 namespace loadwatch {
 

@@ -1,6 +1,5 @@
 #include "collectors/tcp.h"
 
-#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -23,6 +22,7 @@
 #include "procfs/sock_diag.h"
 #include "procfs/sockstat.h"
 #include "procfs/sysctl.h"
+#include "util/log.h"
 
 namespace loadwatch {
 

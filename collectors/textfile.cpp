@@ -7,7 +7,6 @@
 #include "collectors/textfile.h"
 
 #include <dirent.h>
-#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -27,6 +26,7 @@
 #include "sources/prom_text_parser.h"
 #include "util/bounded_file.h"
 #include "util/heap_trim.h"
+#include "util/log.h"
 
 namespace loadwatch {
 

@@ -1,7 +1,6 @@
 #include "daemon.h"
 
 #include <signal.h>
-#include <spdlog/spdlog.h>
 #include <systemd/sd-daemon.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include "runs/run_book.h"
 #include "sampler/sampler.h"
 #include "util/heap_trim.h"
+#include "util/log.h"
 #include "util/logging.h"
 #include "version.h"
 #include "web/http_server.h"

@@ -1,5 +1,6 @@
 #include "cli/client_flags.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <set>
 #include <stdexcept>

@@ -3,12 +3,15 @@
 // `report` and `compare`: --url (repeatable, NAME=URL to name the host), --url-file, --user,
 // --password-file, --ca-file, --timeout.
 
-#include <CLI/CLI.hpp>
 #include <cstddef>
 #include <string>
 #include <vector>
 
 #include "cli/run_client.h"
+
+namespace CLI {
+class App;  // CLI/CLI.hpp costs its includers about 9 s of CPU each; not all declare flags
+}  // namespace CLI
 
 namespace loadwatch {
 

@@ -1,9 +1,10 @@
 #include "process/fd_budget.h"
 
-#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
 #include <algorithm>
+
+#include "util/log.h"
 
 namespace loadwatch {
 

@@ -1,7 +1,6 @@
 #include "process/target_resolver.h"
 
 #include <re2/re2.h>
-#include <spdlog/spdlog.h>
 
 #include <charconv>
 #include <cstring>
@@ -10,6 +9,7 @@
 #include "process/port_owner.h"
 #include "procfs/cgroup_unit.h"
 #include "util/bounded_file.h"
+#include "util/log.h"
 
 namespace loadwatch {
 

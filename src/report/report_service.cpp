@@ -1,7 +1,5 @@
 #include "report/report_service.h"
 
-#include <spdlog/spdlog.h>
-
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
@@ -15,6 +13,7 @@
 #include "util/atomic_file.h"
 #include "util/bounded_file.h"
 #include "util/heap_trim.h"
+#include "util/log.h"
 #include "util/thread_name.h"
 #include "util/unix_time.h"
 

@@ -1,11 +1,10 @@
 #include "runs/run_book.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <cmath>
 #include <set>
 
+#include "util/log.h"
 #include "util/thread_name.h"
 #include "util/unix_time.h"
 

@@ -1,11 +1,10 @@
 #include "sampler/sampler.h"
 
-#include <spdlog/spdlog.h>
-
 #include "history/history.h"
 #include "metrics/series_guard.h"
 #include "runs/run_book.h"
 #include "util/heap_trim.h"
+#include "util/log.h"
 #include "util/thread_name.h"
 #include "util/unix_time.h"
 #include "version.h"

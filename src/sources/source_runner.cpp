@@ -1,12 +1,11 @@
 #include "sources/source_runner.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <chrono>
 #include <limits>
 
 #include "util/heap_trim.h"
+#include "util/log.h"
 #include "util/secret_file.h"
 #include "util/thread_name.h"
 #include "util/unix_time.h"

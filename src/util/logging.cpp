@@ -2,9 +2,10 @@
 
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include <stdexcept>
+
+#include "util/log.h"
 
 namespace loadwatch {
 

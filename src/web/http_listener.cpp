@@ -8,7 +8,6 @@
 #include <malloc.h>
 #include <netdb.h>
 #include <openssl/ssl.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <boost/asio.hpp>
@@ -20,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "util/log.h"
 #include "util/thread_name.h"
 #include "web/http_session.h"
 #include "web/server_core.h"

@@ -3,7 +3,6 @@
 // http_session (one connection), server_core (what the connections share: limits, counters).
 #include "web/http_server.h"
 
-#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <memory>
@@ -12,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "util/log.h"
 #include "web/http_listener.h"
 #include "web/query_string.h"
 #include "web/server_core.h"

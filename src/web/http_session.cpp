@@ -13,8 +13,6 @@
 // that closes the connection (RFC 9112 section 6.1).
 #include "web/http_session.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <array>
 #include <boost/asio.hpp>
@@ -30,6 +28,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "util/log.h"
 #include "web/query_string.h"
 #include "web/server_core.h"
 

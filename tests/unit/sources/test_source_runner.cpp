@@ -2,7 +2,6 @@
 // directly) drives up/down, error reasons, the series cap, HELP escaping, and stopping;
 // secret files and the `credentials` reason on temporary files.
 #include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 
 #include "sources/prometheus.h"
 #include "sources/source_runner.h"
+#include "util/log.h"
 #include "util/secret_file.h"
 
 using namespace loadwatch;
