@@ -15,6 +15,7 @@
 #include "analysis/generator_figures.h"
 #include "report/prometheus_run.h"
 #include "report/prometheus_series_source.h"
+#include "tests/lib/loopback_server.h"
 #include "web/http_server.h"
 
 using namespace loadwatch;
@@ -402,7 +403,7 @@ namespace {
 /// A Prometheus that answers query_range from the captured answers: the captured steps (every
 /// whole second) from start to end, as the real one answered them.
 struct CapturedServer {
-  CapturedServer() : http(settings()) {
+  CapturedServer() : http(test::loopback_settings()) {
     http.route("/api/v1/query_range", [this](const HttpRequest& req) {
       std::string family = req.query_param("query");
       family = family.substr(0, family.find('{'));
@@ -423,12 +424,7 @@ struct CapturedServer {
     });
     http.start();
   }
-  static HttpServerSettings settings() {
-    HttpServerSettings st;
-    st.listen_address = "127.0.0.1:0";
-    return st;
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(http.port()); }
+  std::string url() const { return test::loopback_url(http); }
   std::vector<double> ends;  // of the queries asked
   HttpServer http;
 };
