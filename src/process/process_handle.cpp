@@ -204,8 +204,9 @@ ReadResult ProcessHandle::readlink(const char* relative, std::string& out) {
   return ReadResult::Ok;
 }
 
-ReadResult ProcessHandle::open_fd_count(bool trust_st_size, std::uint64_t& count) {
+ReadResult ProcessHandle::open_fd_count(bool trust_st_size, std::uint64_t& count, bool* by_size) {
   count = 0;
+  if (by_size) *by_size = false;
   if (trust_st_size) {
     int fd = fds_[kFdDir];
     if (fd < 0) {
@@ -220,6 +221,7 @@ ReadResult ProcessHandle::open_fd_count(bool trust_st_size, std::uint64_t& count
     if (rc != 0) return read_result_from_errno(err);
     if (st.st_size > 0) {
       count = static_cast<std::uint64_t>(st.st_size);
+      if (by_size) *by_size = true;
       return ReadResult::Ok;
     }
   }

@@ -77,8 +77,10 @@ class ProcessHandle {
 
   /// Open fds of the process. With `trust_st_size` (the root is procfs, Linux >= 6.2),
   /// fstat() of the fd directory gives the count in st_size; when that is 0 (older kernel,
-  /// or really no fd) or not trusted (a fixture tree), entries are counted.
-  ReadResult open_fd_count(bool trust_st_size, std::uint64_t& count);
+  /// or really no fd) or not trusted (a fixture tree), entries are counted. `by_size`: set
+  /// when the count came from st_size, which the kernel gives only while the task the kept
+  /// directory fd was opened for still exists.
+  ReadResult open_fd_count(bool trust_st_size, std::uint64_t& count, bool* by_size = nullptr);
 
   /// Calls fn(fd_number, link_target) for each entry of PID/fd (used to find a socket's
   /// owner). Returns Denied when the directory cannot be listed.

@@ -355,9 +355,12 @@ void ProcessRegistry::read_member_fields(ProcessRecord& rec, MemberRead what) {
     }
   }
   std::uint64_t fds = 0;
-  if (note(rec.handle.open_fd_count(procfs_, fds))) {
+  bool by_size = false;
+  if (note(rec.handle.open_fd_count(procfs_, fds, &by_size))) {
     rec.open_fds = fds;
-    if (early) {  // the count began with an fstat of the kept directory fd: the proof
+    // The proof: the kernel sized the kept directory fd's task after prlimit ran. A listing
+    // by path (Linux < 6.2, or no fd open) proves nothing, and the check read below runs.
+    if (early && by_size) {
       rec.fd_limit = early;
       rec.fd_limit_gen = gen_;
       return;
