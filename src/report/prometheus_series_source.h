@@ -55,10 +55,10 @@ class PrometheusSeriesSource : public SeriesSource {
   std::unique_ptr<HttpFetcher> http_;
 };
 
-/// How far past the end of a range its query_range reads. A sample is scraped after it is
-/// taken, before the next one: without this, the samples taken within a scrape of the end
-/// would be missed, and with them a run's last counts, which the daemon's history has. Two
-/// default sample intervals.
+/// How far past the end of a range its query_range reads. A sample taken by the end may be
+/// scraped after it: without this, a scrape in the seconds after the end that still carries
+/// such a sample would be missed, and with it a run's last counts, which the daemon's history
+/// has. Samples taken after the end are dropped. Two default sample intervals.
 inline constexpr double kScrapeLagSeconds = 2.0;
 
 /// `selector` percent-encoded for a query string.
