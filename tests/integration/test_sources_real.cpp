@@ -562,13 +562,18 @@ TEST_CASE("Mountebank 2.9.1: exact counts, normalised imposter, down and up agai
   mbp = start_mb(mb, admin_port, dir);
   create_imposter(admin, imposter_port);
   for (int i = 0; i < 3; ++i) REQUIRE(http(imposter + "/ok").first == 200);
-  REQUIRE(eventually(
+  // What the last poll saw, reported on failure (a sanitized run under load once timed out).
+  double up = NAN, requests = NAN;
+  const bool carried = eventually(
       [&] {
         fams = h.collect();
-        return value(fams, "loadwatch_source_up", {{"source", "mb"}}) == 1 &&
-               value(fams, "loadwatch_mock_requests_total", {{"imposter", label}}) == 30;
+        up = value(fams, "loadwatch_source_up", {{"source", "mb"}});
+        requests = value(fams, "loadwatch_mock_requests_total", {{"imposter", label}});
+        return up == 1 && requests == 30;
       },
-      15s));
+      30s);
+  CAPTURE(up, requests);
+  REQUIRE(carried);
   CHECK(value(fams, "loadwatch_mock_unmatched_requests_total", {{"imposter", label}}) == 5);
   mbp->stop();
   fs::remove_all(dir);
