@@ -6,6 +6,8 @@ $LOADWATCH_BUILD_DIR/screenshots/. The same peers (started once) also show that 
 Loopback only; every peer is stopped by its PID."""
 import base64
 import datetime
+import http.client
+import http.server
 import json
 import os
 import re
@@ -101,6 +103,112 @@ def lines_drawn(d, titles):
     alone draw some pixels, a line hundreds more); None before."""
     pixels = d.execute_script(DRAWN_PIXELS)
     return pixels if all(pixels.get(t, 0) > 500 for t in titles) else None
+
+
+class BusyProxy:
+    """A loopback proxy in front of the daemon, for the page's 503 retry. The daemon answers a
+    history read 503 with Retry-After when its answer builders are busy; nothing sizes them (no
+    flag: 2 builders, 1 waiting read), and their builds take under a millisecond on a young
+    history, so readers from a test fill them only by chance: 6 readers for 4 s turned 45 % of
+    a probe's requests away and burnt 5 s of CPU. Here the page's next history read is answered
+    503 as the daemon words it, once per Retry-After given to refuse(), and everything else is
+    forwarded. Every history read it sees is logged: [monotonic time, path, status, newest
+    time of a forwarded answer]."""
+    BUSY = (b'{"status":"error","error":"the answer builders are busy with other reads; '
+            b'retry later"}\n')
+
+    def __init__(self, port):
+        self.port = port
+        self.lock = threading.Lock()
+        self.waits, self.refused_path, self.log = [], None, []
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self):
+                proxy.answer(self)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def refuse(self, waits):
+        """The next history read (and its retries: the same path) is refused len(waits) times,
+        the i-th with Retry-After waits[i]."""
+        with self.lock:
+            self.waits, self.refused_path = list(waits), None
+
+    def reads(self):
+        with self.lock:
+            return list(self.log)
+
+    def answer(self, h):
+        data = h.path.startswith("/api/v1/history?")
+        wait = None
+        with self.lock:
+            if data and self.waits and self.refused_path in (None, h.path):
+                self.refused_path, wait = h.path, self.waits.pop(0)
+        if wait is not None:
+            status, headers, body = 503, [("Content-Type", "application/json"),
+                                          ("Retry-After", str(wait))], self.BUSY
+        else:
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+            try:
+                conn.request("GET", h.path)
+                r = conn.getresponse()
+                status, body = r.status, r.read()
+                headers = [(k, v) for k, v in r.getheaders()
+                           if k.lower() not in ("connection", "keep-alive", "content-length",
+                                                "transfer-encoding")]
+            finally:
+                conn.close()
+        if data:
+            newest = None
+            if status == 200:
+                times = json.loads(body)["data"][0]
+                newest = times[-1] if times else None
+            with self.lock:
+                self.log.append([time.monotonic(), h.path, status, newest])
+        h.send_response(status)
+        for k, v in headers:
+            h.send_header(k, v)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+
+
+# Records every change of the page's status line (its text, "" once removed) with the time
+# (performance.now()), so that a line shown for a moment is seen.
+WATCH_STATUS = """
+window.lwStatus = [];
+function statusText() {
+  const p = document.getElementById('live-status');
+  return p ? p.textContent : '';
+}
+let shown = statusText();
+new MutationObserver(function () {
+  const text = statusText();
+  if (text !== shown) window.lwStatus.push({text: text, at: performance.now()});
+  shown = text;
+}).observe(document.getElementById('charts'), {childList: true, subtree: true,
+                                               characterData: true});
+"""
+# The page's history reads as the browser saw them: path, status, start and end times.
+HISTORY_READS = """
+return performance.getEntriesByType('resource')
+  .filter(e => new URL(e.name).pathname === '/api/v1/history')
+  .map(e => {const u = new URL(e.name);
+             return [u.pathname + u.search, e.responseStatus, e.startTime, e.responseEnd];});
+"""
 
 
 class LivePage(unittest.TestCase):
@@ -337,6 +445,75 @@ class LivePage(unittest.TestCase):
         shot(d, "live_phase")
         post_json(self.lw.url + "/api/v1/runs/current/stop", {})
         self.check_clean(d, self.lw.url)
+
+
+    def test_busy_history_retried_then_shown(self):
+        """A history read answered 503 is asked again after its Retry-After, up to 3 tries;
+        the retried answer is drawn, and only a third 503 shows the failure, which goes once
+        an update succeeds again."""
+        proxy = BusyProxy(self.lw.port)
+        self.addCleanup(proxy.stop)
+        d = self.open(1280, 800, url=proxy.url + "/")
+        d.execute_script(WATCH_STATUS)
+        d.execute_script("performance.setResourceTimingBufferSize(1000); "
+                         "performance.clearResourceTimings()")
+
+        def browser_reads(path):
+            """The browser's reads of `path` from its first 503 on (the same path may have been
+            read before, when no new sample had been taken)."""
+            seen = [r for r in d.execute_script(HISTORY_READS) if r[0] == path]
+            return seen[[r[1] for r in seen].index(503):]
+
+        def after(waits, reads_after):
+            """Refuses the next read len(waits) times; returns the proxy's log from the first
+            refusal on, once it holds `reads_after` reads after the refusals."""
+            start = len(proxy.reads())
+            proxy.refuse(waits)
+
+            def settled():
+                log = proxy.reads()[start:]
+                refused = [i for i, r in enumerate(log) if r[2] == 503]
+                log = log[refused[0]:] if refused else []
+                return log if len(log) >= len(waits) + reads_after else None
+            return lwtest.eventually(settled, 10, what="%d refusals and %d reads after"
+                                     % (len(waits), reads_after))
+
+        # Two refusals: the third try is answered and drawn, and no failure is shown.
+        log = after([2, 1], 2)
+        path = log[0][1]
+        self.assertEqual([(r[1], r[2]) for r in log[:3]], [(path, 503), (path, 503), (path, 200)],
+                         "the same read, asked three times")
+        self.assertGreaterEqual(log[1][0] - log[0][0], 1.95, "Retry-After: 2 not waited")
+        self.assertGreaterEqual(log[2][0] - log[1][0], 0.95, "Retry-After: 1 not waited")
+        self.assertLess(log[2][0] - log[1][0], 1.9, "a fixed wait, not Retry-After: 1")
+        newest = log[2][3]
+        self.assertIsNotNone(newest, "the retried answer held no new point")
+        # The page took the retried answer's points: its next read asks for what follows them.
+        self.assertIn("&since=%s&" % json.dumps(newest), log[3][1])
+        seen = browser_reads(path)
+        self.assertEqual([r[1] for r in seen], [503, 503, 200], "what the browser got")
+        self.assertEqual(d.execute_script("return window.lwStatus"), [], "a failure was shown")
+
+        # Three refusals exhaust the tries: the failure is shown, and goes with the next read.
+        d.execute_script("window.lwStatus = []; performance.clearResourceTimings()")
+        log = after([1, 1, 1], 1)
+        path = log[0][1]
+        self.assertEqual([(r[1], r[2]) for r in log[:4]], [(path, 503)] * 3 + [(path, 200)])
+        shown = lwtest.eventually(lambda: d.execute_script("return window.lwStatus")[1:], 5,
+                                  what="the failure shown, then gone")
+        failure = d.execute_script("return window.lwStatus")[0]
+        self.assertEqual(failure["text"], "Update failed (%s: HTTP 503); retrying." % path)
+        self.assertEqual(shown[0]["text"], "", "the failure line stayed after a good update")
+        seen = browser_reads(path)
+        self.assertEqual([r[1] for r in seen if r[3] <= failure["at"]], [503] * 3,
+                         "the failure shown before the third refusal")
+        self.assertEqual([r[1] for r in seen if r[2] >= failure["at"]], [200],
+                         "the next update's read")
+        self.check_drawn(d)
+        shot(d, "live_busy_retried")
+        severe = [e["message"] for e in d.get_log("browser") if e["level"] == "SEVERE"]
+        self.assertEqual([m for m in severe if "status of 503" not in m], [], "console errors")
+        self.assertEqual(len(severe), 5, "one console line per refused read: %s" % severe)
 
 
 class LivePageTlsAuth(unittest.TestCase):

@@ -265,7 +265,7 @@
     });
   }
 
-  function status(text) {
+  function failed(text) {
     let p = document.getElementById("live-status");
     if (!p) {
       p = document.createElement("p");
@@ -273,13 +273,21 @@
       chartsEl.insertBefore(p, chartsEl.firstChild);
     }
     p.textContent = text;
+    p.dataset.failed = "1";
+  }
+
+  // The failure line says "retrying": it goes once a retry has worked, or it would stay until
+  // the list of series changed.
+  function recovered() {
+    const p = document.getElementById("live-status");
+    if (p && p.dataset.failed) p.remove();
   }
 
   function tick() {
     const started = Date.now();
     const steps = (Date.now() - listedAt > RELIST_MS ? relist() : Promise.resolve())
       .then(function () { return Promise.all([update(), updateRun()]); });
-    steps.catch(function (e) { status("Update failed (" + e.message + "); retrying."); })
+    steps.then(recovered, function (e) { failed("Update failed (" + e.message + "); retrying."); })
       .then(function () {
         charts.forEach(function (c) { c.plot.redraw(false, false); });
         setTimeout(tick, Math.max(0, intervalMs - (Date.now() - started)));
