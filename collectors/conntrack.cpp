@@ -1,5 +1,8 @@
 #include "collectors/conntrack.h"
 
+#include <string>
+
+#include "collectors/host_file.h"
 #include "procfs/conntrack.h"
 
 namespace loadwatch {
@@ -11,15 +14,21 @@ class ConntrackCollector final : public Collector {
   void collect(SampleContext& ctx, MetricSink& out) override {
     // Metric names follow node_exporter's conntrack collector (node_nf_conntrack_entries,
     // node_nf_conntrack_entries_limit).
-    const auto fill = read_conntrack(ctx.proc);
-    if (!fill) return;
+    // Either file missing: nf_conntrack is not loaded, no data.
+    if (count_.read(ctx.proc, count_text_) != 0 || max_.read(ctx.proc, max_text_) != 0) return;
+    const ConntrackFill fill = parse_conntrack(ctx.proc, count_text_, max_text_);
     out.gauge("loadwatch_nf_conntrack_entries",
               "Connection-tracking entries in use (sys/net/netfilter/nf_conntrack_count).", {},
-              fill->entries);
+              fill.entries);
     out.gauge("loadwatch_nf_conntrack_entries_limit",
               "Size limit of the connection-tracking table (net.netfilter.nf_conntrack_max).", {},
-              fill->limit);
+              fill.limit);
   }
+
+ private:
+  HostFile count_{std::string(kConntrackCountFile)};
+  HostFile max_{std::string(kConntrackMaxFile)};
+  std::string count_text_, max_text_;
 };
 
 }  // namespace

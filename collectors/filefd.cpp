@@ -1,5 +1,6 @@
 #include "collectors/filefd.h"
 
+#include "collectors/host_file.h"
 #include "procfs/file_nr.h"
 #include "procfs/tokenizer.h"
 
@@ -12,7 +13,7 @@ namespace {
 class FilefdCollector final : public Collector {
  public:
   void collect(SampleContext& ctx, MetricSink& out) override {
-    const FileNr f = read_and_parse(ctx.proc, "sys/fs/file-nr", parse_file_nr);
+    const FileNr f = file_.read_and_parse(ctx.proc, parse_file_nr);
     out.gauge("loadwatch_filefd_allocated",
               "File handles allocated system-wide (procfs sys/fs/file-nr, first field).", {},
               static_cast<double>(f.allocated));
@@ -20,6 +21,9 @@ class FilefdCollector final : public Collector {
               "Maximum number of file handles, fs.file-max (procfs sys/fs/file-nr, third field).",
               {}, static_cast<double>(f.maximum));
   }
+
+ private:
+  HostFile file_{"sys/fs/file-nr"};
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "collectors/loadavg.h"
 
+#include "collectors/host_file.h"
 #include "procfs/loadavg.h"
 #include "procfs/tokenizer.h"
 
@@ -12,11 +13,14 @@ namespace {
 class LoadavgCollector final : public Collector {
  public:
   void collect(SampleContext& ctx, MetricSink& out) override {
-    const LoadAvg l = read_and_parse(ctx.proc, "loadavg", parse_loadavg);
+    const LoadAvg l = file_.read_and_parse(ctx.proc, parse_loadavg);
     out.gauge("loadwatch_load1", "1 minute load average (procfs loadavg).", {}, l.load1);
     out.gauge("loadwatch_load5", "5 minute load average (procfs loadavg).", {}, l.load5);
     out.gauge("loadwatch_load15", "15 minute load average (procfs loadavg).", {}, l.load15);
   }
+
+ private:
+  HostFile file_{"loadavg"};
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "collectors/meminfo.h"
 
+#include "collectors/host_file.h"
 #include "procfs/meminfo.h"
 #include "procfs/tokenizer.h"
 
@@ -12,7 +13,7 @@ namespace {
 class MeminfoCollector final : public Collector {
  public:
   void collect(SampleContext& ctx, MetricSink& out) override {
-    const MemInfo m = read_and_parse(ctx.proc, "meminfo", parse_meminfo);
+    const MemInfo m = file_.read_and_parse(ctx.proc, parse_meminfo);
     out.gauge("loadwatch_memory_total_bytes", "Usable RAM in bytes (procfs meminfo MemTotal).", {},
               static_cast<double>(m.total_bytes));
     // MemAvailable exists since Linux 3.14; older kernels get no series rather than a guess.
@@ -33,6 +34,9 @@ class MeminfoCollector final : public Collector {
                 static_cast<double>(*m.swap_free_bytes));
     }
   }
+
+ private:
+  HostFile file_{"meminfo"};
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "collectors/netdev.h"
 
+#include "collectors/host_file.h"
 #include "procfs/netdev.h"
 #include "procfs/tokenizer.h"
 
@@ -12,7 +13,7 @@ namespace {
 class NetdevCollector final : public Collector {
  public:
   void collect(SampleContext& ctx, MetricSink& out) override {
-    for (const auto& d : read_and_parse(ctx.proc, "net/dev", parse_netdev)) {
+    for (const auto& d : file_.read_and_parse(ctx.proc, parse_netdev)) {
       auto c = [&](const char* name, const char* help, std::uint64_t v) {
         out.counter(name, help, {{"device", d.device}}, static_cast<double>(v));
       };
@@ -30,6 +31,9 @@ class NetdevCollector final : public Collector {
         d.tx_errors);
     }
   }
+
+ private:
+  HostFile file_{"net/dev"};
 };
 
 }  // namespace

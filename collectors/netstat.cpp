@@ -1,5 +1,6 @@
 #include "collectors/netstat.h"
 
+#include "collectors/host_file.h"
 #include "procfs/netstat.h"
 #include "procfs/tokenizer.h"
 
@@ -46,8 +47,8 @@ constexpr CounterDef kCounters[] = {
 class NetstatCollector final : public Collector {
  public:
   void collect(SampleContext& ctx, MetricSink& out) override {
-    auto values = read_and_parse(ctx.proc, "net/netstat", parse_netstat);
-    for (auto& [k, v] : read_and_parse(ctx.proc, "net/snmp", parse_netstat)) values[k] = v;
+    auto values = netstat_.read_and_parse(ctx.proc, parse_netstat);
+    for (auto& [k, v] : snmp_.read_and_parse(ctx.proc, parse_netstat)) values[k] = v;
     for (const auto& c : kCounters) {
       auto it = values.find(c.key);
       // An older kernel without the counter: no series rather than a fake 0.
@@ -55,6 +56,10 @@ class NetstatCollector final : public Collector {
       out.counter(c.metric, c.help, {}, static_cast<double>(it->second));
     }
   }
+
+ private:
+  HostFile netstat_{"net/netstat"};
+  HostFile snmp_{"net/snmp"};
 };
 
 }  // namespace

@@ -1,9 +1,11 @@
 #include "collectors/pressure.h"
 
 #include <cerrno>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 
+#include "collectors/host_file.h"
 #include "procfs/pressure.h"
 
 namespace loadwatch {
@@ -31,9 +33,10 @@ constexpr Resource kResources[] = {
 class PressureCollector final : public Collector {
  public:
   void collect(SampleContext& ctx, MetricSink& out) override {
-    for (const Resource& r : kResources) {
-      const std::string rel = std::string("pressure/") + r.file;
-      int err = ctx.proc.read(rel, text_);
+    for (std::size_t i = 0; i < std::size(kResources); ++i) {
+      const Resource& r = kResources[i];
+      const std::string& rel = files_[i].relative();
+      int err = files_[i].read(ctx.proc, text_);
       // No PSI in this kernel (ENOENT), or booted with psi=0 (EOPNOTSUPP): no data.
       if (err == ENOENT || err == EOPNOTSUPP) continue;
       if (err != 0)
@@ -58,6 +61,9 @@ class PressureCollector final : public Collector {
   }
 
  private:
+  // In kResources' order.
+  HostFile files_[std::size(kResources)] = {HostFile("pressure/cpu"), HostFile("pressure/memory"),
+                                            HostFile("pressure/io")};
   std::string text_;  // reused: three small reads a sample, no allocation after the first
 };
 

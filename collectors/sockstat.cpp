@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "collectors/host_file.h"
 #include "procfs/sockstat.h"
 #include "procfs/tokenizer.h"
 
@@ -16,13 +17,12 @@ namespace {
 class SockstatCollector final : public Collector {
  public:
   void collect(SampleContext& ctx, MetricSink& out) override {
-    const SockstatTcp s = read_and_parse(ctx.proc, "net/sockstat", parse_sockstat);
+    const SockstatTcp s = sockstat_.read_and_parse(ctx.proc, parse_sockstat);
     std::uint64_t inuse = s.inuse;
-    std::string text6;
     // sockstat6 is absent when IPv6 is disabled: then there is no IPv6 part to add.
-    if (ctx.proc.read("net/sockstat6", text6) == 0) {
+    if (sockstat6_.read(ctx.proc, text6_) == 0) {
       try {
-        inuse += parse_sockstat6_tcp_inuse(text6).value_or(0);
+        inuse += parse_sockstat6_tcp_inuse(text6_).value_or(0);
       } catch (const std::runtime_error& e) {
         throw std::runtime_error(ctx.proc.path("net/sockstat6") + ": " + e.what());
       }
@@ -46,6 +46,9 @@ class SockstatCollector final : public Collector {
 
  private:
   long page_size_ = ::sysconf(_SC_PAGESIZE);
+  HostFile sockstat_{"net/sockstat"};
+  HostFile sockstat6_{"net/sockstat6"};
+  std::string text6_;
 };
 
 }  // namespace

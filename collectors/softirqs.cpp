@@ -1,5 +1,6 @@
 #include "collectors/softirqs.h"
 
+#include "collectors/host_file.h"
 #include "procfs/softirqs.h"
 #include "procfs/tokenizer.h"
 
@@ -12,12 +13,15 @@ namespace {
 class SoftirqsCollector final : public Collector {
  public:
   void collect(SampleContext& ctx, MetricSink& out) override {
-    for (const SoftirqCount& row : read_and_parse(ctx.proc, "softirqs", parse_softirqs)) {
+    for (const SoftirqCount& row : file_.read_and_parse(ctx.proc, parse_softirqs)) {
       out.counter("loadwatch_softirqs_total",
                   "Softirqs handled since boot, by type, summed over CPUs (procfs softirqs).",
                   {{"type", row.type}}, static_cast<double>(row.total));
     }
   }
+
+ private:
+  HostFile file_{"softirqs"};
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "collectors/host_file.h"
 #include "procfs/stat.h"
 #include "procfs/tokenizer.h"
 
@@ -26,7 +27,7 @@ class StatCollector final : public Collector {
         jump_back_ticks_(static_cast<std::uint64_t>(kJumpBackSeconds * ticks_per_second)) {}
 
   void collect(SampleContext& ctx, MetricSink& out) override {
-    const ProcStat st = read_and_parse(ctx.proc, "stat", parse_stat);
+    const ProcStat st = file_.read_and_parse(ctx.proc, parse_stat);
 
     std::map<std::uint32_t, Ticks> seen;
     for (const CpuTicks& c : st.cpus) {
@@ -87,6 +88,7 @@ class StatCollector final : public Collector {
   double hz_;
   std::uint64_t jump_back_ticks_;
   std::map<std::uint32_t, Ticks> last_;  // last exported ticks per CPU
+  HostFile file_{"stat"};
 };
 
 }  // namespace

@@ -2,7 +2,10 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "collectors/host_file.h"
 #include "procfs/sysctl.h"
 
 namespace loadwatch {
@@ -11,11 +14,19 @@ namespace {
 
 class SysctlCollector final : public Collector {
  public:
-  void collect(SampleContext& ctx, MetricSink& out) override {
+  SysctlCollector() {
     for (std::string_view name : kExportedSysctls) {
       std::string rel = "sys/";
       for (char c : name) rel += c == '.' ? '/' : c;
-      if (ctx.proc.read(rel, buf_) != 0) continue;
+      files_.emplace_back(std::move(rel));
+    }
+  }
+
+  void collect(SampleContext& ctx, MetricSink& out) override {
+    for (std::size_t i = 0; i < files_.size(); ++i) {
+      const std::string_view name = kExportedSysctls[i];
+      const std::string& rel = files_[i].relative();
+      if (files_[i].read(ctx.proc, buf_) != 0) continue;
       double v = 0;
       try {
         v = parse_sysctl_number(buf_);
@@ -28,6 +39,7 @@ class SysctlCollector final : public Collector {
   }
 
  private:
+  std::vector<HostFile> files_;  // in kExportedSysctls' order
   std::string buf_;
 };
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <tuple>
 
+#include "collectors/host_file.h"
 #include "collectors/tcp_ephemeral_use.h"
 #include "collectors/tcp_listen_top.h"
 #include "collectors/tcp_tally.h"
@@ -187,7 +188,7 @@ class TcpCollector final : public Collector {
     eph_lo_ = 1;
     eph_hi_ = 0;
     eph_known_ = false;
-    if (ctx.proc.read("sys/net/ipv4/ip_local_port_range", buf_) == 0) {
+    if (port_range_file_.read(ctx.proc, buf_) == 0) {
       std::tie(eph_lo_, eph_hi_) = parse_port_range(buf_);
       eph_hi_ = std::min<std::uint32_t>(eph_hi_, 65535);
       eph_known_ = true;
@@ -292,7 +293,7 @@ class TcpCollector final : public Collector {
   /// dump walks the small listening hash, not the established one: ~0.01 ms) are fresh;
   /// the other figures are those of the last walk. False when sockstat is unreadable.
   bool refresh_between_walks(SampleContext& ctx) {
-    if (ctx.proc.read("net/sockstat", buf_) != 0) return false;
+    if (sockstat_file_.read(ctx.proc, buf_) != 0) return false;
     const SockstatTcp sockstat = parse_sockstat(buf_);
     listeners_.clear();
     struct Listeners final : TcpSocketVisitor {
@@ -378,7 +379,7 @@ class TcpCollector final : public Collector {
   /// for them) or, `with_timewait`, only counted toward the ephemeral use (tw_use_).
   TimewaitCount read_netlink(SampleContext& ctx, bool with_timewait) {
     std::optional<SockstatTcp> sockstat;
-    if (ctx.proc.read("net/sockstat", buf_) == 0) sockstat = parse_sockstat(buf_);
+    if (sockstat_file_.read(ctx.proc, buf_) == 0) sockstat = parse_sockstat(buf_);
     const bool mask = sockstat && !with_timewait;
     const std::uint32_t states =
         mask ? kAllTcpStates & ~tcp_state_bit(kTcpTimeWait) : kAllTcpStates;
@@ -614,6 +615,8 @@ class TcpCollector final : public Collector {
   SocketOwners owners_;
   std::vector<std::uint16_t> filter_ports_;
   std::vector<std::uint8_t> bytecode_;
+  HostFile sockstat_file_{"net/sockstat"};
+  HostFile port_range_file_{"sys/net/ipv4/ip_local_port_range"};
   std::string buf_;
 };
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "collectors/host_file.h"
 #include "process/process_handle.h"
 #include "procfs/proc_pid_stat.h"
 #include "procfs/stat.h"
@@ -61,7 +62,7 @@ class TopCpuCollector final : public Collector {
     std::string text;
     std::uint64_t busy = 0, total = 0;
     try {
-      if (ctx.proc.read("stat", text) != 0) return true;
+      if (stat_file_.read(ctx.proc, text) != 0) return true;
       for (const auto& cpu : parse_stat(text).cpus) {
         for (std::size_t i = 0; i < cpu.modes; ++i) {
           total += cpu.ticks[i];
@@ -165,6 +166,7 @@ class TopCpuCollector final : public Collector {
   double last_ = 0;
   double clk_tck_ = 100;
   std::uint64_t stat_busy_ = 0, stat_total_ = 0;  // /proc/stat's ticks at the last check
+  HostFile stat_file_{"stat"};
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "collectors/vmstat.h"
 
+#include "collectors/host_file.h"
 #include "procfs/tokenizer.h"
 #include "procfs/vmstat.h"
 
@@ -12,7 +13,7 @@ namespace {
 class VmstatCollector final : public Collector {
  public:
   void collect(SampleContext& ctx, MetricSink& out) override {
-    const VmSwapCounters c = read_and_parse(ctx.proc, "vmstat", parse_vmstat_swap);
+    const VmSwapCounters c = file_.read_and_parse(ctx.proc, parse_vmstat_swap);
     if (c.pswpin) {
       out.counter("loadwatch_swap_in_pages_total",
                   "Pages read in from swap space since boot (procfs vmstat pswpin).", {},
@@ -24,6 +25,9 @@ class VmstatCollector final : public Collector {
                   static_cast<double>(*c.pswpout));
     }
   }
+
+ private:
+  HostFile file_{"vmstat"};
 };
 
 }  // namespace
