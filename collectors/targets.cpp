@@ -15,6 +15,7 @@
 #include "process/cgroup_membership.h"
 #include "process/process_registry.h"
 #include "process/process_tree.h"
+#include "process/run_clock.h"
 #include "process/target_group.h"
 #include "process/target_resolver.h"
 #include "procfs/cpu_limit.h"
@@ -90,6 +91,8 @@ class TargetsCollector final : public Collector {
   void collect(SampleContext& ctx, MetricSink& out) override {
     ProcessRegistry& reg = *registry_;
     reg.begin_sample();
+    RunClock& clock = RunClock::shared();
+    clock.tick();
     const bool scan = std::any_of(targets_.begin(), targets_.end(),
                                   [](const auto& t) { return t->resolver->scans_processes(); });
     if (scan) reg.refresh_listing(true);
@@ -131,7 +134,11 @@ class TargetsCollector final : public Collector {
           state.pids.push_back(pid);
           live_records_.push_back(rec);
           state.fd_counts.push_back(rec->open_fds ? static_cast<long long>(*rec->open_fds) : -1);
-          if (rec->quiet_gen == reg.generation()) state.quiet.push_back(pid);
+          if (rec->quiet_gen == reg.generation()) {
+            state.quiet.push_back(pid);
+          } else {
+            clock.ran(pid);  // the socket owners' walks may be samples apart
+          }
         }
       }
       t.group.update(sample);
