@@ -28,6 +28,9 @@ namespace loadwatch {
 class SocketOwners {
  public:
   static constexpr std::size_t kMaxDirFds = 256;
+  /// Past kMaxDirFds, a process with at least this many fds (and 4 times those of the one
+  /// giving it up) takes a kept directory fd over.
+  static constexpr std::size_t kDirFdMinFds = 64;
   static constexpr unsigned kVerifySlices = 32;
   /// A process that did not run cannot change its fd table, unless it shares it with another
   /// process (clone(CLONE_FILES) without CLONE_THREAD): while it stays quiet, its cache is
@@ -101,6 +104,7 @@ class SocketOwners {
   bool is_alive(std::uint64_t inode) const;
   bool ran_since_update(const std::vector<pid_t>& quiet, pid_t pid) const;
   void close_dirfd(Proc& p);
+  void give_dirfd_to_the_largest(const FsRoot& proc);
 
   std::unordered_map<pid_t, Proc> procs_;
   std::vector<std::uint64_t> alive_;  // this sample's dump (sorted)

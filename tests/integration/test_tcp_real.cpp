@@ -759,6 +759,61 @@ TEST_CASE("socket owner cache: a new socket nobody holds re-reads the plain file
   CHECK(got == alive);  // the stranger is nobody's
 }
 
+TEST_CASE("socket owner cache: past the dirfd cap, the process with many fds keeps one",
+          "[tcp][real][owners]") {
+  // kMaxDirFds sleepers with a few fds take every kept /proc/PID/fd fd; a holder of 300 fds,
+  // listed last, then takes one over. The truth: this process's own fds in /proc.
+  std::vector<pid_t> kids;
+  auto spawn = [&](int extra_fds) {
+    int ready[2];
+    REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      for (int i = 0; i < extra_fds; ++i) ::open("/dev/null", O_RDONLY);
+      if (::write(ready[1], "x", 1) != 1) _exit(1);
+      for (;;) ::pause();
+    }
+    ::close(ready[1]);
+    char x = 0;
+    REQUIRE(::read(ready[0], &x, 1) == 1);
+    ::close(ready[0]);
+    kids.push_back(pid);
+  };
+  for (std::size_t i = 0; i < SocketOwners::kMaxDirFds; ++i) spawn(0);
+  spawn(300);
+  const pid_t holder = kids.back();
+  const auto kept_dirfd_of = [](pid_t pid) {
+    const std::string want = "/proc/" + std::to_string(pid) + "/fd";
+    bool found = false;
+    DIR* d = ::opendir("/proc/self/fd");
+    REQUIRE(d != nullptr);
+    while (const dirent* e = ::readdir(d)) {
+      char link[128];
+      const ssize_t n = ::readlinkat(::dirfd(d), e->d_name, link, sizeof link);
+      found = found || (n > 0 && std::string_view(link, static_cast<std::size_t>(n)) == want);
+    }
+    ::closedir(d);
+    return found;
+  };
+  {
+    FdBudget budget(4096);
+    SocketOwners owners(budget);
+    FsRoot proc("/proc");
+    owners.update(proc, kids, {});
+    CHECK(kept_dirfd_of(kids.front()));
+    CHECK(kept_dirfd_of(holder));  // moved over at the end of the first walk
+    CHECK(budget.used() == static_cast<long>(SocketOwners::kMaxDirFds));
+    owners.update(proc, kids, {});
+    CHECK(kept_dirfd_of(holder));
+  }
+  for (pid_t pid : kids) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+}
+
 TEST_CASE("socket owner cache where the kernel gives no fd count (Linux < 6.2)",
           "[tcp][real][owners]") {
   // The targets collector's count of this sample spares the listing while it matches the
