@@ -6,9 +6,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string_view>
+#include <utility>
 
+#include "process/cgroup_membership.h"
 #include "process/process_registry.h"
 #include "process/process_tree.h"
+#include "process/run_clock.h"
 #include "process/target_group.h"
 #include "process/target_resolver.h"
 #include "procfs/cpu_limit.h"
@@ -40,13 +47,10 @@ struct Target {
   TargetGroup group;
   DescendantCache descendants;
   std::uint64_t partial_reads = 0;
-  // The cores the group may use (affinity, cgroup quota), re-read every kCpuLimitSamples
-  // samples (every sample while unknown, and when the first member is another process: a
-  // restarted target may run under another quota): a few files per member, and limits change
-  // rarely.
+  // The cores the group may use (affinity, cgroup quota): the largest of its live members'
+  // limits, each re-read every kCpuLimitSamples samples (a few files, and limits change
+  // rarely), at once for a new member (a restarted target may run under another quota).
   std::optional<double> cpu_limit;
-  std::uint32_t cpu_limit_age = 0;
-  pid_t cpu_limit_first = 0;
   // The highest nice value over the live members (the least favoured): niced work elsewhere
   // on the host yields CPU to the group only while the group itself does not run niced.
   std::optional<std::int64_t> nice;
@@ -59,6 +63,7 @@ class TargetsCollector final : public Collector {
   explicit TargetsCollector(const CollectorEnv& env) : sys_(env.sys) {
     raise_nofile_limit();
     registry_ = std::make_unique<ProcessRegistry>(env.proc);
+    membership_ = std::make_unique<CgroupMembership>(env.proc, env.sys);
     for (const TargetConfig& tc : env.config.targets) targets_.push_back(make_target(tc));
   }
 
@@ -74,15 +79,20 @@ class TargetsCollector final : public Collector {
       }
     }
     targets_ = std::move(next);
+    const bool roots_moved =
+        env.proc.root() != registry_->proc().root() || env.sys.root() != sys_.root();
     sys_ = env.sys;
     if (env.proc.root() != registry_->proc().root()) {
       registry_ = std::make_unique<ProcessRegistry>(env.proc);
     }
+    if (roots_moved) membership_ = std::make_unique<CgroupMembership>(env.proc, env.sys);
   }
 
   void collect(SampleContext& ctx, MetricSink& out) override {
     ProcessRegistry& reg = *registry_;
     reg.begin_sample();
+    RunClock& clock = RunClock::shared();
+    clock.tick();
     const bool scan = std::any_of(targets_.begin(), targets_.end(),
                                   [](const auto& t) { return t->resolver->scans_processes(); });
     if (scan) reg.refresh_listing(true);
@@ -124,7 +134,11 @@ class TargetsCollector final : public Collector {
           state.pids.push_back(pid);
           live_records_.push_back(rec);
           state.fd_counts.push_back(rec->open_fds ? static_cast<long long>(*rec->open_fds) : -1);
-          if (rec->quiet_gen == reg.generation()) state.quiet.push_back(pid);
+          if (rec->quiet_gen == reg.generation()) {
+            state.quiet.push_back(pid);
+          } else {
+            clock.ran(pid);  // the socket owners' walks may be samples apart
+          }
         }
       }
       t.group.update(sample);
@@ -146,29 +160,89 @@ class TargetsCollector final : public Collector {
   }
 
   /// The largest limit over the live members: the group is only saturated when none of them
-  /// has room left. Members gone since they were listed are skipped. The cgroup texts read
-  /// go to `state` for the throttling collector, which then need not read them again.
+  /// has room left. Each member's limit is refreshed every kCpuLimitSamples samples, at once
+  /// when new, and spread by cgroup: members sharing a cgroup text are refreshed in the same
+  /// sample, so that one listing of the cgroup confirms them all and its quota is read once.
+  /// The cgroup texts refreshed go to `state` for the throttling collector, which then need
+  /// not read them again.
   void refresh_cpu_limit(Target& t, TargetState& state) {
-    const std::vector<pid_t>& live = state.pids;
-    pid_t first = live.empty() ? 0 : live.front();
-    if (t.cpu_limit && first == t.cpu_limit_first && ++t.cpu_limit_age < kCpuLimitSamples) return;
-    t.cpu_limit_first = first;
-    t.cpu_limit_age = 0;
-    t.cpu_limit.reset();
-    quota_cache_.clear();
-    state.cgroups.resize(live.size());
-    for (std::size_t i = 0; i < live.size(); ++i) {
-      // Through the member's kept fd: the file is read for every member at each refresh. Into
-      // a kept buffer (a read reserves 4 KiB), then copied at its size: the texts go on to
-      // the throttling collector with the sample.
-      const bool read =
-          live_records_[i]->handle.read(ProcessHandle::kCgroup, cgroup_buf_) == ReadResult::Ok;
-      state.cgroups[i].assign(read ? std::string_view(cgroup_buf_) : std::string_view());
-      if (auto limit = process_cpu_limit_of_text(registry_->proc(), sys_, live[i],
-                                                 read ? &cgroup_buf_ : nullptr, &quota_cache_)) {
-        t.cpu_limit = std::max(t.cpu_limit.value_or(0), *limit);
+    const std::uint32_t gen = registry_->generation();
+    if (gen != limit_gen_) {  // quotas are read afresh in each sample that needs them
+      limit_gen_ = gen;
+      quota_cache_.clear();
+      membership_->begin_sample();
+    }
+    due_.clear();
+    for (std::size_t i = 0; i < live_records_.size(); ++i) {
+      const ProcessRecord& rec = *live_records_[i];
+      if (rec.cpu_limit_gen == gen || rec.cpu_limit_gen == 0 || !rec.cpu_limit ||
+          gen - rec.cpu_limit_gen >= kCpuLimitSamples ||
+          (gen + rec.cpu_limit_phase) % kCpuLimitSamples == 0) {
+        due_.push_back(i);
       }
     }
+    // How many due members share each text a listing can confirm: a long listing is read
+    // only when enough of them ask.
+    shares_.clear();
+    for (std::size_t i : due_) {
+      const ProcessRecord& rec = *live_records_[i];
+      if (rec.cpu_limit_gen == gen || !rec.cgroup_checkable) continue;
+      auto it = std::find_if(shares_.begin(), shares_.end(),
+                             [&](const auto& s) { return s.first == rec.cgroup_text.get(); });
+      if (it == shares_.end()) {
+        shares_.emplace_back(rec.cgroup_text.get(), 1);
+      } else {
+        ++it->second;
+      }
+    }
+    state.cgroups.clear();
+    for (std::size_t i : due_) {
+      ProcessRecord& rec = *live_records_[i];
+      if (rec.cpu_limit_gen != gen) refresh_member_limit(rec, gen);
+      state.cgroups.emplace_back(rec.pid(), rec.cgroup_text ? *rec.cgroup_text : std::string());
+    }
+    t.cpu_limit.reset();
+    for (const ProcessRecord* rec : live_records_) {
+      if (rec->cpu_limit) t.cpu_limit = std::max(t.cpu_limit.value_or(0), *rec->cpu_limit);
+    }
+  }
+
+  void refresh_member_limit(ProcessRecord& rec, std::uint32_t gen) {
+    std::size_t sharing = 0;
+    for (const auto& [text, n] : shares_) {
+      if (text == rec.cgroup_text.get()) sharing = n;
+    }
+    // Still listed in its cgroups: the text stands. Otherwise (moved, a listing not read or
+    // not worth reading, a text no listing can confirm) the member's own file, through its
+    // kept fd, into a kept buffer (a read reserves 4 KiB).
+    const bool confirmed = rec.cgroup_text && rec.cgroup_checkable &&
+                           membership_->listed(*rec.cgroup_text, rec.pid(), sharing);
+    if (!confirmed) {
+      const bool read = rec.handle.read(ProcessHandle::kCgroup, cgroup_buf_) == ReadResult::Ok;
+      rec.cgroup_text = read ? intern(cgroup_buf_) : nullptr;
+      rec.cgroup_checkable = read && membership_->checkable(cgroup_buf_);
+      const std::size_t phase =
+          read ? std::hash<std::string>{}(cgroup_buf_) : static_cast<std::size_t>(rec.pid());
+      rec.cpu_limit_phase = static_cast<std::uint32_t>(phase % kCpuLimitSamples);
+    }
+    rec.cpu_limit = process_cpu_limit_of_text(registry_->proc(), sys_, rec.pid(),
+                                              rec.cgroup_text.get(), &quota_cache_);
+    rec.cpu_limit_gen = gen;
+  }
+
+  /// One copy of each cgroup text, shared by the members that have it (they mostly share
+  /// one); texts no member holds any more are dropped now and then.
+  std::shared_ptr<const std::string> intern(const std::string& text) {
+    auto it = texts_.find(text);
+    if (it != texts_.end()) {
+      if (auto kept = it->second.lock()) return kept;
+    }
+    if (texts_.size() > kMaxTextsBeforePrune) {
+      std::erase_if(texts_, [](const auto& kv) { return kv.second.expired(); });
+    }
+    auto shared = std::make_shared<const std::string>(text);
+    texts_.insert_or_assign(text, shared);
+    return shared;
   }
 
   MemberSample member_sample(const ProcessRecord& rec) const {
@@ -299,7 +373,13 @@ class TargetsCollector final : public Collector {
   std::vector<pid_t> members_;
   std::vector<ProcessRecord*> live_records_;  // this sample's, parallel to TargetState::pids
   std::string cgroup_buf_;
-  CgroupQuotaCache quota_cache_;
+  CgroupQuotaCache quota_cache_;  // this sample's
+  std::uint32_t limit_gen_ = 0;   // sample quota_cache_ is for
+  std::unique_ptr<CgroupMembership> membership_;
+  static constexpr std::size_t kMaxTextsBeforePrune = 256;
+  std::map<std::string, std::weak_ptr<const std::string>, std::less<>> texts_;
+  std::vector<std::size_t> due_;  // refresh_cpu_limit's, indices into live_records_
+  std::vector<std::pair<const std::string*, std::size_t>> shares_;
 };
 
 }  // namespace

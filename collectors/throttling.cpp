@@ -2,7 +2,7 @@
 // limit finds it) is looked up once and kept for kRefreshSamples samples; every sample then
 // reads only one cpu.stat per distinct cgroup of the target, usually one file. The lookups
 // take the /proc/PID/cgroup texts the targets collector's CPU limit read in the same sample
-// when there are some (every kRefreshSamples), so that each file is read once.
+// (each member's every kRefreshSamples), so that each file is read once.
 #include "collectors/throttling.h"
 
 #include <map>
@@ -37,23 +37,22 @@ class ThrottlingCollector final : public Collector {
     }
     std::map<pid_t, Binding> live;
     for (const TargetState& t : ctx.targets) {
-      // The CPU limit re-read the members' cgroups this sample: bind them all from its texts
-      // (the quota walk again once per distinct text) instead of reading the files again.
-      const bool fresh = !t.cgroups.empty() && t.cgroups.size() == t.pids.size();
-      if (fresh && walked_gen_ != gen_) {
+      // The CPU limit re-read some members' cgroups this sample: bind them from its texts (the
+      // quota walk again once per distinct text) instead of reading the files again.
+      if (!t.cgroups.empty() && walked_gen_ != gen_) {
         by_cgroups_.clear();
         walked_gen_ = gen_;
       }
       std::set<std::string> dirs;
-      for (std::size_t i = 0; i < t.pids.size(); ++i) {
-        const pid_t pid = t.pids[i];
+      auto text = t.cgroups.begin();  // in the order of t.pids
+      for (const pid_t pid : t.pids) {
         auto it = binding_.find(pid);
-        if (fresh) {
-          Binding b{t.cgroups[i].empty() ? std::nullopt : bind(t.cgroups[i]), gen_};
+        if (text != t.cgroups.end() && text->first == pid) {
+          Binding b{text->second.empty() ? std::nullopt : bind(text->second), gen_};
           it = binding_.insert_or_assign(pid, std::move(b)).first;
+          ++text;
         } else if (it == binding_.end() || gen_ - it->second.gen >= kRefreshSamples) {
-          // A member new since the CPU limit's last refresh, or of a target whose limit was
-          // not refreshed: its own file, re-read on the same cadence.
+          // A member the CPU limit did not refresh: its own file, re-read on the same cadence.
           it = binding_.insert_or_assign(pid, Binding{lookup(ctx.proc, pid), gen_}).first;
         }
         live.insert(*it);

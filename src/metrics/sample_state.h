@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace loadwatch {
@@ -23,9 +24,10 @@ struct TargetState {
   // PIDs of `pids` that did not run since the targets collector last read them (schedstat
   // unchanged), sorted: their fd tables did not change by themselves.
   std::vector<pid_t> quiet;
-  // The /proc/PID/cgroup text of each of `pids` in a sample where the CPU limit re-read them
-  // (every 15 samples), for the throttling collector; empty in the other samples.
-  std::vector<std::string> cgroups;
+  // The /proc/PID/cgroup texts the CPU limit re-read or confirmed this sample (each member's
+  // every 15 samples), by PID in the order of `pids`, for the throttling collector; "" when
+  // unreadable.
+  std::vector<std::pair<pid_t, std::string>> cgroups;
 };
 
 /// A pull source's state as the sources collector read it this sample (landing page, API).

@@ -50,6 +50,14 @@ struct ProcessRecord {
   std::uint32_t fd_limit_gen = 0;  // sample the limit was read in
   bool partial = false;            // an EACCES in this sample's member read
   bool partial_logged = false;     // the debug line about it was written (once per process)
+  // The CPU limit's inputs (collectors/targets.cpp), refreshed every kCpuLimitSamples
+  // samples at the record's phase: the /proc/PID/cgroup text, read or confirmed by a
+  // listing of its cgroups (process/cgroup_membership.h), and the limit it gave.
+  std::shared_ptr<const std::string> cgroup_text;  // null when unreadable; shared by members
+  bool cgroup_checkable = false;                   // a listing can confirm cgroup_text
+  std::uint32_t cpu_limit_gen = 0;                 // sample the limit was refreshed in
+  std::uint32_t cpu_limit_phase = 0;               // refreshed when (sample + phase) % period is 0
+  std::optional<double> cpu_limit;
 
   pid_t pid() const { return handle.pid(); }
 };

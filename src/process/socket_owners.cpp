@@ -43,6 +43,11 @@ void SocketOwners::close_dirfd(Proc& p) {
 
 bool SocketOwners::is_alive(std::uint64_t inode) const { return contains(alive_, inode); }
 
+bool SocketOwners::ran_since_update(const std::vector<pid_t>& quiet, pid_t pid) const {
+  return !std::binary_search(quiet.begin(), quiet.end(), pid) ||
+         clock_.ran_after(pid, prev_sample_);
+}
+
 int SocketOwners::read_link(const FsRoot& proc, pid_t pid, const Proc& p, int fd, FdEntry& e) {
   char name[16];
   auto [end, ec] = std::to_chars(name, name + sizeof name - 1, fd);
@@ -123,19 +128,31 @@ bool SocketOwners::refresh(const FsRoot& proc, pid_t pid, Proc& p, const Pass& p
   }
 
   // 3. Re-read suspect fds only: sockets gone from the dump (closed: the number is usually
-  //    reused at once, as the kernel hands out the lowest free fd), this sample's rolling
-  //    verification slice (owed for a whole round after the process ran, then now and
-  //    then), and, when a new socket nobody claims exists, plain files.
+  //    reused at once, as the kernel hands out the lowest free fd), the rolling verification
+  //    slices of the samples since the last update() (one for each of the kVerifySlices
+  //    samples after the process last ran, then one every kQuietVerifyEvery samples), and,
+  //    when a new socket nobody claims exists, plain files.
   std::size_t suspects = 0;  // reads for a reason other than the rolling check
-  if (!pass.second && !pass.quiet) p.owed = kVerifySlices;
-  const bool verify =
-      !pass.second &&
-      (p.owed > 0 || (sample_ + static_cast<unsigned>(pid)) % kQuietVerifyEvery == 0);
-  const unsigned slice = p.next_slice;
-  if (verify) {
-    p.next_slice = (p.next_slice + 1) % kVerifySlices;
-    if (p.owed > 0) --p.owed;
+  if (!pass.second && pass.ran) {
+    p.ran = true;
+    p.ran_at = sample_;  // it ran at a sample in (prev_sample_, sample_]: count them all
   }
+  unsigned slices = 0;
+  if (!pass.second) {
+    // Bounded: a gap of more than a round of samples owes at most a whole round.
+    const std::uint64_t from =
+        std::max(prev_sample_ + 1, sample_ - std::min<std::uint64_t>(sample_, kRound));
+    const bool ran_in_gap = pass.ran;
+    for (std::uint64_t s = from; s <= sample_ && slices < kVerifySlices; ++s) {
+      const bool recent = ran_in_gap || (p.ran && s >= p.ran_at && s - p.ran_at < kVerifySlices);
+      slices += recent || (s + static_cast<std::uint64_t>(pid)) % kQuietVerifyEvery == 0;
+    }
+  }
+  const unsigned first_slice = p.next_slice;
+  p.next_slice = (p.next_slice + slices) % kVerifySlices;
+  auto in_slices = [&](std::size_t i) {
+    return slices > 0 && (i % kVerifySlices + kVerifySlices - first_slice) % kVerifySlices < slices;
+  };
   std::size_t w = 0;
   for (std::size_t i = 0; i < p.fds.size(); ++i) {
     FdEntry e = p.fds[i];
@@ -143,7 +160,7 @@ bool SocketOwners::refresh(const FsRoot& proc, pid_t pid, Proc& p, const Pass& p
         (e.kind == Kind::Tcp && !is_alive(e.inode)) || (pass.reread_files && e.kind == Kind::File);
     suspects += suspect;
     // The second pass of a sample leaves the slice to the first: it was just read.
-    if (suspect || (verify && i % kVerifySlices == slice)) {
+    if (suspect || in_slices(i)) {
       int err = read_link(proc, pid, p, e.fd, e);
       if (err != 0) {
         if (vanished(err) && p.dirfd >= 0 && ::fstat(p.dirfd, &st) != 0) return false;
@@ -183,7 +200,8 @@ void SocketOwners::update(const FsRoot& proc, const std::vector<pid_t>& pids,
                           const std::vector<std::uint64_t>& alive,
                           const std::vector<std::pair<pid_t, long long>>& fd_counts,
                           const std::vector<pid_t>& quiet) {
-  ++sample_;
+  prev_sample_ = sample_;
+  sample_ = std::max(clock_.now(), sample_ + 1);
   prev_alive_.swap(alive_);
   alive_ = alive;
   for (auto& [pid, p] : procs_) p.seen = false;
@@ -221,7 +239,7 @@ void SocketOwners::update(const FsRoot& proc, const std::vector<pid_t>& pids,
     Pass first;
     auto known = std::lower_bound(fd_counts.begin(), fd_counts.end(), std::make_pair(pid, -1LL));
     if (known != fd_counts.end() && known->first == pid) first.counted = known->second;
-    first.quiet = std::binary_search(quiet.begin(), quiet.end(), pid);
+    first.ran = ran_since_update(quiet, pid);
     if (!refresh(proc, pid, p, first)) {
       close_dirfd(p);
       procs_.erase(it);
@@ -231,6 +249,7 @@ void SocketOwners::update(const FsRoot& proc, const std::vector<pid_t>& pids,
     claim_all(p);
     kept_pids.push_back(pid);
   }
+  give_dirfd_to_the_largest(proc);
   // Second pass, only when some new socket is still unclaimed: re-read the plain-file fds of
   // processes with few of them (a file closed and a socket opened at the same number keeps
   // the count). Processes with many files, and quiet ones, are left to the rolling check. A
@@ -244,8 +263,7 @@ void SocketOwners::update(const FsRoot& proc, const std::vector<pid_t>& pids,
       Pass second;
       second.second = true;
       // A process that did not run since the last sample opened no socket.
-      second.reread_files =
-          files > 0 && files <= 256 && !std::binary_search(quiet.begin(), quiet.end(), pid);
+      second.reread_files = files > 0 && files <= 256 && ran_since_update(quiet, pid);
       if (!second.reread_files && !p.count_earlier) continue;
       if (!refresh(proc, pid, p, second)) p.fds.clear();
     }
@@ -258,6 +276,32 @@ void SocketOwners::update(const FsRoot& proc, const std::vector<pid_t>& pids,
       ++it;
     }
   }
+}
+
+void SocketOwners::give_dirfd_to_the_largest(const FsRoot& proc) {
+  if (open_dirfds_ < kMaxDirFds) return;
+  // Past the cap a process's links are read by path: ~3.0 us a link against ~2.3 us through a
+  // kept directory fd (docs/tcp.md). The kept fd goes to where the links are: one move a walk
+  // at most, from the process with the fewest fds to the one with the most without one.
+  std::pair<const pid_t, Proc>* want = nullptr;
+  Proc* give = nullptr;
+  for (auto& kv : procs_) {
+    Proc& p = kv.second;
+    if (p.dirfd < 0) {
+      if (p.seen && p.fds.size() >= kDirFdMinFds &&
+          (!want || p.fds.size() > want->second.fds.size())) {
+        want = &kv;
+      }
+    } else if (!give || p.fds.size() < give->fds.size()) {
+      give = &p;
+    }
+  }
+  if (!want || !give || give->fds.size() * 4 > want->second.fds.size()) return;
+  const int fd = ::open(fd_dir(proc, want->first).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::close(give->dirfd);  // its budget slot goes over with the cap's place
+  give->dirfd = -1;
+  want->second.dirfd = fd;
 }
 
 void SocketOwners::tcp_inodes(pid_t pid, std::vector<std::uint64_t>& out) const {

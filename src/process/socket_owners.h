@@ -2,10 +2,11 @@
 // Which TCP sockets a process holds: the socket inodes behind its /proc/PID/fd links, kept in
 // a cache so that a target with 10,000 fds is not re-read every second.
 // Per sample it does one fstat() of /proc/PID/fd (whose size is the open-fd count) and re-reads
-// only the fds that are suspect, plus a rolling 1/32 of the cache for the 32 samples after the
-// process last ran (and 1/32 every kQuietVerifyEvery samples while it does not): readlink of
-// every fd costs ~33 ms at 10,000 fds. The steps and their measurements: docs/tcp.md, "Per-target
-// sockets".
+// only the fds that are suspect, plus a rolling 1/32 of the cache for each of the 32 samples
+// after the process last ran (and 1/32 every kQuietVerifyEvery samples while it does not;
+// samples, not walks: a walk after a gap reads the slices of the samples it covers): readlink
+// of every fd costs ~33 ms at 10,000 fds. The steps and their measurements: docs/tcp.md,
+// "Per-target sockets".
 
 #include <sys/types.h>
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "process/fd_budget.h"
+#include "process/run_clock.h"
 #include "procfs/fs_root.h"
 
 namespace loadwatch {
@@ -26,16 +28,22 @@ namespace loadwatch {
 class SocketOwners {
  public:
   static constexpr std::size_t kMaxDirFds = 256;
+  /// Past kMaxDirFds, a process with at least this many fds (and 4 times those of the one
+  /// giving it up) takes a kept directory fd over.
+  static constexpr std::size_t kDirFdMinFds = 64;
   static constexpr unsigned kVerifySlices = 32;
   /// A process that did not run cannot change its fd table, unless it shares it with another
   /// process (clone(CLONE_FILES) without CLONE_THREAD): while it stays quiet, its cache is
   /// verified one slice every kQuietVerifyEvery samples (a whole round in 256).
   static constexpr unsigned kQuietVerifyEvery = 8;
+  static constexpr std::uint64_t kRound = std::uint64_t{kVerifySlices} * kQuietVerifyEvery;
 
   /// `fd_dir_size`: trust the size of /proc/PID/fd as the fd count where it is not 0 (Linux >=
-  /// 6.2). false behaves as on older kernels, for tests.
-  explicit SocketOwners(FdBudget& budget = FdBudget::shared(), bool fd_dir_size = true)
-      : budget_(budget), fd_dir_size_(fd_dir_size) {}
+  /// 6.2). false behaves as on older kernels, for tests. `clock`: the samples and who ran in
+  /// them (run_clock.h); while nobody keeps it, each update() counts as one sample.
+  explicit SocketOwners(FdBudget& budget = FdBudget::shared(), bool fd_dir_size = true,
+                        const RunClock& clock = RunClock::shared())
+      : budget_(budget), fd_dir_size_(fd_dir_size), clock_(clock) {}
   ~SocketOwners();
   SocketOwners(const SocketOwners&) = delete;
   SocketOwners& operator=(const SocketOwners&) = delete;
@@ -47,7 +55,8 @@ class SocketOwners {
   /// collector lists fd directories where the kernel gives no size). Where the kernel gives
   /// no count, such a count spares the listing when it matches the cache.
   /// `quiet`: sorted PIDs of `pids` that did not run since the last sample (see
-  /// kQuietVerifyEvery); the others are taken to have run.
+  /// kQuietVerifyEvery); the others are taken to have run, and so is a quiet one that the
+  /// clock saw run at a sample since the last update().
   void update(const FsRoot& proc, const std::vector<pid_t>& pids,
               const std::vector<std::uint64_t>& alive,
               const std::vector<std::pair<pid_t, long long>>& fd_counts = {},
@@ -79,20 +88,23 @@ class SocketOwners {
     bool seen = false;
     bool count_earlier = false;  // this sample's count came from fd_counts, not the kernel
     unsigned next_slice = 0;     // the rolling check's next slice
-    unsigned owed = 0;  // slices still owed since the process last ran (a new entry was read whole)
+    bool ran = false;            // ran_at is known (a new entry was read whole)
+    std::uint64_t ran_at = 0;    // the last sample it was seen to run in (or a later one)
   };
   struct Pass {
     bool second = false;        // the sample's second pass: the rolling slice was read
     bool reread_files = false;  // re-read plain-file fds (a new socket nobody claims)
     long long counted = -1;     // the fd count from update()'s fd_counts, -1 none
-    bool quiet = false;         // the process did not run since the last sample
+    bool ran = true;            // the process ran at a sample since the last update()
   };
 
   bool refresh(const FsRoot& proc, pid_t pid, Proc& p, const Pass& pass);
   int read_link(const FsRoot& proc, pid_t pid, const Proc& p, int fd, FdEntry& e);
   bool list_fds(const FsRoot& proc, pid_t pid, Proc& p, std::vector<int>& out);
   bool is_alive(std::uint64_t inode) const;
+  bool ran_since_update(const std::vector<pid_t>& quiet, pid_t pid) const;
   void close_dirfd(Proc& p);
+  void give_dirfd_to_the_largest(const FsRoot& proc);
 
   std::unordered_map<pid_t, Proc> procs_;
   std::vector<std::uint64_t> alive_;  // this sample's dump (sorted)
@@ -100,7 +112,9 @@ class SocketOwners {
   FdBudget& budget_;
   std::size_t open_dirfds_ = 0;
   bool fd_dir_size_ = true;
-  unsigned sample_ = 0;
+  const RunClock& clock_;
+  std::uint64_t sample_ = 0;       // this update()'s sample
+  std::uint64_t prev_sample_ = 0;  // the last update()'s
   Stats stats_;
 };
 

@@ -14,9 +14,6 @@ namespace {
 
 constexpr int kMaxCpus = 1 << 16;    // bound on a range in a cpu list
 constexpr int kMaxCgroupDepth = 64;  // bound on the walk up to the root
-constexpr const char* kV2Roots[] = {"fs/cgroup", "fs/cgroup/unified"};
-constexpr const char* kV1CpuRoots[] = {"fs/cgroup/cpu", "fs/cgroup/cpu,cpuacct",
-                                       "fs/cgroup/cpuacct,cpu"};
 
 /// Blanks and line ends off both sides (kernel files end in '\n').
 std::string_view strip(std::string_view s) {
@@ -118,29 +115,41 @@ std::optional<double> cgroup_text_cpu_quota(std::string_view text, const FsRoot&
   return q ? std::optional<double>(q->cores) : std::nullopt;
 }
 
-std::optional<CgroupQuota> cgroup_text_quota(std::string_view text, const FsRoot& sys) {
-  std::optional<CgroupQuota> best;
-  std::string a, b;
-  std::string_view rest = text;
-  while (!rest.empty()) {
+std::vector<CpuCgroupLine> cpu_cgroup_lines(std::string_view text) {
+  std::vector<CpuCgroupLine> out;
+  while (!text.empty()) {
     // "HIERARCHY-ID:CONTROLLERS:PATH"; v2 is "0::PATH".
-    std::string_view line = host_parse::next_line(rest);
+    std::string_view line = host_parse::next_line(text);
     auto c1 = line.find(':');
     auto c2 = c1 == std::string_view::npos ? c1 : line.find(':', c1 + 1);
     if (c2 == std::string_view::npos) continue;
     std::string_view controllers = line.substr(c1 + 1, c2 - c1 - 1);
-    std::string path(line.substr(c2 + 1));
-    while (!path.empty() && path.front() == '/') path.erase(0, 1);
-    if (path.find("..") != std::string::npos) continue;  // never leave the hierarchy
+    std::string_view path = line.substr(c2 + 1);
+    while (!path.empty() && path.front() == '/') path.remove_prefix(1);
     if (line.substr(0, c1) == "0" && controllers.empty()) {
-      for (const char* root : kV2Roots) {
+      out.push_back(CpuCgroupLine{true, path});
+    } else if (has_cpu_controller(controllers)) {
+      out.push_back(CpuCgroupLine{false, path});
+    }
+  }
+  return out;
+}
+
+std::optional<CgroupQuota> cgroup_text_quota(std::string_view text, const FsRoot& sys) {
+  std::optional<CgroupQuota> best;
+  std::string a, b;
+  for (const CpuCgroupLine& line : cpu_cgroup_lines(text)) {
+    std::string path(line.path);
+    if (path.find("..") != std::string::npos) continue;  // never leave the hierarchy
+    if (line.v2) {
+      for (const char* root : kCgroupV2Roots) {
         walk_up(path, [&](const std::string& dir) {
           std::string base = std::string(root) + (dir.empty() ? "" : "/" + dir);
           if (sys.read(base + "/cpu.max", a) == 0) keep_min(best, parse_cpu_max(a), base);
         });
       }
-    } else if (has_cpu_controller(controllers)) {
-      for (const char* root : kV1CpuRoots) {
+    } else {
+      for (const char* root : kCgroupV1CpuRoots) {
         walk_up(path, [&](const std::string& dir) {
           std::string base = std::string(root) + (dir.empty() ? "" : "/" + dir);
           if (sys.read(base + "/cpu.cfs_quota_us", a) == 0 &&

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "procfs/fs_root.h"
 
@@ -26,6 +27,22 @@ std::optional<double> parse_cpu_max(std::string_view text);
 
 /// Cores of a v1 quota (cpu.cfs_quota_us, -1 = none) over its period (cpu.cfs_period_us).
 std::optional<double> parse_cfs_quota(std::string_view quota_text, std::string_view period_text);
+
+/// Where the hierarchies the CPU quota reads are mounted, below a sysfs root: v2 (a v2-only
+/// host, or hybrid's unified) and v1's cpu hierarchy.
+inline constexpr const char* kCgroupV2Roots[] = {"fs/cgroup", "fs/cgroup/unified"};
+inline constexpr const char* kCgroupV1CpuRoots[] = {"fs/cgroup/cpu", "fs/cgroup/cpu,cpuacct",
+                                                    "fs/cgroup/cpuacct,cpu"};
+
+/// A line of a /proc/PID/cgroup text that the CPU quota reads: cgroup v2's ("0::PATH") or
+/// the v1 hierarchy's that has the cpu controller. `path` is without its leading '/'.
+struct CpuCgroupLine {
+  bool v2 = false;
+  std::string_view path;
+};
+
+/// Those lines of `cgroup_text`, in its order.
+std::vector<CpuCgroupLine> cpu_cgroup_lines(std::string_view cgroup_text);
 
 /// The smallest quota, in cores, of the cgroups a /proc/PID/cgroup text names and their
 /// ancestors, read from the hierarchies below `sys` (fs/cgroup, fs/cgroup/unified for v2;

@@ -34,6 +34,7 @@
 #include "config/config.h"
 #include "config/options.h"
 #include "metrics/metric_sink.h"
+#include "process/cgroup_membership.h"
 #include "process/process_registry.h"
 #include "process/target_resolver.h"
 #include "procfs/fs_root.h"
@@ -124,12 +125,14 @@ struct Harness {
   Options options;
   Config config;
   FsRoot proc{"/proc"};
-  FsRoot sys{"/sys"};
+  FsRoot sys;
   std::unique_ptr<Collector> collector;
   MetricSink sink;
   std::vector<TargetState> states;
 
-  explicit Harness(std::vector<TargetConfig> targets) {
+  /// `sys_root`: the sysfs root (an empty directory: no cgroup can be listed or read there).
+  explicit Harness(std::vector<TargetConfig> targets, const std::string& sys_root = "/sys")
+      : sys(sys_root) {
     config.targets = std::move(targets);
     collector = make_targets_collector(CollectorEnv{options, config, proc, sys, nullptr});
   }
@@ -656,6 +659,83 @@ TEST_CASE("a target restarted under another CPU quota reports it at the next sam
   }
   CHECK(moved);
   b.kill();
+}
+
+/// The /proc/PID/cgroup text of `pid` (the ground truth), "" when unreadable.
+std::string cgroup_text(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+/// The cgroup text the targets collector handed on for `pid` this sample, if it refreshed it.
+std::optional<std::string> handed_on(const TargetState& t, pid_t pid) {
+  for (const auto& [p, text] : t.cgroups) {
+    if (p == pid) return text;
+  }
+  return std::nullopt;
+}
+
+TEST_CASE("a member moved to another cgroup is seen within 15 samples, listed or read",
+          "[real][may-skip]") {
+  // Three sleepers under a quota of 0.2 cores; one moves to 0.5 while all sleep. The two that
+  // stay are confirmed by one listing of their cgroup; the moved one is not listed there and
+  // is read on its own. Within 15 samples the limit is 0.5 (the largest member's) and every
+  // text handed on is /proc's. Then the same without any cgroup listing (a sysfs root with
+  // none: every member read on its own). The truth: the quotas written, /proc/PID/cgroup.
+  QuotaCgroup slow("lwtest-move-a", 0.2), fast("lwtest-move-b", 0.5);
+  if (slow.path.empty() || fast.path.empty()) {
+    LWTEST_SKIP("cannot make a cgroup with a CPU quota here (not root, or no cpu controller)");
+  }
+  const std::string comm = "lwmove" + std::to_string(::getpid() % 100000);
+  auto sleeper = [&comm](int out) {
+    ::prctl(PR_SET_NAME, comm.c_str());
+    say(out, "up");
+  };
+  Child a(sleeper), b(sleeper), c(sleeper);
+  for (Child* k : {&a, &b, &c}) {
+    k->line();
+    REQUIRE(slow.add(k->pid()));
+  }
+
+  // The listing itself, against /proc. Asked as if for many members: a listing much longer
+  // than the members asking is not read (here the v2 line of a hybrid host names the root).
+  constexpr std::size_t kMany = 100000;
+  CgroupMembership listing(FsRoot("/proc"), FsRoot("/sys"));
+  const std::string before = cgroup_text(a.pid());
+  if (!listing.checkable(before)) {
+    LWTEST_SKIP("this host's cgroup mounts do not list the test's own thread: no listing");
+  }
+  listing.begin_sample();
+  for (Child* k : {&a, &b, &c}) CHECK(listing.listed(cgroup_text(k->pid()), k->pid(), kMany));
+  REQUIRE(fast.add(c.pid()));
+  REQUIRE(cgroup_text(c.pid()) != before);
+  listing.begin_sample();
+  CHECK_FALSE(listing.listed(before, c.pid(), kMany));
+  CHECK(listing.listed(before, a.pid(), kMany));
+  CHECK(listing.listed(before, b.pid(), kMany));
+  REQUIRE(slow.add(c.pid()));
+
+  TempDir no_cgroups;
+  for (const std::string& sys : {std::string("/sys"), no_cgroups.path.string()}) {
+    CAPTURE(sys);
+    REQUIRE(slow.add(c.pid()));
+    Harness h({target("svc", "comm:" + comm, false)}, sys);
+    h.collect();
+    REQUIRE(h.states.at(0).pids.size() == 3);
+    if (sys == "/sys") CHECK(h.get("loadwatch_process_cpu_limit_cores", "svc") == Approx(0.2));
+    REQUIRE(fast.add(c.pid()));
+    const std::string moved = cgroup_text(c.pid());
+    bool seen = false;
+    for (int i = 0; i < 15 && !seen; ++i) {
+      h.collect();
+      for (Child* k : {&a, &b, &c}) {
+        if (auto text = handed_on(h.states.at(0), k->pid())) CHECK(*text == cgroup_text(k->pid()));
+      }
+      seen = handed_on(h.states.at(0), c.pid()) == moved;
+    }
+    CHECK(seen);
+    if (sys == "/sys") CHECK(h.get("loadwatch_process_cpu_limit_cores", "svc") == Approx(0.5));
+  }
 }
 
 TEST_CASE("another user's process: partial reads counted, the target still up",

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -39,6 +40,7 @@
 #include "collectors/collector.h"
 #include "collectors/netstat.h"
 #include "collectors/tcp.h"
+#include "process/run_clock.h"
 #include "process/socket_owners.h"
 #include "procfs/fs_root.h"
 #include "tests/lib/sample_values.h"
@@ -625,6 +627,93 @@ TEST_CASE("socket owner cache: a quiet process is verified a round after it ran,
   CHECK(got == alive);
 }
 
+TEST_CASE("socket owner cache: walks samples apart count samples, and a run between them",
+          "[tcp][real][owners]") {
+  // Deferred walks come every ~10 samples (docs/tcp.md): the rolling check's spans are
+  // samples, and a process that ran at any sample since the last walk is not quiet, even when
+  // it is at the walk's own sample. The clock stands for the targets collector's. The truth is
+  // a full readlink scan of this process's fds.
+  std::uint16_t port = 0;
+  Fd l = listen_on(AF_INET, "127.0.0.1", 64, port);
+  std::vector<Fd> socks;
+  add_pairs(socks, l, port, 40);
+  Fd file(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  REQUIRE(file.fd >= 0);
+  const std::vector<std::uint64_t> alive = inodes_of(socks, l);
+  FsRoot proc("/proc");
+  RunClock clock;
+  SocketOwners owners(FdBudget::shared(), true, clock);
+  const pid_t self = ::getpid();
+  const auto truth = [&]() {
+    std::vector<std::uint64_t> v;
+    DIR* d = ::opendir("/proc/self/fd");
+    REQUIRE(d != nullptr);
+    while (const dirent* e = ::readdir(d)) {
+      char link[64];
+      const ssize_t n = ::readlinkat(::dirfd(d), e->d_name, link, sizeof link - 1);
+      if (n <= 0 || std::atoi(e->d_name) == ::dirfd(d)) continue;
+      link[n] = '\0';
+      std::uint64_t ino = 0;
+      if (std::sscanf(link, "socket:[%" SCNu64 "]", &ino) == 1 &&
+          std::binary_search(alive.begin(), alive.end(), ino)) {
+        v.push_back(ino);
+      }
+    }
+    ::closedir(d);
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  const auto cached = [&]() {
+    std::vector<std::uint64_t> got;
+    owners.tcp_inodes(self, got);
+    std::sort(got.begin(), got.end());
+    return got;
+  };
+  // A walk after `gap` samples, quiet at its own sample; `ran_between`: it ran at one before.
+  const auto walk = [&](unsigned gap, bool ran_between = false) {
+    const auto before = owners.stats().readlinks;
+    for (unsigned i = 0; i < gap; ++i) {
+      clock.tick();
+      if (ran_between && i == 0) clock.ran(self);
+    }
+    owners.update(proc, {self}, alive, {}, {self});
+    return owners.stats().readlinks - before;
+  };
+  clock.tick();
+  clock.ran(self);
+  owners.update(proc, {self}, alive);  // it ran: read whole
+  CHECK(cached() == truth());
+  const std::size_t fds = 81 + 1;  // the sockets, the listener and /dev/null, at least
+  const std::size_t slice = (fds + SocketOwners::kVerifySlices - 1) / SocketOwners::kVerifySlices;
+
+  // Verified for the 32 samples after it ran: 4 walks 10 samples apart read a whole round.
+  std::uint64_t reads = 0;
+  for (int i = 0; i < 4; ++i) reads += walk(10);
+  CHECK(reads + 8 >= fds);
+
+  // Quiet since: one slice every 8 samples. A plain file's fd now names one of the sockets
+  // (dup2: the fd count stays, the dump has no new socket): only the rolling check sees it,
+  // within a round of 256 samples, 26 walks 10 samples apart.
+  REQUIRE(::dup2(socks[0].fd, file.fd) == file.fd);
+  const std::vector<std::uint64_t> now = truth();
+  REQUIRE(now.size() == alive.size() + 1);
+  reads = 0;
+  bool seen = false;
+  for (int i = 0; i < 27 && !seen; ++i) {
+    reads += walk(10);
+    seen = cached() == now;
+  }
+  CHECK(seen);
+  CHECK(reads <= (27 * 10 / SocketOwners::kQuietVerifyEvery + 2) * (slice + 1));
+
+  // It ran between two walks, quiet at the second's sample: a whole round again within the
+  // 32 samples after that run (8 walks 4 samples apart).
+  reads = walk(4, true);
+  for (int i = 0; i < 7; ++i) reads += walk(4);
+  CHECK(reads + 8 >= fds);
+  CHECK(cached() == truth());
+}
+
 TEST_CASE("socket owner cache: a new socket nobody holds re-reads the plain files, not the slice",
           "[tcp][real][owners]") {
   std::uint16_t port = 0;
@@ -668,6 +757,61 @@ TEST_CASE("socket owner cache: a new socket nobody holds re-reads the plain file
   owners.tcp_inodes(::getpid(), got);
   std::sort(got.begin(), got.end());
   CHECK(got == alive);  // the stranger is nobody's
+}
+
+TEST_CASE("socket owner cache: past the dirfd cap, the process with many fds keeps one",
+          "[tcp][real][owners]") {
+  // kMaxDirFds sleepers with a few fds take every kept /proc/PID/fd fd; a holder of 300 fds,
+  // listed last, then takes one over. The truth: this process's own fds in /proc.
+  std::vector<pid_t> kids;
+  auto spawn = [&](int extra_fds) {
+    int ready[2];
+    REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      for (int i = 0; i < extra_fds; ++i) ::open("/dev/null", O_RDONLY);
+      if (::write(ready[1], "x", 1) != 1) _exit(1);
+      for (;;) ::pause();
+    }
+    ::close(ready[1]);
+    char x = 0;
+    REQUIRE(::read(ready[0], &x, 1) == 1);
+    ::close(ready[0]);
+    kids.push_back(pid);
+  };
+  for (std::size_t i = 0; i < SocketOwners::kMaxDirFds; ++i) spawn(0);
+  spawn(300);
+  const pid_t holder = kids.back();
+  const auto kept_dirfd_of = [](pid_t pid) {
+    const std::string want = "/proc/" + std::to_string(pid) + "/fd";
+    bool found = false;
+    DIR* d = ::opendir("/proc/self/fd");
+    REQUIRE(d != nullptr);
+    while (const dirent* e = ::readdir(d)) {
+      char link[128];
+      const ssize_t n = ::readlinkat(::dirfd(d), e->d_name, link, sizeof link);
+      found = found || (n > 0 && std::string_view(link, static_cast<std::size_t>(n)) == want);
+    }
+    ::closedir(d);
+    return found;
+  };
+  {
+    FdBudget budget(4096);
+    SocketOwners owners(budget);
+    FsRoot proc("/proc");
+    owners.update(proc, kids, {});
+    CHECK(kept_dirfd_of(kids.front()));
+    CHECK(kept_dirfd_of(holder));  // moved over at the end of the first walk
+    CHECK(budget.used() == static_cast<long>(SocketOwners::kMaxDirFds));
+    owners.update(proc, kids, {});
+    CHECK(kept_dirfd_of(holder));
+  }
+  for (pid_t pid : kids) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
 }
 
 TEST_CASE("socket owner cache where the kernel gives no fd count (Linux < 6.2)",

@@ -392,7 +392,7 @@ TEST_CASE("throttling collector binds from the cgroup texts the CPU limit read, 
   auto periods = [&](bool texts) {
     SampleContext ctx{proc, kFixtureSys, 0, {}};
     TargetState t{"app", "comm:app", true, {200}, {}, {}, {}, {}};
-    if (texts) t.cgroups = {"2:cpuacct:/\n1:cpu:/app\n0::/\n"};
+    if (texts) t.cgroups = {{200, "2:cpuacct:/\n1:cpu:/app\n0::/\n"}};
     ctx.targets.push_back(t);
     MetricSink sink;
     collector->collect(ctx, sink);
