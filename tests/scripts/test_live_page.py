@@ -18,7 +18,6 @@ import tempfile
 import threading
 import time
 import unittest
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import (SOURCE_DIR, Child, Loadwatch, find_mb, free_port, http_get,  # noqa: E402
