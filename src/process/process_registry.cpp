@@ -259,6 +259,9 @@ bool ProcessRegistry::listing_reusable() {
   // last reading are probed. When the tasks alive among them are all the tasks gained, none
   // was reaped, and the new processes among them are added to the walk.
   if (*last <= dir_last_pid_ || *last - dir_last_pid_ > kMaxProbedPids) return false;
+  // At most one task gained per PID allocated, and none lost: a count outside that cannot
+  // match whatever the probes find (a task reaped, the common case on a busy host).
+  if (*tasks_ < dir_tasks_ || *tasks_ - dir_tasks_ > *last - dir_last_pid_) return false;
   // The count first (an fstatat each): on a host whose builds fork and reap every second it
   // mostly fails, and then the status reads are not paid for.
   std::vector<std::pair<pid_t, std::uint64_t>> alive;
