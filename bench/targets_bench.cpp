@@ -10,8 +10,9 @@
 // same PIDs through procps_pids_select (chunks of 255) for comparison.
 //
 // With --one-read it also times, next to each sample, a listing of /proc and one pread of
-// /proc/PID/schedstat on a kept fd for every member and, once every 16 passes, for every other
-// listed process (OneRead below): the least a sample can cost when none of them ran. With
+// /proc/PID/schedstat on a kept fd for every member and, as often as the comm scan must look at
+// it (every pass while younger than 16 s, then once every 16 passes), for every other listed
+// process (OneRead below): the least a sample can cost when none of them ran. With
 // --max-one-read-ratio R it exits 1 when the collector costs more than R times that (the
 // guard on sleeping processes: run it with every member asleep and --samples 45 or more, so
 // that their periodic re-reads are in the average).
@@ -41,6 +42,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <thread>
@@ -95,11 +97,12 @@ double libproc2_pass_us(const std::vector<unsigned>& pids, int passes, const std
 
 // The least a sample can cost when none of its processes ran: a listing of `procfs`, one pread
 // of PID/schedstat on a kept fd for every member of the targets (the processes the sample
-// reports), and one for every other listed process once every kScanRecheckSamples passes, at a
-// phase set by its PID (a comm selector's scan of the rest of the host, at its documented
-// recheck rate). The fds follow the listing: a process that came is opened and one that went
-// is closed between the timed parts, so that the floor reads the processes the sample covers
-// now, not the ones of its first pass, and pays no open.
+// reports), and one for every other listed process as often as a comm selector's scan must
+// look at it by its documented bounds: every pass while it is younger than kScanYoungSeconds,
+// then once every kScanRecheckSamples passes at a phase set by its PID. The fds follow the
+// listing: a process that came is opened (its start time read) and one that went is closed
+// between the timed parts, so that the floor reads the processes the sample covers now, not
+// the ones of its first pass, and pays no open.
 class OneRead {
  public:
   explicit OneRead(std::string procfs) : procfs_(std::move(procfs)) {}
@@ -140,7 +143,34 @@ class OneRead {
   struct Kept {
     unsigned pid;
     int fd;
+    unsigned long long young_until;  // clock ticks after boot (stat's starttime + 16 s)
   };
+
+  // Ticks after boot, as stat's starttime counts them.
+  static unsigned long long boot_ticks() {
+    timespec ts{};
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    const auto hz = static_cast<unsigned long long>(::sysconf(_SC_CLK_TCK));
+    return static_cast<unsigned long long>(ts.tv_sec) * hz +
+           static_cast<unsigned long long>(ts.tv_nsec) * hz / 1000000000ull;
+  }
+
+  // starttime + kScanYoungSeconds of PID, 0 when unreadable (then never young).
+  unsigned long long young_until(unsigned pid) const {
+    std::ifstream in(procfs_ + "/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto paren = text.rfind(')');
+    if (paren == std::string::npos) return 0;
+    const char* p = text.c_str() + paren + 1;
+    for (int field = 3; field < 22 && *p; ++field) {  // starttime is field 22 (proc(5))
+      while (*p == ' ') ++p;
+      while (*p && *p != ' ') ++p;
+    }
+    const unsigned long long start = std::strtoull(p, nullptr, 10);
+    if (start == 0) return 0;
+    return start + ProcessRegistry::kScanYoungSeconds *
+                       static_cast<unsigned long long>(::sysconf(_SC_CLK_TCK));
+  }
 
   // Untimed: keeps an fd for each listed PID and picks the ones this pass reads.
   void follow_listing(const std::vector<unsigned>& members) {
@@ -156,13 +186,14 @@ class OneRead {
       }
       const std::string path = procfs_ + "/" + std::to_string(pid) + "/schedstat";
       const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd >= 0) next.push_back({pid, fd});
+      if (fd >= 0) next.push_back({pid, fd, young_until(pid)});
     }
     for (; old != kept_.end(); ++old) ::close(old->fd);
     kept_ = std::move(next);
     due_.clear();
+    const unsigned long long now = boot_ticks();
     for (const Kept& k : kept_) {
-      if (std::binary_search(members.begin(), members.end(), k.pid) ||
+      if (std::binary_search(members.begin(), members.end(), k.pid) || now < k.young_until ||
           (passes_ + k.pid) % ProcessRegistry::kScanRecheckSamples == 0) {
         due_.push_back(k.fd);
       }
@@ -279,11 +310,12 @@ int main(int argc, char** argv) {
     t0 = process_cpu_seconds();
     sample(&states);
     total += process_cpu_seconds() - t0;
-    pids = member_pids(states);
+    if (floor_reads) pids = member_pids(states);
     if (floor_reads && !floor_first) one_read_total += floor_reads->pass(pids);
     if (floor_reads) floor_reads_total += floor_reads->reads();
   }
   const double per_sample_us = total / samples * 1e6;
+  pids = member_pids(states);
 
   std::printf(
       "targets_bench targets=%zu processes=%zu samples=%d cpu_us_per_sample=%.1f "
