@@ -9,9 +9,10 @@
 // also runs bench/proc_floor over the same PIDs and prints the ratio; with --libproc2 it reads the
 // same PIDs through procps_pids_select (chunks of 255) for comparison.
 //
-// With --one-read it also times a listing of /proc and one pread of /proc/PID/schedstat on a
-// kept fd for every process in it, right after each sample (the same load on a shared machine),
-// the least a sample can cost when none of them ran, and with
+// With --one-read it also times, next to each sample, a listing of /proc and one pread of
+// /proc/PID/schedstat on a kept fd for every member and, as often as the comm scan must look at
+// it (every pass while younger than 16 s, then once every 16 passes), for every other listed
+// process (OneRead below): the least a sample can cost when none of them ran. With
 // --max-one-read-ratio R it exits 1 when the collector costs more than R times that (the
 // guard on sleeping processes: run it with every member asleep and --samples 45 or more, so
 // that their periodic re-reads are in the average).
@@ -26,7 +27,7 @@
 //   proc_floor pids=501 passes=20 cpu_us_per_pass=15012.3 ...      (with --floor)
 //   ratio targets_over_floor=0.54                                   (with --floor)
 //   libproc2 pids=501 passes=20 cpu_us_per_pass=25012.3 ratio_over_floor=1.67 (--libproc2)
-//   one_read pids=620 passes=20 cpu_us_per_pass=1012.3                 (with --one-read)
+//   one_read pids=620 passes=20 reads_per_pass=508.1 cpu_us_per_pass=1012.3  (--one-read)
 //   ratio targets_over_one_read=1.12                                   (with --one-read)
 #include <dirent.h>
 #include <fcntl.h>
@@ -41,6 +42,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <thread>
@@ -93,49 +95,127 @@ double libproc2_pass_us(const std::vector<unsigned>& pids, int passes, const std
   return used / passes * 1e6;
 }
 
-// A listing of `procfs` and one pread of PID/schedstat on a kept fd for every process in it:
-// the least a sample can cost when none of them ran. The fds are opened once; pass() times one
-// listing and one read each.
+// The least a sample can cost when none of its processes ran: a listing of `procfs`, one pread
+// of PID/schedstat on a kept fd for every member of the targets (the processes the sample
+// reports), and one for every other listed process as often as a comm selector's scan must
+// look at it by its documented bounds: every pass while it is younger than kScanYoungSeconds,
+// then once every kScanRecheckSamples passes at a phase set by its PID. The fds follow the
+// listing: a process that came is opened (its start time read) and one that went is closed
+// between the timed parts, so that the floor reads the processes the sample covers now, not
+// the ones of its first pass, and pays no open.
 class OneRead {
  public:
-  explicit OneRead(std::string procfs) : procfs_(std::move(procfs)) {
-    if (DIR* dir = ::opendir(procfs_.c_str())) {
-      while (struct dirent* e = ::readdir(dir)) {
-        if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-        const std::string path = procfs_ + "/" + e->d_name + "/schedstat";
-        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) fds_.push_back(fd);
-      }
-      ::closedir(dir);
-    }
-  }
+  explicit OneRead(std::string procfs) : procfs_(std::move(procfs)) {}
   ~OneRead() {
-    for (int fd : fds_) ::close(fd);
+    for (const Kept& k : kept_) ::close(k.fd);
   }
   OneRead(const OneRead&) = delete;
   OneRead& operator=(const OneRead&) = delete;
 
-  std::size_t count() const { return fds_.size(); }
+  /// Processes listed in the last pass, and preads in the last pass.
+  std::size_t count() const { return kept_.size(); }
+  std::size_t reads() const { return due_.size(); }
 
-  /// CPU seconds of one pass.
-  double pass() {
-    char buf[128];
+  /// CPU seconds of one pass over the sorted `members`.
+  double pass(const std::vector<unsigned>& members) {
+    ++passes_;
     const double t0 = process_cpu_seconds();
+    listed_.clear();
     if (DIR* dir = ::opendir(procfs_.c_str())) {  // the listing a comm selector needs
-      while (::readdir(dir)) {
+      while (struct dirent* e = ::readdir(dir)) {
+        if (e->d_name[0] >= '1' && e->d_name[0] <= '9') {
+          listed_.push_back(static_cast<unsigned>(std::strtoul(e->d_name, nullptr, 10)));
+        }
       }
       ::closedir(dir);
     }
-    for (int fd : fds_) {
+    const double listing = process_cpu_seconds() - t0;
+    follow_listing(members);
+    char buf[128];
+    const double t1 = process_cpu_seconds();
+    for (int fd : due_) {
       if (::pread(fd, buf, sizeof buf, 0) < 0) continue;  // exited meanwhile
     }
-    return process_cpu_seconds() - t0;
+    return listing + (process_cpu_seconds() - t1);
   }
 
  private:
+  struct Kept {
+    unsigned pid;
+    int fd;
+    unsigned long long young_until;  // clock ticks after boot (stat's starttime + 16 s)
+  };
+
+  // Ticks after boot, as stat's starttime counts them.
+  static unsigned long long boot_ticks() {
+    timespec ts{};
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    const auto hz = static_cast<unsigned long long>(::sysconf(_SC_CLK_TCK));
+    return static_cast<unsigned long long>(ts.tv_sec) * hz +
+           static_cast<unsigned long long>(ts.tv_nsec) * hz / 1000000000ull;
+  }
+
+  // starttime + kScanYoungSeconds of PID, 0 when unreadable (then never young).
+  unsigned long long young_until(unsigned pid) const {
+    std::ifstream in(procfs_ + "/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto paren = text.rfind(')');
+    if (paren == std::string::npos) return 0;
+    const char* p = text.c_str() + paren + 1;
+    for (int field = 3; field < 22 && *p; ++field) {  // starttime is field 22 (proc(5))
+      while (*p == ' ') ++p;
+      while (*p && *p != ' ') ++p;
+    }
+    const unsigned long long start = std::strtoull(p, nullptr, 10);
+    if (start == 0) return 0;
+    return start + ProcessRegistry::kScanYoungSeconds *
+                       static_cast<unsigned long long>(::sysconf(_SC_CLK_TCK));
+  }
+
+  // Untimed: keeps an fd for each listed PID and picks the ones this pass reads.
+  void follow_listing(const std::vector<unsigned>& members) {
+    std::sort(listed_.begin(), listed_.end());
+    std::vector<Kept> next;
+    next.reserve(listed_.size());
+    auto old = kept_.begin();
+    for (unsigned pid : listed_) {
+      while (old != kept_.end() && old->pid < pid) ::close((old++)->fd);
+      if (old != kept_.end() && old->pid == pid) {
+        next.push_back(*old++);
+        continue;
+      }
+      const std::string path = procfs_ + "/" + std::to_string(pid) + "/schedstat";
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd >= 0) next.push_back({pid, fd, young_until(pid)});
+    }
+    for (; old != kept_.end(); ++old) ::close(old->fd);
+    kept_ = std::move(next);
+    due_.clear();
+    const unsigned long long now = boot_ticks();
+    for (const Kept& k : kept_) {
+      if (std::binary_search(members.begin(), members.end(), k.pid) || now < k.young_until ||
+          (passes_ + k.pid) % ProcessRegistry::kScanRecheckSamples == 0) {
+        due_.push_back(k.fd);
+      }
+    }
+  }
+
   std::string procfs_;
-  std::vector<int> fds_;
+  std::vector<Kept> kept_;  // sorted by PID
+  std::vector<unsigned> listed_;
+  std::vector<int> due_;
+  unsigned passes_ = 0;
 };
+
+std::vector<unsigned> member_pids(const std::vector<TargetState>& states) {
+  std::vector<unsigned> pids;
+  for (const auto& t : states) {
+    for (pid_t p : t.pids) pids.push_back(static_cast<unsigned>(p));
+  }
+  std::sort(pids.begin(), pids.end());
+  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+  return pids;
+}
 
 }  // namespace
 
@@ -215,26 +295,27 @@ int main(int argc, char** argv) {
     sample(nullptr);
   }
 
-  // The one-read floor is timed right after each sample, so that both see the same load on a
-  // shared machine.
+  // The one-read floor is timed next to each sample, so that both see the same load on a
+  // shared machine; which of the two comes first after the pause alternates (the first runs
+  // with the caches the pause left, the second with the ones the first warmed).
   std::optional<OneRead> floor_reads;
   if (one_read) floor_reads.emplace(options.procfs);
+  std::vector<unsigned> pids = member_pids(states);
   double total = 0, one_read_total = 0;
+  std::size_t floor_reads_total = 0;
   for (int s = 0; s < samples; ++s) {
     pause();
+    const bool floor_first = floor_reads && s % 2 == 1;
+    if (floor_first) one_read_total += floor_reads->pass(pids);
     t0 = process_cpu_seconds();
-    sample(s + 1 == samples ? &states : nullptr);
+    sample(&states);
     total += process_cpu_seconds() - t0;
-    if (floor_reads) one_read_total += floor_reads->pass();
+    if (floor_reads) pids = member_pids(states);
+    if (floor_reads && !floor_first) one_read_total += floor_reads->pass(pids);
+    if (floor_reads) floor_reads_total += floor_reads->reads();
   }
   const double per_sample_us = total / samples * 1e6;
-
-  std::vector<unsigned> pids;
-  for (const auto& t : states) {
-    for (pid_t p : t.pids) pids.push_back(static_cast<unsigned>(p));
-  }
-  std::sort(pids.begin(), pids.end());
-  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+  pids = member_pids(states);
 
   std::printf(
       "targets_bench targets=%zu processes=%zu samples=%d cpu_us_per_sample=%.1f "
@@ -279,7 +360,8 @@ int main(int argc, char** argv) {
   }
   if (one_read) {
     const double us = one_read_total / samples * 1e6;
-    std::printf("one_read pids=%zu passes=%d cpu_us_per_pass=%.1f\n", floor_reads->count(), samples,
+    std::printf("one_read pids=%zu passes=%d reads_per_pass=%.1f cpu_us_per_pass=%.1f\n",
+                floor_reads->count(), samples, static_cast<double>(floor_reads_total) / samples,
                 us);
     const double ratio = us > 0 ? per_sample_us / us : 0;
     std::printf("ratio targets_over_one_read=%.2f\n", ratio);

@@ -110,9 +110,14 @@ class TargetsCollector final : public Collector {
       }
       t.partial_reads += rctx.denied;
 
-      GroupSample sample;
+      GroupSample& sample = sample_;  // kept: its vectors keep their room across samples
+      sample.live.clear();
+      sample.exited.clear();
       t.nice.reset();
       TargetState state{t.config.name, t.selector_text, false, {}, {}, {}, {}, {}};
+      state.pids.reserve(members_.size());  // one allocation each, not a doubling chain
+      state.fd_counts.reserve(members_.size());
+      state.quiet.reserve(members_.size());
       live_records_.clear();
       for (pid_t pid : members_) {
         ProcessRecord* rec = reg.member(pid);
@@ -371,6 +376,7 @@ class TargetsCollector final : public Collector {
   std::unique_ptr<ProcessRegistry> registry_;
   std::vector<std::unique_ptr<Target>> targets_;
   std::vector<pid_t> members_;
+  GroupSample sample_;                        // this target's, in collect()
   std::vector<ProcessRecord*> live_records_;  // this sample's, parallel to TargetState::pids
   std::string cgroup_buf_;
   CgroupQuotaCache quota_cache_;  // this sample's

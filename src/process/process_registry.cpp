@@ -55,18 +55,26 @@ void ProcessRegistry::begin_sample() {
   ++gen_;
   if (gen_ == 0) gen_ = 1;  // 0 means "never"
   listing_.clear();
+  listed_pids_.clear();
   quiet_count_ = 0;
+  used_count_ = 0;
 }
 
 void ProcessRegistry::end_sample() {
-  for (auto it = records_.begin(); it != records_.end();) {
-    if (it->second->used_gen != gen_) {
-      it = records_.erase(it);
-    } else {
-      ++it;
+  // Nothing to drop when every record was used (the common case: walking the map is a node
+  // per process).
+  if (used_count_ != records_.size()) {
+    for (auto it = records_.begin(); it != records_.end();) {
+      if (it->second->used_gen != gen_) {
+        it = records_.erase(it);
+        entries_valid_ = false;
+      } else {
+        ++it;
+      }
     }
   }
   listing_.clear();
+  listed_pids_.clear();
 }
 
 ProcessRecord* ProcessRegistry::record(pid_t pid) {
@@ -150,8 +158,10 @@ void ProcessRegistry::refresh_listing(bool full) {
                       1000000000u;
   }
   listing_.clear();
-  auto add = [&](pid_t pid, std::uint64_t ino) {
-    ProcessRecord* rec = record(pid);
+  listed_pids_.clear();
+  listing_sorted_ = true;
+  lookup_at_ = 0;
+  auto add = [&](pid_t pid, std::uint64_t ino, ProcessRecord* rec) {
     // d_ino of a /proc/PID entry stays the same while its dentry lives; a PID reused by a
     // new process gets a new inode. A cheap hint to re-read a known PID without `full`.
     const bool changed = rec->dir_ino != ino;
@@ -159,25 +169,40 @@ void ProcessRegistry::refresh_listing(bool full) {
     if (changed || rec->stat_gen == 0 || (full && scan_due(*rec))) {
       if (!read_stat(*rec, changed)) return;
     }
-    rec->used_gen = gen_;
+    use(*rec);
+    if (!listed_pids_.empty() && listed_pids_.back() >= pid) listing_sorted_ = false;
     listing_.push_back(rec);
+    listed_pids_.push_back(pid);
   };
-  if (listing_reusable()) {
-    for (const auto& [pid, ino] : dir_entries_) add(pid, ino);
+  const bool reused = listing_reusable();
+  if (reused) {
+    for (DirEntry& e : dir_entries_) {
+      if (!entries_valid_ || !e.rec) e.rec = record(e.pid);
+      add(e.pid, e.ino, e.rec);
+    }
+    entries_valid_ = true;
   } else {
     // loadavg before the directory: a PID allocated while it is read moves it for next time.
     const std::optional<std::uint64_t> last = last_pid();
     int err = 0;
     DIR* dir = open_dir_at(root_fd_, ".", err);
     if (!dir) return;
+    // The last entries' records by a merge walk (both in readdir's PID order): a lookup by
+    // PID only for a process that is new (or when a record was dropped since).
+    old_entries_.swap(dir_entries_);
     dir_entries_.clear();
+    auto old = old_entries_.begin();
     while (struct dirent* e = ::readdir(dir)) {
       pid_t pid = 0;
       if (!parse_pid_name(e->d_name, pid)) continue;
-      dir_entries_.emplace_back(pid, e->d_ino);
-      add(pid, e->d_ino);
+      while (old != old_entries_.end() && old->pid < pid) ++old;
+      ProcessRecord* rec =
+          entries_valid_ && old != old_entries_.end() && old->pid == pid ? old->rec : record(pid);
+      dir_entries_.push_back({pid, e->d_ino, rec});
+      add(pid, e->d_ino, rec);
     }
     ::closedir(dir);
+    entries_valid_ = true;
     ++listings_read_;
     dir_gen_ = last && tasks_ ? gen_ : 0;
     dir_last_pid_ = last.value_or(0);
@@ -187,12 +212,34 @@ void ProcessRegistry::refresh_listing(bool full) {
   listed_full_ = full;
 
   // A process whose parent exited was re-parented (to init or a subreaper) without running:
-  // its cached ppid is stale. Re-read the stat of those only.
+  // its cached ppid is stale. Re-read the stat of those only. The parent's entry goes when
+  // it is reaped, which a reused listing rules out (no task was reaped since the directory
+  // was read, and this check ran then).
+  if (reused) return;
   for (ProcessRecord* rec : listing_) {
     if (rec->stat_read_gen == gen_ || rec->stat.ppid <= 0) continue;
+    if (listing_sorted_) {
+      if (!listed_record(rec->stat.ppid)) read_stat(*rec, true);
+      continue;
+    }
     auto it = records_.find(rec->stat.ppid);
     if (it == records_.end() || it->second->used_gen != gen_) read_stat(*rec, true);
   }
+}
+
+ProcessRecord* ProcessRegistry::listed_record(pid_t pid) {
+  if (!listing_sorted_ || listed_gen_ != gen_) return nullptr;
+  const std::size_t n = listed_pids_.size();
+  std::size_t i = lookup_at_ < n && listed_pids_[lookup_at_] <= pid ? lookup_at_ : 0;
+  for (int step = 0; step < 4 && i < n && listed_pids_[i] < pid; ++step) ++i;
+  if (i < n && listed_pids_[i] < pid) {
+    i = static_cast<std::size_t>(
+        std::lower_bound(listed_pids_.begin() + static_cast<std::ptrdiff_t>(i), listed_pids_.end(),
+                         pid) -
+        listed_pids_.begin());
+  }
+  lookup_at_ = i;
+  return i < n && listed_pids_[i] == pid ? listing_[i] : nullptr;
 }
 
 bool ProcessRegistry::listing_reusable() {
@@ -212,6 +259,9 @@ bool ProcessRegistry::listing_reusable() {
   // last reading are probed. When the tasks alive among them are all the tasks gained, none
   // was reaped, and the new processes among them are added to the walk.
   if (*last <= dir_last_pid_ || *last - dir_last_pid_ > kMaxProbedPids) return false;
+  // At most one task gained per PID allocated, and none lost: a count outside that cannot
+  // match whatever the probes find (a task reaped, the common case on a busy host).
+  if (*tasks_ < dir_tasks_ || *tasks_ - dir_tasks_ > *last - dir_last_pid_) return false;
   // The count first (an fstatat each): on a host whose builds fork and reap every second it
   // mostly fails, and then the status reads are not paid for.
   std::vector<std::pair<pid_t, std::uint64_t>> alive;
@@ -229,7 +279,7 @@ bool ProcessRegistry::listing_reusable() {
     if (!tgid) return false;
     if (*tgid == entry.first) fresh.push_back(entry);
   }
-  dir_entries_.insert(dir_entries_.end(), fresh.begin(), fresh.end());
+  for (const auto& [pid, ino] : fresh) dir_entries_.push_back({pid, ino, nullptr});
   dir_last_pid_ = *last;
   dir_tasks_ = *tasks_;
   return true;
@@ -274,9 +324,10 @@ bool ProcessRegistry::scan_due(const ProcessRecord& rec) const {
 
 ProcessRecord* ProcessRegistry::stat(pid_t pid) {
   if (pid <= 0) return nullptr;
-  ProcessRecord* rec = record(pid);
+  ProcessRecord* rec = listed_record(pid);
+  if (!rec) rec = record(pid);
   if (!read_stat(*rec)) return nullptr;
-  rec->used_gen = gen_;
+  use(*rec);
   return rec;
 }
 

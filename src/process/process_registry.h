@@ -182,6 +182,14 @@ class ProcessRegistry {
   /// Room for a schedstat or statm text (three or seven 20-digit numbers).
   static constexpr std::size_t kSmallText = 256;
   ProcessRecord* record(pid_t pid);
+  /// Marks `rec` as used this sample (end_sample keeps it).
+  void use(ProcessRecord& rec) {
+    if (rec.used_gen != gen_) ++used_count_;
+    rec.used_gen = gen_;
+  }
+  /// The record of `pid` in this sample's listing, without hashing: a search of the sorted
+  /// PIDs from where the last one ended (members come in PID order). nullptr when not listed.
+  ProcessRecord* listed_record(pid_t pid);
   /// `force`: read the file even when the process looks quiet (a PID that may name another
   /// process, a parent that vanished).
   bool read_stat(ProcessRecord& rec, bool force = false);
@@ -223,8 +231,21 @@ class ProcessRegistry {
   bool listed_full_ = false;
   std::unordered_map<pid_t, std::unique_ptr<ProcessRecord>> records_;
   std::vector<ProcessRecord*> listing_;
-  // The PIDs (and d_ino) of the last listing read from the directory, for walking it again.
-  std::vector<std::pair<pid_t, std::uint64_t>> dir_entries_;
+  std::vector<pid_t> listed_pids_;  // listing_'s PIDs, in its order
+  bool listing_sorted_ = false;     // ... which is by PID (readdir's order on procfs)
+  std::size_t lookup_at_ = 0;       // where listed_record() last ended
+  std::size_t used_count_ = 0;      // records used this sample
+  // The PIDs (and d_ino) of the last listing read from the directory, for walking it again,
+  // with their records: valid while entries_valid_ (no record was dropped since they were
+  // taken), which spares a lookup by PID per listed process.
+  struct DirEntry {
+    pid_t pid;
+    std::uint64_t ino;
+    ProcessRecord* rec;
+  };
+  std::vector<DirEntry> dir_entries_;
+  std::vector<DirEntry> old_entries_;  // the previous ones, while the directory is read
+  bool entries_valid_ = false;
   std::uint32_t dir_gen_ = 0;       // sample it was read in
   std::uint64_t dir_last_pid_ = 0;  // loadavg's last PID read just before it
   std::uint64_t dir_tasks_ = 0;     // ... and its number of tasks

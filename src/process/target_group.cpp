@@ -51,7 +51,9 @@ void TargetGroup::update(const GroupSample& sample) {
   next_.clear();
   next_.reserve(sample.live.size());
   for (const MemberSample& m : sample.live) next_.emplace_back(m.key, m.counters);
-  std::sort(next_.begin(), next_.end(), by_key);
+  if (!std::is_sorted(next_.begin(), next_.end(), by_key)) {  // mostly in PID order already
+    std::sort(next_.begin(), next_.end(), by_key);
+  }
   std::size_t w = 0;
   for (std::size_t i = 0; i < next_.size(); ++i) {
     if (w > 0 && next_[w - 1].first == next_[i].first) {
