@@ -7,10 +7,13 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <unordered_map>
 
 #include "collectors/host_file.h"
 #include "process/process_handle.h"
+#include "procfs/proc_pid_schedstat.h"
 #include "procfs/proc_pid_stat.h"
 #include "procfs/stat.h"
 
@@ -53,6 +56,10 @@ class TopCpuCollector final : public Collector {
   struct Seen {
     std::uint64_t start = 0;  // starttime: a reused pid is another process
     std::uint64_t ticks = 0;  // utime + stime
+    bool single = false;      // one thread at the last stat read
+    // The schedstat read just before that stat, when the process had one thread already: while
+    // it stays the same, the process did not run, so it neither used CPU nor started a thread.
+    std::optional<PidSchedstat> sched;
   };
 
   /// Whether the host's CPU was at least kTopCpuHostBusy busy since the last call. True on
@@ -110,10 +117,23 @@ class TopCpuCollector final : public Collector {
       h.gen = scan_gen_;
       const bool kept = h.handle != nullptr;
       if (!kept) h.handle = std::make_unique<ProcessHandle>(root_fd_, pid, budget_);
+      // A process with one thread whose schedstat did not move since its last stat did not
+      // run: one small read instead of the stat and its parse. A kept handle's fds fail once
+      // its process exits, so a kept handle still reads the process seen last scan.
+      auto before = seen_.find(pid);
+      std::optional<PidSchedstat> sched;
+      if (kept && before != seen_.end() && before->second.single) {
+        sched = read_schedstat(*h.handle);  // before the stat it may vouch for next scan
+        if (sched && before->second.sched && *sched == *before->second.sched) {
+          now.emplace(pid, before->second);
+          continue;
+        }
+      }
       ReadResult r = h.handle->read(ProcessHandle::kStat, text_);
       if (r == ReadResult::Gone && kept) {  // the kept fd's process exited; the PID is reused
         h.handle = std::make_unique<ProcessHandle>(root_fd_, pid, budget_);
         r = h.handle->read(ProcessHandle::kStat, text_);
+        sched.reset();  // the old process's
       }
       if (r != ReadResult::Ok) {
         h.handle.reset();  // gone since the listing (normal), or unreadable
@@ -121,10 +141,10 @@ class TopCpuCollector final : public Collector {
       }
       auto st = parse_pid_stat(text_);
       if (!st) continue;
-      Seen s{st->starttime, st->utime + st->stime};
+      const bool single = st->num_threads == 1;
+      Seen s{st->starttime, st->utime + st->stime, single, single ? sched : std::nullopt};
       now.emplace(pid, s);
       // Only a process seen last sample with the same start time has a known increase.
-      auto before = seen_.find(pid);
       if (before == seen_.end() || before->second.start != s.start ||
           s.ticks < before->second.ticks) {
         continue;
@@ -148,6 +168,15 @@ class TopCpuCollector final : public Collector {
     std::sort(busiest_.begin(), busiest_.end(),
               [](const auto& a, const auto& b) { return a.first > b.first; });
     if (busiest_.size() > kTopCpuNames) busiest_.resize(kTopCpuNames);
+  }
+
+  static std::optional<PidSchedstat> read_schedstat(ProcessHandle& handle) {
+    char text[128];
+    std::size_t len = 0;
+    if (handle.read_small(ProcessHandle::kSchedstat, text, sizeof text, len) != ReadResult::Ok) {
+      return std::nullopt;
+    }
+    return parse_pid_schedstat(std::string_view(text, len));
   }
 
   struct Kept {
