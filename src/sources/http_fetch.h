@@ -51,6 +51,7 @@ struct FetchResult {
   std::string message;  // human-readable cause for logs
   double seconds = 0;   // wall time of the request
   double arrived = 0;   // unix time the answer was in (set by the source runner)
+  double steady = 0;    // steady-clock seconds the answer was in (set by the source runner)
   bool ok() const { return error == FetchError::None; }
 };
 

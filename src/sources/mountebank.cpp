@@ -1,5 +1,6 @@
 #include "sources/mountebank.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -146,7 +147,55 @@ class ImpostersHandler : public JsonHandler {
   Entry entry_;
 };
 
+// Reads {"process": {"uptime": N}, …}; everything else is skipped.
+class UptimeHandler : public JsonHandler {
+ public:
+  std::optional<double> uptime;
+
+  bool begin_object() override {
+    in_process_ = depth_ == 1 && key_ == "process";
+    ++depth_;
+    return true;
+  }
+  bool end_object() override {
+    --depth_;
+    if (depth_ == 1) in_process_ = false;
+    return true;
+  }
+  bool begin_array() override {
+    ++depth_;
+    return true;
+  }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool key(std::string_view k) override {
+    key_.assign(k.substr(0, 16));  // only "process" and "uptime" matter
+    return true;
+  }
+  bool string(std::string_view) override { return true; }
+  bool number(double v) override {
+    if (in_process_ && depth_ == 2 && key_ == "uptime" && std::isfinite(v) && v >= 0) uptime = v;
+    return true;
+  }
+  bool boolean(bool) override { return true; }
+  bool null() override { return true; }
+
+ private:
+  std::string key_;
+  int depth_ = 0;
+  bool in_process_ = false;
+};
+
 }  // namespace
+
+std::optional<double> parse_mountebank_uptime(std::string_view json) {
+  UptimeHandler handler;
+  std::string why;
+  if (!read_json_events(json, handler, why)) return std::nullopt;
+  return handler.uptime;
+}
 
 bool parse_mountebank_imposters(std::string_view json, std::vector<MountebankImposter>& out,
                                 std::string& error, std::size_t max_imposters,
@@ -204,6 +253,11 @@ void MountebankMapper::map(const std::vector<MountebankImposter>& imposters,
       start_time_ = start;
     }
   }
+  if (restarted_) {
+    // Once, even when the start time above moved too: a second reset_all adds nothing.
+    carry_.reset_all();
+    restarted_ = false;
+  }
   CounterCarry& carry = carry_;
   for (const auto& imp : imposters) {
     out.counter(kRequestsName, kRequestsHelp, {{"source", source}, {"imposter", imp.label}},
@@ -240,13 +294,30 @@ void MountebankMapper::map(const std::vector<MountebankImposter>& imposters,
   out.append(std::move(kept));
 }
 
+void MountebankMapper::note_uptime(double uptime, double arrived, double seconds) {
+  if (!(uptime >= 0) || !(seconds >= 0) || !std::isfinite(arrived)) return;
+  const double low = arrived - seconds - uptime;
+  const double high = arrived - uptime;
+  if (started_known_) {
+    // 10 ms for the rounding of the two clocks' readings, and 0.1 % of the time between the
+    // answers for the drift of mb's clock against ours when mb runs on another host.
+    const double slack = 0.01 + 1e-3 * std::max(0.0, arrived - start_seen_at_);
+    if (low > start_high_ + slack || high < start_low_ - slack) restarted_ = true;
+  }
+  started_known_ = true;
+  start_low_ = low;
+  start_high_ = high;
+  start_seen_at_ = arrived;
+}
+
 namespace {
 
 class MountebankScraper : public SourceScraper {
  public:
   std::vector<SourceRequest> requests(const SourceConfig& config) const override {
     return {{config.url + "/imposters", "application/json", false},
-            {config.url + "/metrics", kPromTextAccept, true}};
+            {config.url + "/metrics", kPromTextAccept, true},
+            {config.url + "/config", "application/json", true}};
   }
 
   ScrapeResult process(const SourceConfig& config, std::vector<FetchResult>& answers) override {
@@ -280,6 +351,12 @@ class MountebankScraper : public SourceScraper {
         result.error = m.error;
         result.message = config.url + "/metrics: " + m.message;
         return result;
+      }
+    }
+    if (answers.size() > 2 && answers[2].ok()) {
+      const FetchResult& c = answers[2];
+      if (auto uptime = parse_mountebank_uptime(c.body)) {
+        mapper_.note_uptime(*uptime, c.steady, c.seconds);
       }
     }
     MetricSink sink;

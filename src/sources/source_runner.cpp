@@ -128,6 +128,8 @@ void SourceRunner::run() {
       FetchResult r = http.get(req.url, options);
       arrived = unix_now();
       r.arrived = arrived;
+      r.steady = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+                     .count();
       if (r.error == FetchError::Stopped) {
         stopped = true;
         break;

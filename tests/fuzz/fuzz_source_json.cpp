@@ -1,5 +1,6 @@
 // libFuzzer harness: the pull-source JSON parsers and mappers (Locust /stats/requests,
-// Mountebank /imposters). The first byte picks the parser: even = Locust, odd = Mountebank.
+// Mountebank /imposters and /config). The first byte picks the parser: even = Locust, odd =
+// Mountebank.
 // clang-format off
 // FUZZ_SOURCES: src/sources/locust.cpp src/sources/locust_csv.cpp src/sources/mountebank.cpp src/sources/prometheus.cpp src/sources/counter_carry.cpp src/metrics/metric_sink.cpp src/sources/prom_text_parser.cpp src/sources/json_events.cpp src/sources/generator_families.cpp src/metrics/series_guard.cpp src/metrics/page_budget.cpp src/metrics/exposition.cpp
 // FUZZ_LIBS:
@@ -67,6 +68,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     locust.map(stats, "fuzz", sink);
     locust.end_scrape(size_t(1) << 40);  // never forget: forgetting may restart a counter
   } else {
+    // The same bytes as a /config body: a restart it shows must not lower a counter either.
+    if (auto uptime = loadwatch::parse_mountebank_uptime(text)) {
+      mountebank.note_uptime(*uptime, static_cast<double>(size), 0);
+    }
     std::vector<loadwatch::MountebankImposter> imposters;
     if (!loadwatch::parse_mountebank_imposters(text, imposters, error)) {
       if (error.empty()) __builtin_trap();

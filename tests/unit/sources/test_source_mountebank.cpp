@@ -175,6 +175,40 @@ TEST_CASE("a restarted mb (new process start time) restarts every counter", "[mo
   CHECK(counter(fams, "loadwatch_mock_requests_total", "http:23600") == 16);
 }
 
+TEST_CASE("GET /config: mb's process uptime, from a capture", "[mountebank]") {
+  const std::string config = read_fixture("sources/mountebank_2.9.1_config.json");
+  REQUIRE(config.find("\"uptime\": 0.70044729") != std::string::npos);
+  CHECK(parse_mountebank_uptime(config) == 0.70044729);
+  // Only process.uptime counts: not a top-level or deeper "uptime", not a string.
+  CHECK_FALSE(parse_mountebank_uptime(R"({"uptime": 3, "process": {"x": {"uptime": 4}}})"));
+  CHECK_FALSE(parse_mountebank_uptime(R"({"process": {"uptime": "5"}})"));
+  CHECK_FALSE(parse_mountebank_uptime(R"({"process": {"uptime": -1}})"));
+  CHECK_FALSE(parse_mountebank_uptime(config.substr(0, config.size() / 2)));  // cut short
+  CHECK(parse_mountebank_uptime(R"({"process": [], "process": {"uptime": 1.5}})") == 1.5);
+}
+
+TEST_CASE("a restart within the start time's second is seen by mb's uptime", "[mountebank]") {
+  // mb_process_start_time_seconds is rounded to the second: a stop and start within it leaves
+  // it the same, and a new process whose count passed the old one's last value (3 > 2) looks
+  // like the old one counting on.
+  std::string metrics = read_fixture("sources/mountebank_2.9.1_metrics.txt");
+  MountebankMapper mapper;
+  mapper.note_uptime(4.0, 1000.0, 0.002);  // started at 996.0
+  CHECK(counter(map_text(imposters_json(2), &metrics, mapper), "loadwatch_mock_requests_total",
+                "http:3000") == 2);
+  mapper.note_uptime(0.4, 1000.9, 0.002);  // started at 1000.5: another process
+  CHECK(counter(map_text(imposters_json(3), &metrics, mapper), "loadwatch_mock_requests_total",
+                "http:3000") == 5);
+  // The same process a second later (its start within the slack): no further restart.
+  mapper.note_uptime(1.4, 1001.905, 0.004);
+  CHECK(counter(map_text(imposters_json(4), &metrics, mapper), "loadwatch_mock_requests_total",
+                "http:3000") == 6);
+  // The same process after a long silence, its clock 0.05 % off ours: no restart either.
+  mapper.note_uptime(1.4 + 600 * 1.0005, 1001.905 + 600, 0.002);
+  CHECK(counter(map_text(imposters_json(7), &metrics, mapper), "loadwatch_mock_requests_total",
+                "http:3000") == 9);
+}
+
 TEST_CASE("an imposter missing from a scrape comes back as a new counter", "[mountebank]") {
   MountebankMapper mapper;
   CHECK(counter(map_text(imposters_json(5), nullptr, mapper), "loadwatch_mock_requests_total",
