@@ -154,11 +154,14 @@ class LocustListener(unittest.TestCase):
             failures = sum(1 for r in requests if not r[2])
             self.assertGreater(failures, 0)
 
-            # The final push (at test stop) carries every request Locust counted.
+            # The final push (at test stop) carries every request Locust counted, and no users.
+            # The push before it may already hold every request (with the last step's users):
+            # a sample of that one is not yet the final state.
             def settled(s):
                 return lw.value("loadwatch_generator_requests_total", s, source="steps") == \
-                    len(requests)
-            samples = lw.wait_for(settled, timeout=10, what="the final counts")
+                    len(requests) and \
+                    lw.value("loadwatch_generator_users", s, source="steps") == 0
+            samples = lw.wait_for(settled, timeout=10, what="the final counts and 0 users")
             self.assertEqual(lw.value("loadwatch_generator_failures_total", samples,
                                       source="steps"), failures)
             self.assertEqual(lw.value("loadwatch_generator_users", samples, source="steps"), 0)
