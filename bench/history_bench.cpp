@@ -23,24 +23,24 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <atomic>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bench/cpu_clock.h"
+#include "config/options.h"
 #include "flags.h"
 #include "history/history.h"
 #include "metrics/metric_sink.h"
-#include "config/options.h"
+#include "routes/live_routes.h"
 #include "sampler/sampler.h"
 #include "web/http_server.h"
-#include "web/routes/live_routes.h"
 
 using namespace loadwatch;
 using loadwatch::bench::thread_cpu_seconds;
@@ -87,10 +87,11 @@ std::vector<prometheus::MetricFamily> synthetic_sample(int i, int cpus) {
                   1e6 + t * 0.1);
     }
   }
-  const char* states[] = {"ESTABLISHED", "SYN_SENT", "SYN_RECV",  "FIN_WAIT1",  "FIN_WAIT2",
-                          "TIME_WAIT",   "CLOSE",    "CLOSE_WAIT", "LAST_ACK", "LISTEN",
-                          "CLOSING"};
-  for (const char* st : states) out.gauge("loadwatch_tcp_connections", "h", {{"state", st}}, i % 50);
+  const char* states[] = {"ESTABLISHED", "SYN_SENT",  "SYN_RECV", "FIN_WAIT1",
+                          "FIN_WAIT2",   "TIME_WAIT", "CLOSE",    "CLOSE_WAIT",
+                          "LAST_ACK",    "LISTEN",    "CLOSING"};
+  for (const char* st : states)
+    out.gauge("loadwatch_tcp_connections", "h", {{"state", st}}, i % 50);
   out.counter("loadwatch_tcp_listen_overflows_total", "h", {}, t);
   out.counter("loadwatch_tcp_listen_drops_total", "h", {}, t);
   out.gauge("loadwatch_tcp_ephemeral_port_usage_ratio", "h", {}, 0.01);
@@ -130,10 +131,14 @@ int main(int argc, char** argv) {
   bool endpoint_only = false;
   const char* dump = nullptr;  // writes the last answer there, to compare encoders
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--samples") && i + 1 < argc) samples = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--requests") && i + 1 < argc) requests = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--endpoint-only")) endpoint_only = true;
-    else if (!std::strcmp(argv[i], "--dump") && i + 1 < argc) dump = argv[++i];
+    if (!std::strcmp(argv[i], "--samples") && i + 1 < argc)
+      samples = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--requests") && i + 1 < argc)
+      requests = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--endpoint-only"))
+      endpoint_only = true;
+    else if (!std::strcmp(argv[i], "--dump") && i + 1 < argc)
+      dump = argv[++i];
   }
   requests = std::max(requests, 1);
   int cpus = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
@@ -151,10 +156,11 @@ int main(int argc, char** argv) {
     record_cpu += thread_cpu_seconds() - c0;
   }
   long after = rss_kib();
-  std::printf("history_memory points=%zu series=%zu cpus=%d rss_growth_kib=%ld column_kib=%zu "
-              "budget_kib=16384\n",
-              history->size(), history->list().size(), cpus, after - before,
-              history->column_bytes() / 1024);
+  std::printf(
+      "history_memory points=%zu series=%zu cpus=%d rss_growth_kib=%ld column_kib=%zu "
+      "budget_kib=16384\n",
+      history->size(), history->list().size(), cpus, after - before,
+      history->column_bytes() / 1024);
   std::printf("history_record synthetic_us_per_sample=%.1f\n", record_cpu / 7200 * 1e6);
 
   // 3. The endpoint: 1 hour of 50 series.
@@ -193,8 +199,8 @@ int main(int argc, char** argv) {
     double c0 = thread_cpu_seconds();
     auto t0 = std::chrono::steady_clock::now();
     auto r = history_response(*history, req);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                     .count());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     cpu_ms.push_back((thread_cpu_seconds() - c0) * 1e3);
     if (r.status != 200) {
       std::fprintf(stderr, "history_bench: endpoint answered %d: %s\n", r.status, r.body.c_str());
@@ -203,11 +209,12 @@ int main(int argc, char** argv) {
     bytes = r.body.size();
     if (dump && i + 1 == requests) std::ofstream(dump, std::ios::binary) << r.body;
   }
-  std::printf("history_endpoint series=%d points=3600 bytes=%zu requests=%d p50_ms=%.2f "
-              "p99_ms=%.2f cpu_p50_ms=%.2f cpu_p99_ms=%.2f query_alone_p50_ms=%.2f "
-              "budget_p99_ms=5\n",
-              n, bytes, requests, percentile(ms, 0.5), percentile(ms, 0.99),
-              percentile(cpu_ms, 0.5), percentile(cpu_ms, 0.99), percentile(query_ms, 0.5));
+  std::printf(
+      "history_endpoint series=%d points=3600 bytes=%zu requests=%d p50_ms=%.2f "
+      "p99_ms=%.2f cpu_p50_ms=%.2f cpu_p99_ms=%.2f query_alone_p50_ms=%.2f "
+      "budget_p99_ms=5\n",
+      n, bytes, requests, percentile(ms, 0.5), percentile(ms, 0.99), percentile(cpu_ms, 0.5),
+      percentile(cpu_ms, 0.99), percentile(query_ms, 0.5));
 
   // 4. record() into the full history, alone and with two readers asking back to back.
   auto record_wall_us = [&](int count, int base) {
@@ -252,15 +259,15 @@ int main(int argc, char** argv) {
   long reads = 0, spins = 0;
   auto contended_us = beside(true, 7300, &reads);
   auto spun_us = beside(false, 7400, &spins);
-  std::printf("record_under_readers samples=100 reads=%ld alone_p50_us=%.1f alone_p99_us=%.1f "
-              "alone_max_us=%.1f with_readers_p50_us=%.1f with_readers_p99_us=%.1f "
-              "with_readers_max_us=%.1f with_spinners_p50_us=%.1f with_spinners_p99_us=%.1f "
-              "with_spinners_max_us=%.1f deferred_points=%zu\n",
-              reads, percentile(alone_us, 0.5), percentile(alone_us, 0.99),
-              percentile(alone_us, 1.0), percentile(contended_us, 0.5),
-              percentile(contended_us, 0.99), percentile(contended_us, 1.0),
-              percentile(spun_us, 0.5), percentile(spun_us, 0.99), percentile(spun_us, 1.0),
-              history->deferred_points());
+  std::printf(
+      "record_under_readers samples=100 reads=%ld alone_p50_us=%.1f alone_p99_us=%.1f "
+      "alone_max_us=%.1f with_readers_p50_us=%.1f with_readers_p99_us=%.1f "
+      "with_readers_max_us=%.1f with_spinners_p50_us=%.1f with_spinners_p99_us=%.1f "
+      "with_spinners_max_us=%.1f deferred_points=%zu\n",
+      reads, percentile(alone_us, 0.5), percentile(alone_us, 0.99), percentile(alone_us, 1.0),
+      percentile(contended_us, 0.5), percentile(contended_us, 0.99), percentile(contended_us, 1.0),
+      percentile(spun_us, 0.5), percentile(spun_us, 0.99), percentile(spun_us, 1.0),
+      history->deferred_points());
   if (endpoint_only) return 0;
   history.reset();
 
@@ -294,8 +301,9 @@ int main(int argc, char** argv) {
   double c0 = thread_cpu_seconds();
   for (int i = 0; i < samples; ++i) alone.record(snap->families(), 1e9 + i);
   double record_us = (thread_cpu_seconds() - c0) / samples * 1e6;
-  std::printf("sampler samples=%d series_kept=%zu cpu_us_per_sample_without=%.1f "
-              "cpu_us_per_sample_with=%.1f record_us=%.1f record_share=%.3f\n",
-              samples, live.list().size(), without, with, record_us, record_us / without);
+  std::printf(
+      "sampler samples=%d series_kept=%zu cpu_us_per_sample_without=%.1f "
+      "cpu_us_per_sample_with=%.1f record_us=%.1f record_share=%.3f\n",
+      samples, live.list().size(), without, with, record_us, record_us / without);
   return 0;
 }

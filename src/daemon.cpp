@@ -14,6 +14,11 @@
 #include "flags.h"
 #include "history/history.h"
 #include "report/report_service.h"
+#include "routes/answer_builder.h"
+#include "routes/live_routes.h"
+#include "routes/report_routes.h"
+#include "routes/run_routes.h"
+#include "routes/web_routes.h"
 #include "runs/run_book.h"
 #include "sampler/sampler.h"
 #include "util/heap_trim.h"
@@ -21,11 +26,6 @@
 #include "util/logging.h"
 #include "version.h"
 #include "web/http_server.h"
-#include "web/routes/answer_builder.h"
-#include "web/routes/live_routes.h"
-#include "web/routes/report_routes.h"
-#include "web/routes/run_routes.h"
-#include "web/routes/web_routes.h"
 #include "web/web_config.h"
 
 namespace loadwatch {

@@ -13,7 +13,6 @@
 
 #include "util/log.h"
 #include "web/http_listener.h"
-#include "web/query_string.h"
 #include "web/server_core.h"
 #include "web/web_config.h"
 
@@ -42,20 +41,6 @@ std::string tls_files_stamp(const TlsServerConfig& tls) {
 }
 
 }  // namespace
-
-std::string HttpRequest::query_param(const std::string& name) const {
-  auto values = query_values(query, name, 1);
-  return values.empty() ? "" : values.front();
-}
-
-std::vector<std::string> HttpRequest::query_params(const std::string& name) const {
-  return query_values(query, name, 32);
-}
-
-std::string HttpRequest::header(const std::string& lower_name) const {
-  auto it = headers.find(lower_name);
-  return it == headers.end() ? "" : it->second;
-}
 
 struct HttpServer::Impl : http_transport::ServerCore {
   std::unique_ptr<HttpListener> listener;  // null while not serving

@@ -19,7 +19,8 @@
 #include "web/basic_auth.h"
 #include "web/connection_table.h"
 #include "web/handler_pool.h"
-#include "web/http_server.h"
+#include "web/http_message.h"
+#include "web/http_server_settings.h"
 #include "web/web_config.h"
 
 namespace loadwatch::http_transport {

@@ -1,9 +1,9 @@
-// libFuzzer harness: the query of GET /api/v1/history (src/web/routes/history_query.cpp),
+// libFuzzer harness: the query of GET /api/v1/history (src/routes/history_query.cpp),
 // decoded as the server decodes it (web/query_string.h), then run against a small history.
 // Any query string either gives a query whose answer keeps the history's invariants, or a
 // message for a 400 that is JSON-safe whatever bytes it quotes: never a 500.
 // clang-format off
-// FUZZ_SOURCES: src/web/routes/history_query.cpp src/history/history.cpp src/metrics/exposition.cpp src/web/query_string.cpp
+// FUZZ_SOURCES: src/routes/history_query.cpp src/history/history.cpp src/metrics/exposition.cpp src/web/query_string.cpp
 // FUZZ_LIBS:
 // clang-format on
 #include <cstddef>
@@ -12,8 +12,8 @@
 #include <string>
 
 #include "history/history.h"
+#include "routes/history_query.h"
 #include "web/query_string.h"
-#include "web/routes/history_query.h"
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include "history/history.h"
 #include "metrics/exposition.h"
 #include "metrics/metric_sink.h"
+#include "routes/live_routes.h"
 #include "sources/generator_families.h"
-#include "web/routes/live_routes.h"
 
 using namespace loadwatch;
 

@@ -22,10 +22,10 @@
 #include "cli/cli_run.h"
 #include "cli/run_client.h"
 #include "procfs/proc_pid_stat.h"
+#include "routes/run_routes.h"
 #include "tests/lib/eventually.h"
 #include "tests/lib/loopback_server.h"
 #include "web/http_server.h"
-#include "web/routes/run_routes.h"
 
 using namespace loadwatch;
 

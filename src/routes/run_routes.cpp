@@ -1,4 +1,4 @@
-#include "web/routes/run_routes.h"
+#include "routes/run_routes.h"
 
 #include <cmath>
 #include <nlohmann/json.hpp>

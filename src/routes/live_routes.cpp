@@ -1,4 +1,4 @@
-#include "web/routes/live_routes.h"
+#include "routes/live_routes.h"
 
 #include <algorithm>
 #include <charconv>

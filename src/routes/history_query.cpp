@@ -1,4 +1,4 @@
-#include "web/routes/history_query.h"
+#include "routes/history_query.h"
 
 #include <cmath>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "web/routes/answer_builder.h"
+#include "routes/answer_builder.h"
 
 #include <sys/resource.h>
 #include <unistd.h>

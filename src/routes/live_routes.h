@@ -4,10 +4,10 @@
 
 #include <string>
 
+#include "routes/answer_builder.h"
+#include "routes/history_query.h"
 #include "sampler/sampler.h"
 #include "web/http_server.h"
-#include "web/routes/answer_builder.h"
-#include "web/routes/history_query.h"
 
 namespace loadwatch {
 

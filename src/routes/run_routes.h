@@ -8,9 +8,9 @@
 #include <optional>
 #include <string_view>
 
+#include "routes/answer_builder.h"
 #include "runs/run_book.h"
 #include "web/http_server.h"
-#include "web/routes/answer_builder.h"
 
 namespace loadwatch {
 

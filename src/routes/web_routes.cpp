@@ -1,14 +1,14 @@
-#include "web/routes/web_routes.h"
+#include "routes/web_routes.h"
 
 #include <chrono>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "routes/live_routes.h"
 #include "util/gzip.h"
 #include "util/html_escape.h"
 #include "util/unix_time.h"
 #include "version.h"
-#include "web/routes/live_routes.h"
 
 namespace loadwatch {
 

@@ -11,7 +11,7 @@
 #include "../../lib/eventually.h"
 // The answer builder: reads admitted while a builder is free or one waits, built answers
 // counted until sent, builder threads at a lower priority.
-#include "web/routes/answer_builder.h"
+#include "routes/answer_builder.h"
 
 using namespace loadwatch;
 using loadwatch::test::eventually;

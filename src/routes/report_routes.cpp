@@ -1,4 +1,4 @@
-#include "web/routes/report_routes.h"
+#include "routes/report_routes.h"
 
 #include <memory>
 #include <mutex>

@@ -3,7 +3,7 @@
 // GET /api/v1/runs/{id}/report.html (?baseline=ID): a run's capacity report.
 
 #include "report/report_service.h"
-#include "web/routes/run_routes.h"
+#include "routes/run_routes.h"
 
 namespace loadwatch::report {
 
