@@ -37,11 +37,8 @@ class TopCpuCollector final : public Collector {
     if (last_ == 0 || ctx.now - last_ >= kTopCpuScanSeconds || ctx.now < last_) {
       if (host_busy(ctx)) {
         scan(ctx);
-      } else {  // nothing to name; the next busy period starts from a fresh base
-        seen_.clear();
-        busiest_.clear();
-        handles_.clear();
-        last_ = ctx.now;
+      } else {
+        idle(ctx.now);
       }
     }
     for (const auto& [cores, name] : busiest_) {
@@ -88,6 +85,19 @@ class TopCpuCollector final : public Collector {
     return static_cast<double>(d_busy) >= kTopCpuHostBusy * static_cast<double>(d_total);
   }
 
+  /// An idle period: nothing to name, and the next scan only sets the base. The kept fds and
+  /// the figures last read stay for kTopCpuIdlePeriodsKept periods in a row: a process that
+  /// did not run since has the same ticks, so the base scan reads its schedstat alone.
+  void idle(double now) {
+    busiest_.clear();
+    base_only_ = true;
+    last_ = now;
+    if (++idle_periods_ >= kTopCpuIdlePeriodsKept) {
+      seen_.clear();
+      handles_.clear();
+    }
+  }
+
   /// The procfs root as an O_PATH fd for the kept handles; reopened if the root changes.
   bool open_root(const FsRoot& proc) {
     if (root_fd_ >= 0 && root_ == proc.root()) return true;
@@ -101,7 +111,9 @@ class TopCpuCollector final : public Collector {
   // Each process's stat is read through a kept fd (pread: ~3.9 us against ~8.2 us for
   // open, read and close here), taken from the daemon's fd budget; past the budget the
   // handle reads by path. A kept fd fails once its process exits, so a reused PID is read
-  // through a new handle, never mixed with the old process.
+  // through a new handle, never mixed with the old process. A one-thread process found quiet
+  // keeps its schedstat fd alone (one fd, not two): its stat is opened again once it runs,
+  // and kept while it runs at each scan.
   void scan(SampleContext& ctx) {
     if (!open_root(ctx.proc)) throw std::runtime_error("topcpu: cannot open " + ctx.proc.root());
     std::unordered_map<pid_t, Seen> now;
@@ -115,7 +127,7 @@ class TopCpuCollector final : public Collector {
       if (!parse_pid_name(de->d_name, pid)) continue;
       auto& h = handles_[pid];
       h.gen = scan_gen_;
-      const bool kept = h.handle != nullptr;
+      bool kept = h.handle != nullptr;
       if (!kept) h.handle = std::make_unique<ProcessHandle>(root_fd_, pid, budget_);
       // A process with one thread whose schedstat did not move since its last stat did not
       // run: one small read instead of the stat and its parse. A kept handle's fds fail once
@@ -125,8 +137,13 @@ class TopCpuCollector final : public Collector {
       if (kept && before != seen_.end() && before->second.single) {
         sched = read_schedstat(*h.handle);  // before the stat it may vouch for next scan
         if (sched && before->second.sched && *sched == *before->second.sched) {
+          h.handle->close(ProcessHandle::kStat);  // quiet: the schedstat fd is enough
           now.emplace(pid, before->second);
           continue;
+        }
+        if (!sched) {  // its process exited (or the text is unreadable): start afresh
+          h.handle = std::make_unique<ProcessHandle>(root_fd_, pid, budget_);
+          kept = false;
         }
       }
       ReadResult r = h.handle->read(ProcessHandle::kStat, text_);
@@ -141,6 +158,12 @@ class TopCpuCollector final : public Collector {
       }
       auto st = parse_pid_stat(text_);
       if (!st) continue;
+      if (kept && sched && before->second.start != st->starttime) {
+        // A stat opened anew by path, after the kept schedstat's process exited and its PID
+        // was taken: that schedstat is the old process's.
+        h.handle->close(ProcessHandle::kSchedstat);
+        sched.reset();
+      }
       const bool single = st->num_threads == 1;
       Seen s{st->starttime, st->utime + st->stime, single, single ? sched : std::nullopt};
       now.emplace(pid, s);
@@ -157,8 +180,10 @@ class TopCpuCollector final : public Collector {
     }
     seen_ = std::move(now);
     double dt = ctx.now - last_;
-    bool first = last_ == 0;
+    bool first = last_ == 0 || base_only_;
     last_ = ctx.now;
+    base_only_ = false;
+    idle_periods_ = 0;
     busiest_.clear();
     if (first || !(dt > 0)) return;
     for (auto& [name, ticks] : ticks_by_name) {
@@ -193,6 +218,8 @@ class TopCpuCollector final : public Collector {
   std::string text_;
   std::vector<std::pair<double, std::string>> busiest_;  // the last scan's, busiest first
   double last_ = 0;
+  bool base_only_ = false;  // an idle period came since the last scan: this one sets the base
+  int idle_periods_ = 0;    // idle periods in a row
   double clk_tck_ = 100;
   std::uint64_t stat_busy_ = 0, stat_total_ = 0;  // /proc/stat's ticks at the last check
   HostFile stat_file_{"stat"};

@@ -22,6 +22,12 @@ inline constexpr double kTopCpuScanSeconds = 5;
 /// names only when the host's CPU saturates. After the host turns busy, the first figures
 /// come two periods later (the first scan only sets the base).
 inline constexpr double kTopCpuHostBusy = 0.5;
+/// Idle periods in a row through which the kept fds and the last figures read stay: a host
+/// hovering at kTopCpuHostBusy does not reopen one or two fds per process at each busy
+/// period, and its first scan reads only the schedstat of a process that did not run. No fd
+/// is opened while idle; a process that exits meanwhile holds its fds until the next scan or
+/// the last of these periods (docs/limits.md).
+inline constexpr int kTopCpuIdlePeriodsKept = 12;
 
 /// Builds the "topcpu" collector: reads /proc/PID/stat of every process every
 /// kTopCpuScanSeconds while the host is busy.

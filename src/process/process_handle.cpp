@@ -135,14 +135,15 @@ ProcessHandle::ProcessHandle(int root_fd, pid_t pid, FdBudget* budget)
 
 ProcessHandle::~ProcessHandle() { close_all(); }
 
+void ProcessHandle::close(File file) {
+  if (fds_[file] < 0) return;
+  ::close(fds_[file]);
+  if (budget_) budget_->give();
+  fds_[file] = -1;
+}
+
 void ProcessHandle::close_all() {
-  for (int& fd : fds_) {
-    if (fd >= 0) {
-      ::close(fd);
-      if (budget_) budget_->give();
-      fd = -1;
-    }
-  }
+  for (int f = 0; f < kFileCount; ++f) close(static_cast<File>(f));
 }
 
 ReadResult ProcessHandle::open_kept(File file, int& fd) {

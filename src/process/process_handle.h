@@ -90,6 +90,10 @@ class ProcessHandle {
   /// Lists PID/task (thread ids). Returns Gone/Denied like the reads.
   ReadResult list_tasks(std::string& names_buf);
 
+  /// Closes `file`'s kept fd, if any (the next read opens it again, pinned to whichever
+  /// process then has the PID).
+  void close(File file);
+
   /// Closes every kept fd (after the process is gone, or to re-open for a new process).
   void close_all();
 

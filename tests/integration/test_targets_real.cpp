@@ -1,5 +1,5 @@
-// The targets collector against real processes this test forks (loopback only; every
-// child is killed by its PID and reaped; every wait is bounded).
+// The targets and topcpu collectors against real processes this test forks (loopback only;
+// every child is killed by its PID and reaped; every wait is bounded).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -31,6 +32,7 @@
 
 #include "collectors/collector.h"
 #include "collectors/targets.h"
+#include "collectors/topcpu.h"
 #include "config/config.h"
 #include "config/options.h"
 #include "metrics/metric_sink.h"
@@ -1117,4 +1119,124 @@ TEST_CASE("the listing is walked again only while no task was created or reaped"
     }
   }
   INFO("pairs of samples checked while the host created no task: " << checked);
+}
+
+TEST_CASE("topcpu keeps one fd per quiet process, through idle periods, within the budget",
+          "[real][topcpu]") {
+  // A scratch procfs root: a `stat` this test writes (the host busy or idle) and each child's
+  // PID linked to its real /proc/PID, so that the collector reads these processes alone.
+  TempDir dir;
+  std::uint64_t busy = 0, idle = 0;
+  auto host = [&](bool busy_period) {
+    busy += busy_period ? 900 : 10;
+    idle += busy_period ? 100 : 990;
+    std::ofstream(dir.path / "stat", std::ios::trunc)  // in place: the collector keeps its fd
+        << "cpu0 " << busy << " 0 0 " << idle << " 0 0 0 0\n";
+  };
+  auto link = [&](pid_t pid) {
+    fs::create_directory_symlink("/proc/" + std::to_string(pid), dir.path / std::to_string(pid));
+  };
+  std::vector<std::unique_ptr<Child>> sleepers;
+  for (int i = 0; i < 8; ++i) {
+    sleepers.push_back(std::make_unique<Child>([](int out) { say(out, "ready"); }));
+    sleepers.back()->line();
+    link(sleepers.back()->pid());
+  }
+  int cmd[2];
+  REQUIRE(::pipe2(cmd, O_CLOEXEC) == 0);
+  const std::string comm = unique_comm("topspin");
+  Child spinner([&cmd, &comm](int out) {
+    ::prctl(PR_SET_NAME, comm.c_str());
+    for (int i = 0; i < 4; ++i) {  // a burst of CPU per byte, then asleep again
+      char x = 0;
+      if (::read(cmd[0], &x, 1) != 1) _exit(1);
+      burn_cpu(0.1);
+      say(out, "done");
+    }
+  });
+  link(spinner.pid());
+  const double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  auto ticks = [&] {  // the spinner's utime + stime, by this test's reading of its stat
+    std::ifstream in("/proc/" + std::to_string(spinner.pid()) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::istringstream rest(text.substr(text.rfind(')') + 2));
+    std::string field;
+    double utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+      if (i == 14) utime = std::stod(field);
+      if (i == 15) stime = std::stod(field);
+    }
+    return utime + stime;
+  };
+  auto spin = [&] {
+    const double before = ticks();
+    REQUIRE(::write(cmd[1], "x", 1) == 1);
+    REQUIRE(spinner.line() == "done");
+    wait_asleep(spinner.pid());
+    return ticks() - before;
+  };
+  for (const auto& s : sleepers) wait_asleep(s->pid());
+  wait_asleep(spinner.pid());
+
+  Options options;
+  Config config;
+  const FsRoot root(dir.path.string());
+  const FsRoot sys("/sys");
+  auto collector = make_topcpu_collector(CollectorEnv{options, config, root, sys, nullptr});
+  double now = 1000;
+  auto scan = [&](bool busy_period) {
+    host(busy_period);
+    SampleContext ctx{root, sys, now, {}};
+    MetricSink sink;
+    collector->collect(ctx, sink);
+    now += kTopCpuScanSeconds;
+    std::map<std::string, double> named;
+    for (const auto& fam : sink.families()) {
+      for (const auto& m : fam.metric) named[m.label.at(0).value] = m.gauge.value;
+    }
+    return named;
+  };
+  // Every fd the collector keeps is one of the budget's.
+  const FdBudget& budget = FdBudget::shared();
+  const long fds0 = static_cast<long>(count_fds(::getpid())), used0 = budget.used();
+  auto held = [&] {
+    const long fds = static_cast<long>(count_fds(::getpid())) - fds0;
+    CHECK(budget.used() - used0 == fds - 1);  // less the root's fd (a scratch `stat` is not kept)
+    return fds - 1;
+  };
+
+  const long procs = 9;
+  CHECK(scan(true).empty());  // the base: each stat read through a kept fd
+  CHECK(held() == procs);
+  CHECK(scan(true).empty());  // each schedstat read before its stat: two fds each
+  CHECK(held() == 2 * procs);
+  CHECK(scan(true).empty());  // nobody ran: their schedstat fds alone are kept
+  CHECK(held() == procs);
+  double used = spin();
+  auto named = scan(true);  // the spinner's stat is opened again and kept while it runs
+  CHECK(named.size() == 1);
+  CHECK(named[comm] == Approx(used / hz / kTopCpuScanSeconds));
+  CHECK(held() == procs + 1);
+
+  // An idle period keeps them, names nothing, and makes the next scan a base. A process that
+  // exits meanwhile is let go at that scan; what ran meanwhile is not counted.
+  CHECK(scan(false).empty());
+  CHECK(held() == procs + 1);
+  fs::remove(dir.path / std::to_string(sleepers[0]->pid()));
+  sleepers[0]->kill();
+  spin();
+  CHECK(scan(true).empty());
+  CHECK(held() == procs);  // the spinner's two, the other sleepers' schedstat fds
+  used = spin();
+  named = scan(true);
+  CHECK(named.size() == 1);
+  CHECK(named[comm] == Approx(used / hz / kTopCpuScanSeconds));
+
+  // Past kTopCpuIdlePeriodsKept idle periods in a row, every fd is let go.
+  for (int i = 1; i < kTopCpuIdlePeriodsKept; ++i) CHECK(scan(false).empty());
+  CHECK(held() == procs);
+  CHECK(scan(false).empty());
+  CHECK(held() == 0);
+  ::close(cmd[0]);
+  ::close(cmd[1]);
 }
