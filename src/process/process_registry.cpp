@@ -47,6 +47,11 @@ ProcessRegistry::ProcessRegistry(const FsRoot& proc, FdBudget& budget)
 
 ProcessRegistry::~ProcessRegistry() {
   records_.clear();  // closes the handles before the root fd they are relative to
+  for (int fd : {loadavg_fd_, swaps_fd_}) {
+    if (fd < 0) continue;
+    ::close(fd);
+    budget_->give();
+  }
   if (root_fd_ >= 0) ::close(root_fd_);
 }
 
@@ -64,10 +69,14 @@ void ProcessRegistry::end_sample() {
   // Nothing to drop when every record was used (the common case: walking the map is a node
   // per process).
   if (used_count_ != records_.size()) {
+    // The last listing's entries of the records that go are cleared first (their PIDs are
+    // looked up again if listed later); the others keep theirs: no lookup by PID for them.
+    for (DirEntry& e : dir_entries_) {
+      if (e.rec && e.rec->used_gen != gen_) e.rec = nullptr;
+    }
     for (auto it = records_.begin(); it != records_.end();) {
       if (it->second->used_gen != gen_) {
         it = records_.erase(it);
-        entries_valid_ = false;
       } else {
         ++it;
       }
@@ -177,10 +186,9 @@ void ProcessRegistry::refresh_listing(bool full) {
   const bool reused = listing_reusable();
   if (reused) {
     for (DirEntry& e : dir_entries_) {
-      if (!entries_valid_ || !e.rec) e.rec = record(e.pid);
+      if (!e.rec) e.rec = record(e.pid);
       add(e.pid, e.ino, e.rec);
     }
-    entries_valid_ = true;
   } else {
     // loadavg before the directory: a PID allocated while it is read moves it for next time.
     const std::optional<std::uint64_t> last = last_pid();
@@ -197,12 +205,11 @@ void ProcessRegistry::refresh_listing(bool full) {
       if (!parse_pid_name(e->d_name, pid)) continue;
       while (old != old_entries_.end() && old->pid < pid) ++old;
       ProcessRecord* rec =
-          entries_valid_ && old != old_entries_.end() && old->pid == pid ? old->rec : record(pid);
+          old != old_entries_.end() && old->pid == pid && old->rec ? old->rec : record(pid);
       dir_entries_.push_back({pid, e->d_ino, rec});
       add(pid, e->d_ino, rec);
     }
     ::closedir(dir);
-    entries_valid_ = true;
     ++listings_read_;
     dir_gen_ = last && tasks_ ? gen_ : 0;
     dir_last_pid_ = last.value_or(0);
@@ -447,14 +454,37 @@ bool ProcessRegistry::no_swap_area() {
     // The header line alone when no area is in use. An area stays listed until its swapoff
     // has brought every page back (mm/swapfile.c clears SWP_USED last).
     no_swap_area_ = false;
-    if (proc_.read("swaps", buf_) == 0) {
-      std::string_view text = buf_;
-      const auto eol = text.find('\n');
-      no_swap_area_ = text.substr(0, 8) == "Filename" &&
-                      (eol == std::string_view::npos || eol + 1 == text.size());
+    // A text longer than the header's ~40 bytes lists an area: the first 255 bytes tell.
+    char text[kSmallText];
+    std::size_t len = 0;
+    if (read_root_small("swaps", swaps_fd_, text, sizeof text, len) || len == sizeof text - 1) {
+      const std::string_view view(text, len);
+      const auto eol = view.find('\n');
+      no_swap_area_ = view.substr(0, 8) == "Filename" &&
+                      (eol == std::string_view::npos || eol + 1 == view.size());
     }
   }
   return no_swap_area_;
+}
+
+bool ProcessRegistry::read_root_small(const char* name, int& fd, char* buf, std::size_t cap,
+                                      std::size_t& len) {
+  len = 0;
+  int use = fd;
+  if (use < 0) {
+    use = ::openat(root_fd_, name, O_RDONLY | O_CLOEXEC);
+    if (use < 0) return false;
+    if (procfs_ && budget_->take()) fd = use;
+  }
+  ssize_t n;
+  do {
+    n = ::pread(use, buf, cap, 0);
+  } while (n < 0 && errno == EINTR);
+  if (use != fd) ::close(use);
+  if (n < 0) return false;
+  // Whole only below `cap`: a text that fills it may go on (len says how much was read).
+  len = static_cast<std::size_t>(n) < cap ? static_cast<std::size_t>(n) : cap - 1;
+  return static_cast<std::size_t>(n) < cap;
 }
 
 std::optional<OpenFilesLimit> ProcessRegistry::prlimit_nofile(pid_t pid) const {
@@ -560,8 +590,10 @@ std::optional<std::uint64_t> ProcessRegistry::last_pid() {
   // "0.20 0.18 0.12 1/80 11206": the last field is the most recently allocated PID
   // (proc(5) loadavg; kernel/pid.c idr_get_cursor of the reader's PID namespace), the one
   // after the slash the number of tasks (nr_threads: a task leaves it when it is reaped).
-  if (proc_.read("loadavg", buf_) != 0) return last_pid_;
-  std::string_view text = buf_;
+  char buf[kSmallText];
+  std::size_t len = 0;
+  if (!read_root_small("loadavg", loadavg_fd_, buf, sizeof buf, len)) return last_pid_;
+  std::string_view text(buf, len);
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
   auto number = [](std::string_view field) -> std::optional<std::uint64_t> {
     std::uint64_t v = 0;

@@ -210,6 +210,12 @@ class ProcessRegistry {
   bool memory_unchanged(ProcessRecord& rec);
   /// Whether /proc/swaps lists no swap area this sample (read once a sample when asked).
   bool no_swap_area();
+  /// A small file of the procfs root (loadavg, swaps: read every sample) into `buf`, through
+  /// `fd` kept open on a real procfs: a pread at offset 0 writes the text afresh, as for the
+  /// per-process files, for one syscall instead of an open, two reads and a close. A fixture
+  /// tree's file (a rename can replace it) or one past the budget is opened each time. False
+  /// when unreadable or longer than `cap` - 1.
+  bool read_root_small(const char* name, int& fd, char* buf, std::size_t cap, std::size_t& len);
   void read_member_fields(ProcessRecord& rec, MemberRead what);
   /// RLIMIT_NOFILE by prlimit(2): with the check read, ~1 us against ~10 us for opening,
   /// formatting and closing /proc/PID/limits;
@@ -236,8 +242,8 @@ class ProcessRegistry {
   std::size_t lookup_at_ = 0;       // where listed_record() last ended
   std::size_t used_count_ = 0;      // records used this sample
   // The PIDs (and d_ino) of the last listing read from the directory, for walking it again,
-  // with their records: valid while entries_valid_ (no record was dropped since they were
-  // taken), which spares a lookup by PID per listed process.
+  // with their records, which spares a lookup by PID per listed process: null where none was
+  // taken yet, or where end_sample dropped it.
   struct DirEntry {
     pid_t pid;
     std::uint64_t ino;
@@ -245,10 +251,9 @@ class ProcessRegistry {
   };
   std::vector<DirEntry> dir_entries_;
   std::vector<DirEntry> old_entries_;  // the previous ones, while the directory is read
-  bool entries_valid_ = false;
-  std::uint32_t dir_gen_ = 0;       // sample it was read in
-  std::uint64_t dir_last_pid_ = 0;  // loadavg's last PID read just before it
-  std::uint64_t dir_tasks_ = 0;     // ... and its number of tasks
+  std::uint32_t dir_gen_ = 0;          // sample it was read in
+  std::uint64_t dir_last_pid_ = 0;     // loadavg's last PID read just before it
+  std::uint64_t dir_tasks_ = 0;        // ... and its number of tasks
   std::uint64_t listings_read_ = 0;
   std::vector<std::pair<pid_t, pid_t>> by_parent_;  // (ppid, pid), sorted; built lazily
   std::uint32_t by_parent_gen_ = 0;
@@ -259,6 +264,8 @@ class ProcessRegistry {
   std::uint32_t last_pid_gen_ = 0;
   std::size_t quiet_count_ = 0;
   std::uint64_t status_reads_ = 0;
+  int loadavg_fd_ = -1;  // kept by read_root_small, -1 until first read
+  int swaps_fd_ = -1;
   std::uint32_t swaps_gen_ = 0;  // sample /proc/swaps was read in
   bool no_swap_area_ = false;
   std::optional<std::uint64_t> boot_ticks_;  // CLOCK_BOOTTIME in ticks at this listing
