@@ -95,39 +95,58 @@ ProcessRecord* ProcessRegistry::record(pid_t pid) {
   return slot.get();
 }
 
-ReadResult ProcessRegistry::read_schedstat(ProcessRecord& rec, std::optional<PidSchedstat>& out) {
-  // The read every listed process costs each sample: one pread into the stack.
-  char text[kSmallText];
-  std::size_t len = 0;
-  const ReadResult r = rec.handle.read_small(ProcessHandle::kSchedstat, text, sizeof text, len);
-  out = r == ReadResult::Ok ? parse_pid_schedstat(std::string_view(text, len)) : std::nullopt;
-  return r;
+void KeptSchedstat::keep(std::string_view text) {
+  static_assert(sizeof(PidSchedstat) <= sizeof bytes);
+  len = kNone;
+  const std::optional<PidSchedstat> parsed = parse_pid_schedstat(text);
+  if (!parsed) return;
+  if (text.size() <= sizeof bytes) {
+    std::memcpy(bytes, text.data(), text.size());
+    len = static_cast<std::uint8_t>(text.size());
+  } else {
+    std::memcpy(bytes, &*parsed, sizeof *parsed);
+    len = kParsed;
+  }
 }
 
-bool ProcessRegistry::still_quiet(ProcessRecord& rec, std::optional<PidSchedstat>& now) {
-  if (!rec.sched || rec.stat_read_gen == 0 || rec.stat.num_threads != 1) return false;
-  if (read_schedstat(rec, now) != ReadResult::Ok) return false;
-  return now && *now == *rec.sched;
+bool KeptSchedstat::same(std::string_view text) const {
+  if (len == kNone) return false;
+  if (len != kParsed) return text.size() == len && std::memcmp(text.data(), bytes, len) == 0;
+  const std::optional<PidSchedstat> now = parse_pid_schedstat(text);
+  PidSchedstat kept;
+  std::memcpy(&kept, bytes, sizeof kept);
+  return now && *now == kept;
+}
+
+ReadResult ProcessRegistry::read_schedstat(ProcessRecord& rec, char* text, std::size_t& len) {
+  // The read every listed process costs each sample: one pread into the stack.
+  return rec.handle.read_small(ProcessHandle::kSchedstat, text, kSmallText, len);
 }
 
 bool ProcessRegistry::read_stat(ProcessRecord& rec, bool force) {
   if (rec.stat_gen == gen_ && (!force || rec.stat_read_gen == gen_)) return true;
-  std::optional<PidSchedstat> sched;
-  const bool checked = !force && rec.sched && rec.stat.num_threads == 1;
-  if (checked && still_quiet(rec, sched)) {
-    rec.stat_gen = gen_;
-    rec.quiet_gen = gen_;
-    ++quiet_count_;
-    return true;
+  char sched[kSmallText];
+  std::size_t sched_len = 0;
+  bool sched_read = false;
+  const bool checked = !force && rec.sched.has_value() && rec.stat.num_threads == 1;
+  if (checked && rec.stat_read_gen != 0) {
+    // Quiet when schedstat still reads as when stat was read: it did not run since.
+    sched_read = read_schedstat(rec, sched, sched_len) == ReadResult::Ok;
+    if (sched_read && rec.sched.same(std::string_view(sched, sched_len))) {
+      rec.stat_gen = gen_;
+      rec.quiet_gen = gen_;
+      ++quiet_count_;
+      return true;
+    }
   }
   for (int attempt = 0; attempt < 2; ++attempt) {
     // schedstat before stat: a run after this read moves it, and is seen next sample. Read
     // only while the process may have one thread (a new record: not known yet), and not
     // twice: the check above already read it.
     if (attempt > 0 || !checked) {
-      sched.reset();
+      sched_read = false;
       if (rec.stat_read_gen == 0 || rec.stat.num_threads == 1) {
-        read_schedstat(rec, sched);
+        sched_read = read_schedstat(rec, sched, sched_len) == ReadResult::Ok;
       }
     }
     ReadResult r = rec.handle.read(ProcessHandle::kStat, buf_);
@@ -150,7 +169,8 @@ bool ProcessRegistry::read_stat(ProcessRecord& rec, bool force) {
     rec.stat = std::move(*parsed);
     rec.stat_gen = gen_;
     rec.stat_read_gen = gen_;
-    rec.sched = rec.stat.num_threads == 1 ? sched : std::nullopt;
+    rec.sched = KeptSchedstat{};
+    if (rec.stat.num_threads == 1 && sched_read) rec.sched.keep(std::string_view(sched, sched_len));
     return true;
   }
   return false;
@@ -503,8 +523,9 @@ std::optional<OpenFilesLimit> ProcessRegistry::fd_limit_by_syscall(ProcessRecord
   if (!limit) return std::nullopt;
   // The PID named this process when prlimit ran if the kept fd still reads after it: a PID
   // is not reused while its process (or zombie) exists.
-  std::optional<PidSchedstat> sched;
-  if (read_schedstat(rec, sched) != ReadResult::Ok) return std::nullopt;
+  char text[kSmallText];
+  std::size_t len = 0;
+  if (read_schedstat(rec, text, len) != ReadResult::Ok) return std::nullopt;
   return limit;
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -21,6 +22,22 @@
 #include "procfs/proc_pid_status.h"
 
 namespace loadwatch {
+
+/// A /proc/PID/schedstat text as last read, compared byte for byte with the next read: the
+/// kernel prints the same numbers the same way, so a process that did not run reads the same
+/// text, with no parse. A text longer than fits is kept parsed (and the next read parsed).
+struct KeptSchedstat {
+  static constexpr std::uint8_t kNone = 0;
+  static constexpr std::uint8_t kParsed = 0xff;
+  char bytes[31] = {};
+  std::uint8_t len = kNone;  // 1..31: a text of that length; kParsed: a PidSchedstat in bytes
+
+  bool has_value() const { return len != kNone; }
+  /// Keeps `text` when it parses (parse_pid_schedstat), else nothing.
+  void keep(std::string_view text);
+  /// Whether `text` reads as the kept one: false when none is kept or it does not parse.
+  bool same(std::string_view text) const;
+};
 
 /// One process as last read. `stat` is current when stat_gen equals the registry's current
 /// sample (read then, or known unchanged: see ProcessRegistry::kQuietRefreshSamples); the
@@ -40,7 +57,7 @@ struct ProcessRecord {
   PidStat stat;
   // schedstat read just before `stat` was last read: set only while the process has one
   // thread (schedstat describes the leader alone).
-  std::optional<PidSchedstat> sched;
+  KeptSchedstat sched;
 
   // Member fields: read only for processes that belong to a target.
   PidStatus status;
@@ -199,11 +216,8 @@ class ProcessRegistry {
   std::optional<pid_t> thread_group(pid_t pid);
   /// Whether a full listing checks `rec` this sample (see kScanRecheckSamples).
   bool scan_due(const ProcessRecord& rec) const;
-  /// schedstat through the kept fd; `out` gets it parsed (nullopt when unreadable, or when the
-  /// kernel keeps no figures).
-  ReadResult read_schedstat(ProcessRecord& rec, std::optional<PidSchedstat>& out);
-  /// Whether schedstat still reads as when stat was read; `now` gets what it read.
-  bool still_quiet(ProcessRecord& rec, std::optional<PidSchedstat>& now);
+  /// schedstat through the kept fd, one pread into `text` (kSmallText bytes), unparsed.
+  ReadResult read_schedstat(ProcessRecord& rec, char* text, std::size_t& len);
   /// kFdsOnly: the memory figures were found unchanged (memory_unchanged()).
   enum class MemberRead { kAll, kMemoryAndFds, kFdsOnly, kLimitOnly };
   /// Whether the kept VmRSS and VmSwap of a quiet process still hold, by statm alone.
