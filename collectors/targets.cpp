@@ -105,7 +105,9 @@ class TargetsCollector final : public Collector {
       if (t.config.children) {
         add_descendants(reg, members_, &t.descendants);
       } else {
-        std::sort(members_.begin(), members_.end());
+        if (!std::is_sorted(members_.begin(), members_.end())) {  // a listing's: in PID order
+          std::sort(members_.begin(), members_.end());
+        }
         members_.erase(std::unique(members_.begin(), members_.end()), members_.end());
       }
       t.partial_reads += rctx.denied;

@@ -115,13 +115,26 @@ const CgroupMembership::Listing* CgroupMembership::listing(const std::string& fi
 }
 
 bool CgroupMembership::listed(std::string_view text, pid_t pid, std::size_t members) {
+  auto in = [pid](const Listing* l) {
+    return std::binary_search(l->tids.begin(), l->tids.end(), pid);
+  };
+  // The last text's listings were all read this sample: listing() would give each again as it
+  // is, with nothing read or counted.
+  if (cached_gen_ == gen_ && text == cached_text_) {
+    return std::all_of(cached_.begin(), cached_.end(), in);
+  }
+  cached_gen_ = 0;
+  cached_.clear();
   for (const CpuCgroupLine& line : cpu_cgroup_lines(text)) {
     const std::string& root = line.v2 ? v2_root_ : v1cpu_root_;
     if (root.empty() || !plain_path(line.path)) return false;
     file_ = listing_file(root, line.v2, line.path);
     const Listing* l = listing(file_, members);
-    if (!l || !std::binary_search(l->tids.begin(), l->tids.end(), pid)) return false;
+    if (!l || !in(l)) return false;
+    cached_.push_back(l);
   }
+  cached_text_.assign(text);
+  cached_gen_ = gen_;
   return true;
 }
 

@@ -64,6 +64,12 @@ class CgroupMembership {
   std::map<std::string, Listing, std::less<>> listings_;
   std::string buf_;
   std::string file_;
+  // The listings of the last text that found its process in all of them this sample: the
+  // members sharing that text (most of a group) are each a search in them, without the text
+  // parsed and the paths built again. Valid while cached_gen_ is this sample's.
+  std::string cached_text_;
+  std::uint32_t cached_gen_ = 0;
+  std::vector<const Listing*> cached_;
 };
 
 }  // namespace loadwatch

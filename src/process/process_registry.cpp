@@ -47,6 +47,11 @@ ProcessRegistry::ProcessRegistry(const FsRoot& proc, FdBudget& budget)
 
 ProcessRegistry::~ProcessRegistry() {
   records_.clear();  // closes the handles before the root fd they are relative to
+  for (int fd : {loadavg_fd_, swaps_fd_}) {
+    if (fd < 0) continue;
+    ::close(fd);
+    budget_->give();
+  }
   if (root_fd_ >= 0) ::close(root_fd_);
 }
 
@@ -64,10 +69,14 @@ void ProcessRegistry::end_sample() {
   // Nothing to drop when every record was used (the common case: walking the map is a node
   // per process).
   if (used_count_ != records_.size()) {
+    // The last listing's entries of the records that go are cleared first (their PIDs are
+    // looked up again if listed later); the others keep theirs: no lookup by PID for them.
+    for (DirEntry& e : dir_entries_) {
+      if (e.rec && e.rec->used_gen != gen_) e.rec = nullptr;
+    }
     for (auto it = records_.begin(); it != records_.end();) {
       if (it->second->used_gen != gen_) {
         it = records_.erase(it);
-        entries_valid_ = false;
       } else {
         ++it;
       }
@@ -86,39 +95,58 @@ ProcessRecord* ProcessRegistry::record(pid_t pid) {
   return slot.get();
 }
 
-ReadResult ProcessRegistry::read_schedstat(ProcessRecord& rec, std::optional<PidSchedstat>& out) {
-  // The read every listed process costs each sample: one pread into the stack.
-  char text[kSmallText];
-  std::size_t len = 0;
-  const ReadResult r = rec.handle.read_small(ProcessHandle::kSchedstat, text, sizeof text, len);
-  out = r == ReadResult::Ok ? parse_pid_schedstat(std::string_view(text, len)) : std::nullopt;
-  return r;
+void KeptSchedstat::keep(std::string_view text) {
+  static_assert(sizeof(PidSchedstat) <= sizeof bytes);
+  len = kNone;
+  const std::optional<PidSchedstat> parsed = parse_pid_schedstat(text);
+  if (!parsed) return;
+  if (text.size() <= sizeof bytes) {
+    std::memcpy(bytes, text.data(), text.size());
+    len = static_cast<std::uint8_t>(text.size());
+  } else {
+    std::memcpy(bytes, &*parsed, sizeof *parsed);
+    len = kParsed;
+  }
 }
 
-bool ProcessRegistry::still_quiet(ProcessRecord& rec, std::optional<PidSchedstat>& now) {
-  if (!rec.sched || rec.stat_read_gen == 0 || rec.stat.num_threads != 1) return false;
-  if (read_schedstat(rec, now) != ReadResult::Ok) return false;
-  return now && *now == *rec.sched;
+bool KeptSchedstat::same(std::string_view text) const {
+  if (len == kNone) return false;
+  if (len != kParsed) return text.size() == len && std::memcmp(text.data(), bytes, len) == 0;
+  const std::optional<PidSchedstat> now = parse_pid_schedstat(text);
+  PidSchedstat kept;
+  std::memcpy(&kept, bytes, sizeof kept);
+  return now && *now == kept;
+}
+
+ReadResult ProcessRegistry::read_schedstat(ProcessRecord& rec, char* text, std::size_t& len) {
+  // The read every listed process costs each sample: one pread into the stack.
+  return rec.handle.read_small(ProcessHandle::kSchedstat, text, kSmallText, len);
 }
 
 bool ProcessRegistry::read_stat(ProcessRecord& rec, bool force) {
   if (rec.stat_gen == gen_ && (!force || rec.stat_read_gen == gen_)) return true;
-  std::optional<PidSchedstat> sched;
-  const bool checked = !force && rec.sched && rec.stat.num_threads == 1;
-  if (checked && still_quiet(rec, sched)) {
-    rec.stat_gen = gen_;
-    rec.quiet_gen = gen_;
-    ++quiet_count_;
-    return true;
+  char sched[kSmallText];
+  std::size_t sched_len = 0;
+  bool sched_read = false;
+  const bool checked = !force && rec.sched.has_value() && rec.stat.num_threads == 1;
+  if (checked && rec.stat_read_gen != 0) {
+    // Quiet when schedstat still reads as when stat was read: it did not run since.
+    sched_read = read_schedstat(rec, sched, sched_len) == ReadResult::Ok;
+    if (sched_read && rec.sched.same(std::string_view(sched, sched_len))) {
+      rec.stat_gen = gen_;
+      rec.quiet_gen = gen_;
+      ++quiet_count_;
+      return true;
+    }
   }
   for (int attempt = 0; attempt < 2; ++attempt) {
     // schedstat before stat: a run after this read moves it, and is seen next sample. Read
     // only while the process may have one thread (a new record: not known yet), and not
     // twice: the check above already read it.
     if (attempt > 0 || !checked) {
-      sched.reset();
+      sched_read = false;
       if (rec.stat_read_gen == 0 || rec.stat.num_threads == 1) {
-        read_schedstat(rec, sched);
+        sched_read = read_schedstat(rec, sched, sched_len) == ReadResult::Ok;
       }
     }
     ReadResult r = rec.handle.read(ProcessHandle::kStat, buf_);
@@ -141,7 +169,8 @@ bool ProcessRegistry::read_stat(ProcessRecord& rec, bool force) {
     rec.stat = std::move(*parsed);
     rec.stat_gen = gen_;
     rec.stat_read_gen = gen_;
-    rec.sched = rec.stat.num_threads == 1 ? sched : std::nullopt;
+    rec.sched = KeptSchedstat{};
+    if (rec.stat.num_threads == 1 && sched_read) rec.sched.keep(std::string_view(sched, sched_len));
     return true;
   }
   return false;
@@ -177,10 +206,9 @@ void ProcessRegistry::refresh_listing(bool full) {
   const bool reused = listing_reusable();
   if (reused) {
     for (DirEntry& e : dir_entries_) {
-      if (!entries_valid_ || !e.rec) e.rec = record(e.pid);
+      if (!e.rec) e.rec = record(e.pid);
       add(e.pid, e.ino, e.rec);
     }
-    entries_valid_ = true;
   } else {
     // loadavg before the directory: a PID allocated while it is read moves it for next time.
     const std::optional<std::uint64_t> last = last_pid();
@@ -197,12 +225,11 @@ void ProcessRegistry::refresh_listing(bool full) {
       if (!parse_pid_name(e->d_name, pid)) continue;
       while (old != old_entries_.end() && old->pid < pid) ++old;
       ProcessRecord* rec =
-          entries_valid_ && old != old_entries_.end() && old->pid == pid ? old->rec : record(pid);
+          old != old_entries_.end() && old->pid == pid && old->rec ? old->rec : record(pid);
       dir_entries_.push_back({pid, e->d_ino, rec});
       add(pid, e->d_ino, rec);
     }
     ::closedir(dir);
-    entries_valid_ = true;
     ++listings_read_;
     dir_gen_ = last && tasks_ ? gen_ : 0;
     dir_last_pid_ = last.value_or(0);
@@ -447,14 +474,37 @@ bool ProcessRegistry::no_swap_area() {
     // The header line alone when no area is in use. An area stays listed until its swapoff
     // has brought every page back (mm/swapfile.c clears SWP_USED last).
     no_swap_area_ = false;
-    if (proc_.read("swaps", buf_) == 0) {
-      std::string_view text = buf_;
-      const auto eol = text.find('\n');
-      no_swap_area_ = text.substr(0, 8) == "Filename" &&
-                      (eol == std::string_view::npos || eol + 1 == text.size());
+    // A text longer than the header's ~40 bytes lists an area: the first 255 bytes tell.
+    char text[kSmallText];
+    std::size_t len = 0;
+    if (read_root_small("swaps", swaps_fd_, text, sizeof text, len) || len == sizeof text - 1) {
+      const std::string_view view(text, len);
+      const auto eol = view.find('\n');
+      no_swap_area_ = view.substr(0, 8) == "Filename" &&
+                      (eol == std::string_view::npos || eol + 1 == view.size());
     }
   }
   return no_swap_area_;
+}
+
+bool ProcessRegistry::read_root_small(const char* name, int& fd, char* buf, std::size_t cap,
+                                      std::size_t& len) {
+  len = 0;
+  int use = fd;
+  if (use < 0) {
+    use = ::openat(root_fd_, name, O_RDONLY | O_CLOEXEC);
+    if (use < 0) return false;
+    if (procfs_ && budget_->take()) fd = use;
+  }
+  ssize_t n;
+  do {
+    n = ::pread(use, buf, cap, 0);
+  } while (n < 0 && errno == EINTR);
+  if (use != fd) ::close(use);
+  if (n < 0) return false;
+  // Whole only below `cap`: a text that fills it may go on (len says how much was read).
+  len = static_cast<std::size_t>(n) < cap ? static_cast<std::size_t>(n) : cap - 1;
+  return static_cast<std::size_t>(n) < cap;
 }
 
 std::optional<OpenFilesLimit> ProcessRegistry::prlimit_nofile(pid_t pid) const {
@@ -473,8 +523,9 @@ std::optional<OpenFilesLimit> ProcessRegistry::fd_limit_by_syscall(ProcessRecord
   if (!limit) return std::nullopt;
   // The PID named this process when prlimit ran if the kept fd still reads after it: a PID
   // is not reused while its process (or zombie) exists.
-  std::optional<PidSchedstat> sched;
-  if (read_schedstat(rec, sched) != ReadResult::Ok) return std::nullopt;
+  char text[kSmallText];
+  std::size_t len = 0;
+  if (read_schedstat(rec, text, len) != ReadResult::Ok) return std::nullopt;
   return limit;
 }
 
@@ -560,8 +611,10 @@ std::optional<std::uint64_t> ProcessRegistry::last_pid() {
   // "0.20 0.18 0.12 1/80 11206": the last field is the most recently allocated PID
   // (proc(5) loadavg; kernel/pid.c idr_get_cursor of the reader's PID namespace), the one
   // after the slash the number of tasks (nr_threads: a task leaves it when it is reaped).
-  if (proc_.read("loadavg", buf_) != 0) return last_pid_;
-  std::string_view text = buf_;
+  char buf[kSmallText];
+  std::size_t len = 0;
+  if (!read_root_small("loadavg", loadavg_fd_, buf, sizeof buf, len)) return last_pid_;
+  std::string_view text(buf, len);
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
   auto number = [](std::string_view field) -> std::optional<std::uint64_t> {
     std::uint64_t v = 0;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -21,6 +22,22 @@
 #include "procfs/proc_pid_status.h"
 
 namespace loadwatch {
+
+/// A /proc/PID/schedstat text as last read, compared byte for byte with the next read: the
+/// kernel prints the same numbers the same way, so a process that did not run reads the same
+/// text, with no parse. A text longer than fits is kept parsed (and the next read parsed).
+struct KeptSchedstat {
+  static constexpr std::uint8_t kNone = 0;
+  static constexpr std::uint8_t kParsed = 0xff;
+  char bytes[31] = {};
+  std::uint8_t len = kNone;  // 1..31: a text of that length; kParsed: a PidSchedstat in bytes
+
+  bool has_value() const { return len != kNone; }
+  /// Keeps `text` when it parses (parse_pid_schedstat), else nothing.
+  void keep(std::string_view text);
+  /// Whether `text` reads as the kept one: false when none is kept or it does not parse.
+  bool same(std::string_view text) const;
+};
 
 /// One process as last read. `stat` is current when stat_gen equals the registry's current
 /// sample (read then, or known unchanged: see ProcessRegistry::kQuietRefreshSamples); the
@@ -40,7 +57,7 @@ struct ProcessRecord {
   PidStat stat;
   // schedstat read just before `stat` was last read: set only while the process has one
   // thread (schedstat describes the leader alone).
-  std::optional<PidSchedstat> sched;
+  KeptSchedstat sched;
 
   // Member fields: read only for processes that belong to a target.
   PidStatus status;
@@ -199,17 +216,20 @@ class ProcessRegistry {
   std::optional<pid_t> thread_group(pid_t pid);
   /// Whether a full listing checks `rec` this sample (see kScanRecheckSamples).
   bool scan_due(const ProcessRecord& rec) const;
-  /// schedstat through the kept fd; `out` gets it parsed (nullopt when unreadable, or when the
-  /// kernel keeps no figures).
-  ReadResult read_schedstat(ProcessRecord& rec, std::optional<PidSchedstat>& out);
-  /// Whether schedstat still reads as when stat was read; `now` gets what it read.
-  bool still_quiet(ProcessRecord& rec, std::optional<PidSchedstat>& now);
+  /// schedstat through the kept fd, one pread into `text` (kSmallText bytes), unparsed.
+  ReadResult read_schedstat(ProcessRecord& rec, char* text, std::size_t& len);
   /// kFdsOnly: the memory figures were found unchanged (memory_unchanged()).
   enum class MemberRead { kAll, kMemoryAndFds, kFdsOnly, kLimitOnly };
   /// Whether the kept VmRSS and VmSwap of a quiet process still hold, by statm alone.
   bool memory_unchanged(ProcessRecord& rec);
   /// Whether /proc/swaps lists no swap area this sample (read once a sample when asked).
   bool no_swap_area();
+  /// A small file of the procfs root (loadavg, swaps: read every sample) into `buf`, through
+  /// `fd` kept open on a real procfs: a pread at offset 0 writes the text afresh, as for the
+  /// per-process files, for one syscall instead of an open, two reads and a close. A fixture
+  /// tree's file (a rename can replace it) or one past the budget is opened each time. False
+  /// when unreadable or longer than `cap` - 1.
+  bool read_root_small(const char* name, int& fd, char* buf, std::size_t cap, std::size_t& len);
   void read_member_fields(ProcessRecord& rec, MemberRead what);
   /// RLIMIT_NOFILE by prlimit(2): with the check read, ~1 us against ~10 us for opening,
   /// formatting and closing /proc/PID/limits;
@@ -236,8 +256,8 @@ class ProcessRegistry {
   std::size_t lookup_at_ = 0;       // where listed_record() last ended
   std::size_t used_count_ = 0;      // records used this sample
   // The PIDs (and d_ino) of the last listing read from the directory, for walking it again,
-  // with their records: valid while entries_valid_ (no record was dropped since they were
-  // taken), which spares a lookup by PID per listed process.
+  // with their records, which spares a lookup by PID per listed process: null where none was
+  // taken yet, or where end_sample dropped it.
   struct DirEntry {
     pid_t pid;
     std::uint64_t ino;
@@ -245,10 +265,9 @@ class ProcessRegistry {
   };
   std::vector<DirEntry> dir_entries_;
   std::vector<DirEntry> old_entries_;  // the previous ones, while the directory is read
-  bool entries_valid_ = false;
-  std::uint32_t dir_gen_ = 0;       // sample it was read in
-  std::uint64_t dir_last_pid_ = 0;  // loadavg's last PID read just before it
-  std::uint64_t dir_tasks_ = 0;     // ... and its number of tasks
+  std::uint32_t dir_gen_ = 0;          // sample it was read in
+  std::uint64_t dir_last_pid_ = 0;     // loadavg's last PID read just before it
+  std::uint64_t dir_tasks_ = 0;        // ... and its number of tasks
   std::uint64_t listings_read_ = 0;
   std::vector<std::pair<pid_t, pid_t>> by_parent_;  // (ppid, pid), sorted; built lazily
   std::uint32_t by_parent_gen_ = 0;
@@ -259,6 +278,8 @@ class ProcessRegistry {
   std::uint32_t last_pid_gen_ = 0;
   std::size_t quiet_count_ = 0;
   std::uint64_t status_reads_ = 0;
+  int loadavg_fd_ = -1;  // kept by read_root_small, -1 until first read
+  int swaps_fd_ = -1;
   std::uint32_t swaps_gen_ = 0;  // sample /proc/swaps was read in
   bool no_swap_area_ = false;
   std::optional<std::uint64_t> boot_ticks_;  // CLOCK_BOOTTIME in ticks at this listing

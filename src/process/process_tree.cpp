@@ -11,7 +11,8 @@ namespace {
 constexpr std::size_t kMaxMembers = 1 << 16;
 
 void sort_unique(std::vector<pid_t>& v) {
-  std::sort(v.begin(), v.end());
+  // Mostly in PID order already (a listing's): checked in one pass before sorting.
+  if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
