@@ -176,8 +176,10 @@ class Bottleneck(CapacityRunHelpers, unittest.TestCase):
         and each has its own Locust, server and loadwatch."""
         app_cg, gen_cg = self.cgroup("app"), self.cgroup("gen")
         generator = self.beside(lambda: self.generator_under_cpu_quota(gen_cg))
-        self.cpu_bound_target(app_cg)
-        generator()
+        try:
+            self.cpu_bound_target(app_cg)
+        finally:  # its loadwatch stops when it ends, whatever happened here
+            generator()
 
     def cpu_bound_target(self, cg):
         """The server burns CPU per request under a 0.05-core quota: from the first user on it
