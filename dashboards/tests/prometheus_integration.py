@@ -414,6 +414,10 @@ class Run:
         ]
 
     def setup(self):
+        # Prometheus first: it applies a new scrape target up to 5 s after it starts, and that
+        # wait passes while the peers and loadwatch start (it scrapes loadwatch's port).
+        self.lw_port, self.prom_port = free_port(), free_port()
+        self.start_prometheus()
         self.ports_port, self.backlog_port = free_port(), free_port()
         for mode in ("leak", "fds", "victim"):
             self.start_helper(mode)
@@ -435,12 +439,18 @@ class Run:
         lines += ["tcp:", f"  ports: {ports}"]
         (self.tmp / "loadwatch.yml").write_text("\n".join(lines) + "\n")
 
-        self.lw_port = free_port()
         self.start("loadwatch", [str(self.args.binary), f"--config.file={self.tmp / 'loadwatch.yml'}",
                                  f"--web.listen-address=127.0.0.1:{self.lw_port}",
                                  "--web.enable-run-api", "--log.level=warn"])
         self.wait_http(f"http://127.0.0.1:{self.lw_port}/metrics", "loadwatch")
+        self.wait_http(f"http://127.0.0.1:{self.prom_port}/-/ready", "prometheus")
+        self.prom_start = time.time()
+        self.say(f"running: loadwatch :{self.lw_port}, prometheus :{self.prom_port}, "
+                 f"sources {'mountebank + locust' if self.sources else 'none (skipped)'}")
 
+    def start_prometheus(self):
+        """Prometheus with the scaled rules, scraping loadwatch's port (loadwatch may start
+        after it)."""
         rules = self.tmp / "rules"
         rules.mkdir()
         for name, text in scaled_rules().items():
@@ -451,7 +461,6 @@ class Run:
         if out.returncode != 0:
             raise Failure(f"promtool check rules on the scaled rules:\n{out.stdout}{out.stderr}")
 
-        self.prom_port = free_port()
         (self.tmp / "prometheus.yml").write_text(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
             "rule_files:\n"
@@ -466,10 +475,6 @@ class Run:
                                   f"--storage.tsdb.path={self.tmp / 'data'}",
                                   f"--web.listen-address=127.0.0.1:{self.prom_port}",
                                   "--log.level=warn"])
-        self.wait_http(f"http://127.0.0.1:{self.prom_port}/-/ready", "prometheus")
-        self.prom_start = time.time()
-        self.say(f"running: loadwatch :{self.lw_port}, prometheus :{self.prom_port}, "
-                 f"sources {'mountebank + locust' if self.sources else 'none (skipped)'}")
 
     # -- alerts -----------------------------------------------------------------------------------
     def wait_alerts(self, expected, timeout, state=None):

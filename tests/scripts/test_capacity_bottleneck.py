@@ -169,11 +169,22 @@ class Bottleneck(CapacityRunHelpers, unittest.TestCase):
         self.assertTrue(b["findings"], b)
         return b, {t["name"]: t for t in phase["targets"]}
 
-    def test_cpu_bound_target(self):
+    def test_quota_bound_target_and_generator(self):
+        """The two cases where a process saturates at its own CPU quota, at once: each holds
+        what it saturates to a fraction of a core by construction (0.05 and 0.15 cores, and
+        Locust's CPU against a server of 10,000 req/s), so neither is the limit of the other,
+        and each has its own Locust, server and loadwatch."""
+        app_cg, gen_cg = self.cgroup("app"), self.cgroup("gen")
+        generator = self.beside(lambda: self.generator_under_cpu_quota(gen_cg))
+        try:
+            self.cpu_bound_target(app_cg)
+        finally:  # its loadwatch stops when it ends, whatever happened here
+            generator()
+
+    def cpu_bound_target(self, cg):
         """The server burns CPU per request under a 0.05-core quota: from the first user on it
         is saturated, so whichever phase is assessed, the target's CPU is the verdict."""
         quota = 0.05
-        cg = self.cgroup("app")
         cg.quota(quota)
         app, server = self.server(4, 5, mode="cpu", prefix=cg.prefix())
         locust_port = free_port()
@@ -181,7 +192,7 @@ class Bottleneck(CapacityRunHelpers, unittest.TestCase):
         try:
             with Loadwatch(self.loadwatch_args(app, locust_port,
                                                os.path.join(self.dir, "s"))) as lw:
-                run = self.step_run(lw, app, locust_port, USERS, step=STEP)
+                run = self.step_run(lw, app, locust_port, USERS, step=STEP, linger=True)
                 b, targets = self.verdict(lw, run)
                 rep = self.report(lw, run["id"])
         finally:
@@ -202,20 +213,22 @@ class Bottleneck(CapacityRunHelpers, unittest.TestCase):
         self.assertLessEqual(truth, 1.1 * quota)
         self.assertAlmostEqual(targets["app"]["cpu_cores"], truth, delta=0.1 * quota)
 
-    def test_generator_under_cpu_quota(self):
+    def generator_under_cpu_quota(self, cg):
         """Locust, watched as the target "generator", under a 0.15-core quota against a server
         that serves 200 requests at once in 20 ms each (10,000 req/s). Locust spends about 2 ms
         of CPU a request, so the quota caps it near 80 req/s: from 16 users on (demand several
         hundred req/s) it saturates, the server never does."""
         quota = 0.15
-        cg = self.cgroup("gen")
         cg.quota(None)  # Locust starts at full speed (its imports take seconds of CPU) ...
         app, _ = self.server(200, 20)
         locust_port = free_port()
-        # Locust's command line holds this test's own directory: no other Locust matches. The
-        # "[l]" keeps the pattern from matching loadwatch's own command line, which holds it.
-        gen = "--target=generator=cmdline:[l]ocust -f " + re.escape(self.dir)
-        args = self.loadwatch_args(app, locust_port, os.path.join(self.dir, "s"), [gen])
+        # Locust's command line holds a directory of this case's own: no other Locust matches
+        # (the other case's runs beside it from this test's directory). The "[l]" keeps the
+        # pattern from matching loadwatch's own command line, which holds it.
+        where = os.path.join(self.dir, "generator")
+        os.mkdir(where)
+        gen = "--target=generator=cmdline:[l]ocust -f " + re.escape(where + os.sep)
+        args = self.loadwatch_args(app, locust_port, os.path.join(where, "s"), [gen])
 
         def cap_when_up():  # ... and is capped once its web UI answers
             deadline = time.time() + 30
@@ -232,7 +245,7 @@ class Bottleneck(CapacityRunHelpers, unittest.TestCase):
             capper.start()
             try:
                 run = self.step_run(lw, app, locust_port, GENERATOR_USERS, prefix=cg.prefix(),
-                                    step=STEP)
+                                    step=STEP, where=where, linger=True)
             finally:
                 capper.join(timeout=35)
             b, targets = self.verdict(lw, run)
@@ -269,7 +282,7 @@ class Bottleneck(CapacityRunHelpers, unittest.TestCase):
             pids = self.hogs(cores + 1, STEP * len(HOG_USERS) + 60)
             meter = CpuMeter(pids)
             try:
-                run = self.step_run(lw, app, locust_port, HOG_USERS, step=STEP)
+                run = self.step_run(lw, app, locust_port, HOG_USERS, step=STEP, linger=True)
                 b, targets = self.verdict(lw, run)
                 rep = self.report(lw, run["id"])
             finally:
@@ -328,7 +341,7 @@ class Bottleneck(CapacityRunHelpers, unittest.TestCase):
             pids = self.hogs(cores, STEP * len(QUEUE_USERS) + 60, nice=19)
             meter = CpuMeter(pids)
             try:
-                run = self.step_run(lw, app, locust_port, QUEUE_USERS, step=STEP)
+                run = self.step_run(lw, app, locust_port, QUEUE_USERS, step=STEP, linger=True)
                 rep = self.report(lw, run["id"])
             finally:
                 meter.close()

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -87,27 +88,57 @@ class CapacityRunHelpers:
                 "--sample.interval=500ms", "--storage.path=" + storage] + list(targets)
 
     def step_run(self, lw, app_port, locust_port, users, prefix=(), seen=(), step=STEP_SECONDS,
-                 wait=0, extra=""):
+                 wait=0, extra="", where=None, linger=False):
         """Runs Locust through `users` (one step each) and returns the finished run. `extra` is
-        more code for the locustfile (e.g. a request hook)."""
-        lf = os.path.join(self.dir, "steps-%d.py" % locust_port)
+        more code for the locustfile (e.g. a request hook); `where` its directory (this test's
+        by default). Locust quits as its test ends, and loadwatch ends the run once it has not
+        seen Locust for 15 s (its source's staleness rule); with `linger` Locust stays up,
+        showing its "stopped" state, which ends the run at once, and is stopped by PID when
+        the run has finished."""
+        lf = os.path.join(where or self.dir, "steps-%d.py" % locust_port)
         locustfile(lf, users, step, wait, extra)
         with open(os.path.join(self.dir, "locust.log"), "a") as log:
             p = subprocess.Popen(list(prefix) + [
                 "locust", "-f", lf, "--host", "http://127.0.0.1:%d" % app_port, "--autostart",
-                "--autoquit", "0", "--web-host", "127.0.0.1", "--web-port", str(locust_port),
-                "--loglevel", "WARNING"], stdout=subprocess.DEVNULL, stderr=log)
+                "--autoquit", "60" if linger else "0", "--web-host", "127.0.0.1",
+                "--web-port", str(locust_port), "--loglevel", "WARNING"],
+                stdout=subprocess.DEVNULL, stderr=log)
         self.children.append(p)
-        p.wait(timeout=step * len(users) + 45)
-        deadline = time.time() + 20
+        if not linger:
+            p.wait(timeout=step * len(users) + 45)
+        deadline = time.time() + (step * len(users) + 45 if linger else 0) + 20
         while time.time() < deadline:
             runs = json.loads(lw.get("/api/v1/runs?phases=1")[2])["data"]
             done = [r for r in runs if r["origin"] == "locust:lc" and r["state"] == "finished"
                     and len(r["phases"]) >= len(users) and r["id"] not in seen]
             if done:
+                if p.poll() is None:  # lingering: the next run takes its port
+                    p.terminate()
+                    p.wait(timeout=20)
                 return done[0]
             time.sleep(0.3)
         self.fail("no finished Locust run: %s\n%s" % (json.dumps(runs)[:1500], lw.output()[-1500:]))
+
+    def beside(self, work):
+        """Starts work() in a thread; returns a function that waits for it (bounded) and raises
+        what it raised, so its assertions fail the test as in the main thread."""
+        raised = []
+
+        def run():
+            try:
+                work()
+            except BaseException as e:  # noqa: B902 - handed to the test's thread
+                raised.append(e)
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+
+        def join(timeout=300):
+            t.join(timeout)
+            if t.is_alive():
+                self.fail("%s still running after %d s" % (work.__name__, timeout))
+            if raised:
+                raise raised[0]
+        return join
 
     def report(self, lw, run_id, fmt="json"):
         status, _, body = lw.get("/api/v1/runs/%s/report?format=%s" % (run_id, fmt))
@@ -120,6 +151,18 @@ class CapacityRunHelpers:
 
 class CapacityRun(CapacityRunHelpers, unittest.TestCase):
     def test_knee_at_capacity_and_compare(self):
+        # The compare gate's runs take a server, a Locust and a loadwatch of their own, beside
+        # the step run: both load their servers at under 10 req/s, a small share of a core, and
+        # each server's capacity is set by its slots and sleeps, not by the CPU.
+        compared = self.beside(self.compare_gate)
+        try:
+            self.knee_at_capacity()
+        finally:  # its loadwatch stops when it ends, whatever happened here
+            compared()
+
+    def knee_at_capacity(self):
+        """A step run through USERS: the knee where the server saturates, the report as a
+        table and as HTML, and the report saved when the run ended."""
         app, server = self.server(K, SERVICE_MS)
         locust_port = free_port()
         storage = os.path.join(self.dir, "state")
@@ -180,19 +223,26 @@ class CapacityRun(CapacityRunHelpers, unittest.TestCase):
             with open(saved) as f:
                 self.assertEqual(json.load(f)["knee"], rep["knee"])
 
-            # compare: a run made 30 % slower fails the gate, a rerun passes it. Short runs
-            # well past the capacity, where latency is queueing, so it scales with the service
-            # time and hardly with the generator's own time (its users are nearly all queued).
-            short = [6, 8]
-            seen = {run["id"]}
-            base = self.step_run(lw, app, locust_port, short, seen=seen, step=10)["id"]
+    def compare_gate(self):
+        """compare: a run made 30 % slower fails the gate, a rerun passes it. Short runs well
+        past the capacity, where latency is queueing, so it scales with the service time and
+        hardly with the generator's own time (its users are nearly all queued)."""
+        short = [6, 8]
+        app, server = self.server(K, SERVICE_MS)
+        locust_port = free_port()
+        storage = os.path.join(self.dir, "compare")
+        with Loadwatch(self.loadwatch_args(app, locust_port, storage)) as lw:
+            seen = set()
+            base = self.step_run(lw, app, locust_port, short, seen=seen, step=10,
+                                 linger=True)["id"]
             seen.add(base)
             for service_ms, want in ((SERVICE_MS * 1.3, 1), (SERVICE_MS, 0)):
                 server.kill()
                 server.wait()
                 # compare reads the generator's figures: the server's new port does not matter.
                 app2, server = self.server(K, service_ms)
-                run2 = self.step_run(lw, app2, locust_port, short, seen=seen, step=10)
+                run2 = self.step_run(lw, app2, locust_port, short, seen=seen, step=10,
+                                     linger=True)
                 seen.add(run2["id"])
                 p = self.cli("compare", "--url", lw.url, base, run2["id"])
                 print(p.stdout, file=sys.stderr)
