@@ -1,12 +1,15 @@
 #include "flags.h"
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "cli/command_line.h"
 #include "cli/subcommands.h"
 #include "collectors/collector.h"
 
@@ -44,8 +47,9 @@ std::optional<std::string> check_web_flags(Options& o, const std::string& connec
 ParsedFlags parse_flags(int argc, char** argv) {
   ParsedFlags parsed;
   Options& o = parsed.options;
-  CLI::App app{"loadwatch: a Prometheus exporter for load, stress and soak test runs", "loadwatch"};
-  app.option_defaults()->always_capture_default();
+  CommandLine app{"loadwatch: a Prometheus exporter for load, stress and soak test runs",
+                  "loadwatch"};
+  app.capture_defaults();
   std::string footer = "Subcommands (loadwatch NAME --help for each):";
   for (const Subcommand& cmd : subcommands()) {
     footer += std::string("\n  ") + cmd.name + "  " + cmd.summary;
@@ -54,63 +58,63 @@ ParsedFlags parse_flags(int argc, char** argv) {
   std::string interval = "1s";
   std::string runs_min_age = "1h";
   std::string connection_age = "5m";
-  app.add_option("--config.file", o.config_file, "YAML config file");
-  app.add_flag("--config.check", o.config_check, "Validate the config and flags, then exit 0/1");
-  app.add_option("--web.listen-address", o.listen_address, "Address to serve /metrics on");
-  app.add_option("--web.config.file", o.web_config_file,
-                 "exporter-toolkit compatible TLS and basic-auth file");
-  app.add_option("--web.max-requests", o.max_requests, "Concurrent HTTP requests before 503")
-      ->check(CLI::Range(1, 10000));
-  app.add_option("--web.max-requests-per-address", o.max_requests_per_address,
-                 "Concurrent HTTP requests of one client address before 503 (default: a quarter "
-                 "of --web.max-requests, at least 2)")
-      ->check(CLI::Range(1, 10000));
-  app.add_option("--web.max-connections", o.max_connections,
-                 "HTTP connections open at once (idle and slow ones included)")
-      ->check(CLI::Range(8, 100000));
-  auto* connections_per_address =
-      app.add_option("--web.max-connections-per-address", o.max_connections_per_address,
-                     "HTTP connections one client address may hold")
-          ->check(CLI::Range(1, 100000));
-  app.add_option("--web.max-requests-per-connection", o.max_requests_per_connection,
-                 "Requests on one keep-alive HTTP connection before it is closed")
-      ->check(CLI::Range(1, 1000000));
-  app.add_option("--web.max-connection-age", connection_age,
-                 "Age at which a keep-alive HTTP connection is closed after its current request");
-  app.add_option("--sample.interval", interval, "How often /proc is sampled (500ms, 1s, 2m)");
-  app.add_option("--history.points", o.history_points,
-                 "Samples the in-memory history keeps (7200 = 2h at 1s); 0 turns it off")
-      ->check(CLI::Range(0, 1000000));
-  app.add_option("--history.max-series", o.history_max_series,
-                 "Most series the history keeps (4 bytes per point each)")
-      ->check(CLI::Range(1, 100000));
-  app.add_option("--metrics.push-max-bytes", o.metrics_push_max_bytes,
-                 "Bytes of /metrics shared fairly by pushes (Influx, Graphite), textfiles and "
-                 "pull sources' families; a family past its source's share is dropped")
-      ->check(CLI::Range(std::size_t{1} << 16, std::size_t{1} << 32));
-  app.add_option("--target", o.targets, "NAME=SELECTOR, repeatable (e.g. mb=port:2525)");
-  app.add_option("--source", o.sources, "NAME=KIND,URL, repeatable (e.g. lc=locust,http://...)");
-  app.add_option("--path.procfs", o.procfs, "procfs mount point");
-  app.add_option("--path.sysfs", o.sysfs, "sysfs mount point");
-  app.add_option("--log.level", o.log_level, "debug, info, warn, error");
-  app.add_option("--log.format", o.log_format, "logfmt or json");
-  app.add_flag("--tcp.force-procfs", o.tcp_force_procfs,
-               "Read sockets from /proc/net/tcp{,6} instead of netlink sock_diag");
-  app.add_option("--collector.textfile.directory", o.textfile_directory,
-                 "Directory of *.prom files to export (wrk summaries)");
-  app.add_option("--graphite.listen-address", o.graphite_listen_address,
-                 "Graphite plaintext listener for JMeter's Backend Listener (off when empty)");
-  app.add_flag("--web.enable-run-api", o.enable_run_api,
-               "Allow starting, phasing and stopping runs over HTTP (POST /api/v1/runs...)");
-  app.add_flag("--push.run-annotations", o.push_run_annotations,
-               "Let pushes open, phase and close runs: JMeter's InfluxDB `events` annotations "
-               "and the Locust listener's steps (unauthenticated unless --web.config.file sets "
-               "basic auth)");
-  app.add_option("--runs.min-age", runs_min_age,
-                 "A finished run younger than this is never deleted to make room (default 1h)");
-  app.add_option("--storage.path", o.storage_path,
-                 "Directory where runs are kept across restarts (empty: in memory only)");
-  app.add_flag("--version", parsed.show_version, "Print version, git revision and build date");
+  app.option("--config.file", o.config_file, "YAML config file");
+  app.flag("--config.check", o.config_check, "Validate the config and flags, then exit 0/1");
+  app.option("--web.listen-address", o.listen_address, "Address to serve /metrics on");
+  app.option("--web.config.file", o.web_config_file,
+             "exporter-toolkit compatible TLS and basic-auth file");
+  app.option("--web.max-requests", o.max_requests, "Concurrent HTTP requests before 503")
+      .range(1, 10000);
+  app.option("--web.max-requests-per-address", o.max_requests_per_address,
+             "Concurrent HTTP requests of one client address before 503 (default: a quarter "
+             "of --web.max-requests, at least 2)")
+      .range(1, 10000);
+  app.option("--web.max-connections", o.max_connections,
+             "HTTP connections open at once (idle and slow ones included)")
+      .range(8, 100000);
+  Flag connections_per_address =
+      app.option("--web.max-connections-per-address", o.max_connections_per_address,
+                 "HTTP connections one client address may hold")
+          .range(1, 100000);
+  app.option("--web.max-requests-per-connection", o.max_requests_per_connection,
+             "Requests on one keep-alive HTTP connection before it is closed")
+      .range(1, 1000000);
+  app.option("--web.max-connection-age", connection_age,
+             "Age at which a keep-alive HTTP connection is closed after its current request");
+  app.option("--sample.interval", interval, "How often /proc is sampled (500ms, 1s, 2m)");
+  app.option("--history.points", o.history_points,
+             "Samples the in-memory history keeps (7200 = 2h at 1s); 0 turns it off")
+      .range(0, 1000000);
+  app.option("--history.max-series", o.history_max_series,
+             "Most series the history keeps (4 bytes per point each)")
+      .range(1, 100000);
+  app.option("--metrics.push-max-bytes", o.metrics_push_max_bytes,
+             "Bytes of /metrics shared fairly by pushes (Influx, Graphite), textfiles and "
+             "pull sources' families; a family past its source's share is dropped")
+      .range(std::size_t{1} << 16, std::size_t{1} << 32);
+  app.option("--target", o.targets, "NAME=SELECTOR, repeatable (e.g. mb=port:2525)");
+  app.option("--source", o.sources, "NAME=KIND,URL, repeatable (e.g. lc=locust,http://...)");
+  app.option("--path.procfs", o.procfs, "procfs mount point");
+  app.option("--path.sysfs", o.sysfs, "sysfs mount point");
+  app.option("--log.level", o.log_level, "debug, info, warn, error");
+  app.option("--log.format", o.log_format, "logfmt or json");
+  app.flag("--tcp.force-procfs", o.tcp_force_procfs,
+           "Read sockets from /proc/net/tcp{,6} instead of netlink sock_diag");
+  app.option("--collector.textfile.directory", o.textfile_directory,
+             "Directory of *.prom files to export (wrk summaries)");
+  app.option("--graphite.listen-address", o.graphite_listen_address,
+             "Graphite plaintext listener for JMeter's Backend Listener (off when empty)");
+  app.flag("--web.enable-run-api", o.enable_run_api,
+           "Allow starting, phasing and stopping runs over HTTP (POST /api/v1/runs...)");
+  app.flag("--push.run-annotations", o.push_run_annotations,
+           "Let pushes open, phase and close runs: JMeter's InfluxDB `events` annotations "
+           "and the Locust listener's steps (unauthenticated unless --web.config.file sets "
+           "basic auth)");
+  app.option("--runs.min-age", runs_min_age,
+             "A finished run younger than this is never deleted to make room (default 1h)");
+  app.option("--storage.path", o.storage_path,
+             "Directory where runs are kept across restarts (empty: in memory only)");
+  app.flag("--version", parsed.show_version, "Print version, git revision and build date");
 
   // --collector.NAME / --no-collector.NAME for every collector in the table.
   std::vector<std::pair<std::string, std::pair<bool*, bool*>>> switches;
@@ -120,18 +124,16 @@ ParsedFlags parse_flags(int argc, char** argv) {
     bool* on = storage.back().get();
     storage.push_back(std::make_unique<bool>(false));
     bool* off = storage.back().get();
-    app.add_flag(std::string("--collector.") + spec.name, *on,
-                 std::string("Enable the ") + spec.name + " collector: " + spec.help);
-    app.add_flag(std::string("--no-collector.") + spec.name, *off,
-                 std::string("Disable the ") + spec.name + " collector");
+    app.flag(std::string("--collector.") + spec.name, *on,
+             std::string("Enable the ") + spec.name + " collector: " + spec.help);
+    app.flag(std::string("--no-collector.") + spec.name, *off,
+             std::string("Disable the ") + spec.name + " collector");
     switches.push_back({spec.name, {on, off}});
   }
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    std::ostringstream out, err;
-    parsed.exit_code = app.exit(e, out, err);
+  std::ostringstream out, err;
+  if (auto code = app.parse(argc, argv, out, err)) {
+    parsed.exit_code = *code;
     parsed.message = out.str() + err.str();
     return parsed;
   }
@@ -143,7 +145,7 @@ ParsedFlags parse_flags(int argc, char** argv) {
     parsed.exit_code = 1;
     return parsed;
   }
-  if (auto error = check_web_flags(o, connection_age, connections_per_address->count() > 0)) {
+  if (auto error = check_web_flags(o, connection_age, connections_per_address.count() > 0)) {
     parsed.message = *error + "\n";
     parsed.exit_code = 1;
     return parsed;

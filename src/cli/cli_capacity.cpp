@@ -1,5 +1,4 @@
 // loadwatch capacity FILE.csv: the knee, the USL fit and the table from a CSV of step results.
-#include <CLI/CLI.hpp>
 #include <iostream>
 #include <sstream>
 
@@ -12,24 +11,24 @@
 namespace loadwatch::analysis {
 
 int run_capacity(int argc, char** argv) {
-  CLI::App app{
+  CommandLine app{
       "Capacity report (throughput knee, latency knee, USL fit) from a CSV of step results:\n"
       "one line per step with concurrency, throughput[, latency, errors], with or without a\n"
       "header. A headerless line is: users rps latency_ms success_pct. FILE - reads stdin.",
       "loadwatch capacity"};
   std::string file, format_name = "table", columns;
   AnalysisOptions analysis;
-  app.add_option("FILE", file, "CSV file, or - for stdin")->required();
-  app.add_option("--format", format_name, "table, markdown, json or html (one self-contained file)")
-      ->capture_default_str();
-  app.add_option("--columns", columns,
-                 "Column names for a file without a header, comma-separated "
-                 "(e.g. users,rps,p95_ms,error_pct)");
-  app.add_option("--sensitivity", analysis.kneedle.sensitivity, "Kneedle sensitivity S")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 100.0));
-  app.add_flag("--online", analysis.kneedle.online,
-               "Kneedle's online variant: the last knee instead of the first");
+  app.option("FILE", file, "CSV file, or - for stdin").required();
+  app.option("--format", format_name, "table, markdown, json or html (one self-contained file)")
+      .capture_default();
+  app.option("--columns", columns,
+             "Column names for a file without a header, comma-separated "
+             "(e.g. users,rps,p95_ms,error_pct)");
+  app.option("--sensitivity", analysis.kneedle.sensitivity, "Kneedle sensitivity S")
+      .capture_default()
+      .range(0.0, 100.0);
+  app.flag("--online", analysis.kneedle.online,
+           "Kneedle's online variant: the last knee instead of the first");
   if (auto code = parse_cli(app, argc, argv)) return *code;
 
   bool html = format_name == "html";

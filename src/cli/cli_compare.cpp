@@ -1,5 +1,4 @@
 // loadwatch compare BASE CUR: the baseline gate for CI.
-#include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
 
@@ -15,7 +14,7 @@
 namespace loadwatch::analysis {
 
 int run_compare(int argc, char** argv) {
-  CLI::App app{
+  CommandLine app{
       "Compare a run with a baseline, phase by phase (matched by user count, else by name).\n"
       "BASE and CUR are saved reports (capacity --format json, or a capacity CSV), or run\n"
       "ids of the loadwatch given with --url.\n"
@@ -27,22 +26,22 @@ int run_compare(int argc, char** argv) {
       "loadwatch compare"};
   std::string base_ref, current_ref, junit_file, format_name = "table";
   std::vector<std::string> max_specs, min_specs;
-  app.add_option("BASE", base_ref, "Baseline report")->required();
-  app.add_option("CUR", current_ref, "Current report")->required();
+  app.option("BASE", base_ref, "Baseline report").required();
+  app.option("CUR", current_ref, "Current report").required();
   // One rule per flag, so `--max p95=+20% base.json cur.json` never reads a file as a rule.
-  app.add_option("--max", max_specs, "Upper limit, e.g. p95=+20% (repeatable)")
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--min", min_specs, "Lower limit, e.g. rps=-10% (repeatable)")
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.option("--max", max_specs, "Upper limit, e.g. p95=+20% (repeatable)")
+      .one_value_each()
+      .take_all();
+  app.option("--min", min_specs, "Lower limit, e.g. rps=-10% (repeatable)")
+      .one_value_each()
+      .take_all();
   ClientFlags flags;
-  add_client_flags(&app, flags, "loadwatch URL whose run ids BASE and CUR may be");
-  app.add_option("--junit", junit_file, "Write the verdicts as JUnit XML to this file");
-  app.add_option("--format", format_name, "table, markdown or json")->capture_default_str();
+  add_client_flags(app, flags, "loadwatch URL whose run ids BASE and CUR may be");
+  app.option("--junit", junit_file, "Write the verdicts as JUnit XML to this file");
+  app.option("--format", format_name, "table, markdown or json").capture_default();
   bool fail_inconclusive = false;
-  app.add_flag("--fail-inconclusive", fail_inconclusive,
-               "Exit 3 when a rule is inconclusive (the figures too uncertain for its margin)");
+  app.flag("--fail-inconclusive", fail_inconclusive,
+           "Exit 3 when a rule is inconclusive (the figures too uncertain for its margin)");
   if (auto code = parse_cli(app, argc, argv)) return *code;
 
   std::optional<Format> format = parse_format(format_name);

@@ -56,7 +56,7 @@ int write_output(const std::string& out, const std::string& output) {
 }  // namespace
 
 int run_report_cli(int argc, char** argv) {
-  CLI::App app{
+  CommandLine app{
       "A run's capacity report: per phase, the knee, the USL fit and what saturated first.\n"
       "From a loadwatch (--url, the run's id or its newest run), from a Prometheus server\n"
       "that scraped it (--prometheus, with the run's id or name), or a saved report (--file).\n"
@@ -68,33 +68,33 @@ int run_report_cli(int argc, char** argv) {
   std::string file, prometheus, run_ref, instance, format_name = "table", baseline, output,
                                                    generator_target, match;
   double lookback_hours = 24;
-  add_client_flags(&app, flags,
+  add_client_flags(app, flags,
                    "loadwatch URL, e.g. http://127.0.0.1:9797 (several: one report across "
                    "their hosts)");
-  app.add_option("--file", file,
-                 "A saved report (JSON: a storage directory's reports/ID.json, or capacity "
-                 "--format json); its ID.timeline.json beside it is charted too");
-  app.add_option("--prometheus", prometheus, "Prometheus server URL, e.g. http://prom:9090");
-  app.add_option("--run", run_ref, "Run id (or, with --prometheus, its name)");
-  app.add_option("--instance", instance,
-                 "With --prometheus: the loadwatch's instance label (default: the one that "
-                 "exported the run)");
-  app.add_option("--match", match,
-                 "With --prometheus: label matchers that narrow every query, e.g. "
-                 "'{job=\"loadwatch\",env=\"perf\"}'");
-  app.add_option("--lookback-hours", lookback_hours, "With --prometheus: how far back to look")
-      ->capture_default_str();
-  app.add_option("--generator-target", generator_target,
-                 "With --prometheus: the target that is the load generator");
-  app.add_option("--format", format_name, "table, markdown, json or html")->capture_default_str();
-  app.add_option("--baseline", baseline, "Compare with this report file or run id");
+  app.option("--file", file,
+             "A saved report (JSON: a storage directory's reports/ID.json, or capacity "
+             "--format json); its ID.timeline.json beside it is charted too");
+  app.option("--prometheus", prometheus, "Prometheus server URL, e.g. http://prom:9090");
+  app.option("--run", run_ref, "Run id (or, with --prometheus, its name)");
+  app.option("--instance", instance,
+             "With --prometheus: the loadwatch's instance label (default: the one that "
+             "exported the run)");
+  app.option("--match", match,
+             "With --prometheus: label matchers that narrow every query, e.g. "
+             "'{job=\"loadwatch\",env=\"perf\"}'");
+  app.option("--lookback-hours", lookback_hours, "With --prometheus: how far back to look")
+      .capture_default();
+  app.option("--generator-target", generator_target,
+             "With --prometheus: the target that is the load generator");
+  app.option("--format", format_name, "table, markdown, json or html").capture_default();
+  app.option("--baseline", baseline, "Compare with this report file or run id");
   std::vector<std::string> max_specs, min_specs;
-  app.add_option("--max", max_specs,
-                 "With --baseline: upper limit, as compare's (repeatable; default p95=+20%)")
-      ->allow_extra_args(false);
-  app.add_option("--min", min_specs, "With --baseline: lower limit, as compare's (repeatable)")
-      ->allow_extra_args(false);
-  app.add_option("--output,-o", output, "Write here instead of stdout");
+  app.option("--max", max_specs,
+             "With --baseline: upper limit, as compare's (repeatable; default p95=+20%)")
+      .one_value_each();
+  app.option("--min", min_specs, "With --baseline: lower limit, as compare's (repeatable)")
+      .one_value_each();
+  app.option("--output,-o", output, "Write here instead of stdout");
   if (auto code = analysis::parse_cli(app, argc, argv)) return *code;
 
   bool html = format_name == "html";

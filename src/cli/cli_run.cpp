@@ -6,7 +6,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -22,6 +21,7 @@
 #include <vector>
 
 #include "cli/client_flags.h"
+#include "cli/command_line.h"
 #include "cli/daemon_clock.h"
 #include "cli/run_client.h"
 #include "cli/run_hosts.h"
@@ -450,65 +450,61 @@ int exec_command(std::vector<Host>& hosts, const ExecPlan& plan, const std::stri
 }  // namespace
 
 int run_cli(int argc, char** argv) {
-  CLI::App app{
+  CommandLine app{
       "Start, phase and stop test runs on a loadwatch (its --web.enable-run-api must be "
       "on), or on the loadwatches of every host of a test at once, or run a load generator "
       "inside a run.",
       "loadwatch run"};
-  app.require_subcommand(1);
+  app.require_subcommand();
   ClientFlags flags;
   flags.env_defaults = true;
-  auto common = [&](CLI::App* sub) {
+  auto common = [&](CommandLine& sub) {
     add_client_flags(sub, flags, "The loadwatch (several: the same run on each)");
   };
   std::string name;
   std::vector<std::string> labels;
-  auto label_check = CLI::Validator(
-      [](std::string& v) -> std::string {
-        auto eq = v.find('=');
-        return eq == std::string::npos || eq == 0 ? "want KEY=VALUE" : "";
-      },
-      "KEY=VALUE");
+  auto label_check = [](std::string& v) -> std::string {
+    auto eq = v.find('=');
+    return eq == std::string::npos || eq == 0 ? "want KEY=VALUE" : "";
+  };
+  auto run_id_check = [](std::string& v) -> std::string {
+    return plausible_run_id(v) ? "" : "not a run id (YYYYMMDDTHHMMSS-name)";
+  };
 
-  CLI::App* start =
-      app.add_subcommand("start", "Start a run (ends any run still open); prints its id");
+  CommandLine& start =
+      app.subcommand("start", "Start a run (ends any run still open); prints its id");
   common(start);
-  start->add_option("--name", name, "Run name")->required();
-  start->add_option("--label", labels, "KEY=VALUE, repeatable")
-      ->check(label_check)
-      ->allow_extra_args(false);  // one value each: the command after -- stays whole
+  start.option("--name", name, "Run name").required();
+  start.option("--label", labels, "KEY=VALUE, repeatable")
+      .check(label_check, "KEY=VALUE")
+      .one_value_each();  // the command after -- stays whole
 
   std::string run_id = env_or("LOADWATCH_RUN_ID", "");
-  auto run_option = [&](CLI::App* sub) {
-    sub->add_option("--run", run_id,
-                    "The run to act on, as `run start` printed it (default $LOADWATCH_RUN_ID); "
-                    "refused unless it is the open run")
-        ->check(CLI::Validator(
-            [](std::string& v) -> std::string {
-              return plausible_run_id(v) ? "" : "not a run id (YYYYMMDDTHHMMSS-name)";
-            },
-            "RUN_ID"));
+  auto run_option = [&](CommandLine& sub) {
+    sub.option("--run", run_id,
+               "The run to act on, as `run start` printed it (default $LOADWATCH_RUN_ID); "
+               "refused unless it is the open run")
+        .check(run_id_check, "RUN_ID");
   };
-  CLI::App* phase = app.add_subcommand("phase", "Open the next phase of a run");
+  CommandLine& phase = app.subcommand("phase", "Open the next phase of a run");
   common(phase);
   run_option(phase);
   long long users = -1;
-  phase->add_option("--name", name, "Phase name (default users=N)");
-  phase->add_option("--users", users, "Users of this load step")
-      ->check(CLI::Range(0LL, 1'000'000'000LL));
+  phase.option("--name", name, "Phase name (default users=N)");
+  phase.option("--users", users, "Users of this load step").range(0LL, 1'000'000'000LL);
 
-  CLI::App* stop = app.add_subcommand("stop", "End a run");
+  CommandLine& stop = app.subcommand("stop", "End a run");
   common(stop);
   run_option(stop);
 
-  CLI::App* list = app.add_subcommand("list", "List the runs the loadwatch keeps");
+  CommandLine& list = app.subcommand("list", "List the runs the loadwatch keeps");
   common(list);
 
   ExecPlan plan;
   std::string phase_every;
-  CLI::App* exec = app.add_subcommand(
-      "exec", "Start a run, run CMD, stop the run, and exit with CMD's exit code");
-  exec->footer(
+  CommandLine& exec =
+      app.subcommand("exec", "Start a run, run CMD, stop the run, and exit with CMD's exit code");
+  exec.footer(
       "With --phase-every, a phase opens at once and then every interval, with users = start + "
       "k * step: CMD must step its own load on the same schedule. Or CMD opens its phases "
       "itself with `loadwatch run phase`: LOADWATCH_URL and LOADWATCH_RUN_ID are set for it. "
@@ -516,76 +512,69 @@ int run_cli(int argc, char** argv) {
       "loadwatch is killed, a guard kills CMD and stops the run. Exit: CMD's code (128 + "
       "signal if killed), 2 if the run could not be started (CMD is then not run).");
   common(exec);
-  exec->add_option("--name", name, "Run name")->required();
-  exec->add_option("--label", labels, "KEY=VALUE, repeatable")
-      ->check(label_check)
-      ->allow_extra_args(false);  // one value each: the command after -- stays whole
-  exec->add_option("--phase-every", phase_every, "Open a phase this often (e.g. 3m)");
-  exec->add_option("--users-step", plan.users_step, "Users added by each phase")
-      ->check(CLI::Range(0LL, 1'000'000'000LL));
-  exec->add_option("--users-start", plan.users_start,
-                   "Users of the first phase (default: the step)")
-      ->check(CLI::Range(0LL, 1'000'000'000LL));
-  exec->add_option("command", plan.command, "The load generator and its arguments, after --")
-      ->required();
+  exec.option("--name", name, "Run name").required();
+  exec.option("--label", labels, "KEY=VALUE, repeatable")
+      .check(label_check, "KEY=VALUE")
+      .one_value_each();  // the command after -- stays whole
+  exec.option("--phase-every", phase_every, "Open a phase this often (e.g. 3m)");
+  exec.option("--users-step", plan.users_step, "Users added by each phase")
+      .range(0LL, 1'000'000'000LL);
+  exec.option("--users-start", plan.users_start, "Users of the first phase (default: the step)")
+      .range(0LL, 1'000'000'000LL);
+  exec.option("command", plan.command, "The load generator and its arguments, after --").required();
 
   JoinPlan join_plan;
   std::string join_from, join_wait = "10m";
-  CLI::App* join = app.add_subcommand(
+  CommandLine& join = app.subcommand(
       "join", "Open the run another loadwatch has (say, inferred from Locust) on these hosts too");
-  join->footer(
+  join.footer(
       "Waits for a run on --from (the open one, or --run), opens it on every --url with its id, "
       "start, labels and phases at the same instants (each on its own clock), and copies each "
       "new phase and its end as they appear. Prints the id. Exit: 0 when the run ended there; "
       "1 or 2 when it was refused, lost or never came (the run is then stopped here); 128 + "
       "signal on SIGINT/SIGTERM (the run is stopped here too).");
   common(join);
-  join->add_option("--from", join_from, "The loadwatch whose run to join: [NAME=]URL")->required();
-  join->add_option("--run", join_plan.run_id,
-                   "Its run to join (default: the open one, or the next)")
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            return plausible_run_id(v) ? "" : "not a run id (YYYYMMDDTHHMMSS-name)";
-          },
-          "RUN_ID"));
-  join->add_option("--wait", join_wait, "How long to wait for a run to open there (10m)");
+  join.option("--from", join_from, "The loadwatch whose run to join: [NAME=]URL").required();
+  join.option("--run", join_plan.run_id, "Its run to join (default: the open one, or the next)")
+      .check(run_id_check, "RUN_ID");
+  join.option("--wait", join_wait, "How long to wait for a run to open there (10m)");
 
+  // A bad command line, and the checks across flags below, print as CLI11 prints a usage error.
+  if (auto rc = app.parse(argc, argv)) return *rc == 0 ? 0 : kUsage;
+  auto bad_flag = [&](const std::string& flag, const std::string& message) {
+    app.fail(flag, message);
+    return kUsage;
+  };
+  if (join.parsed()) {
+    try {
+      join_plan.wait = parse_duration(join_wait);
+    } catch (const std::invalid_argument& e) {
+      return bad_flag("--wait", e.what());
+    }
+    if (flags.urls.empty() && flags.url_file.empty()) {
+      return bad_flag("--url", "join needs the loadwatches to open the run on");
+    }
+    flags.urls.insert(flags.urls.begin(), join_from);  // checked with the others: one name each
+  }
+  if (!phase_every.empty()) {
+    try {
+      plan.phase_every = parse_duration(phase_every);
+    } catch (const std::invalid_argument& e) {
+      return bad_flag("--phase-every", e.what());
+    }
+    if (plan.phase_every.count() < 100) return bad_flag("--phase-every", "must be at least 100ms");
+    if (plan.users_step <= 0) {
+      return bad_flag("--users-step", "required (> 0) with --phase-every");
+    }
+  } else if (exec.parsed() && (plan.users_step > 0 || plan.users_start >= 0)) {
+    return bad_flag("--users-step", "only means something with --phase-every");
+  }
+  if (phase.parsed() && name.empty() && users < 0) {
+    return bad_flag("phase", "give --name, --users or both");
+  }
   std::vector<Daemon> daemons;
   try {
-    app.parse(argc, argv);
-    if (join->parsed()) {
-      try {
-        join_plan.wait = parse_duration(join_wait);
-      } catch (const std::invalid_argument& e) {
-        throw CLI::ValidationError("--wait", e.what());
-      }
-      if (flags.urls.empty() && flags.url_file.empty()) {
-        throw CLI::ValidationError("--url", "join needs the loadwatches to open the run on");
-      }
-      flags.urls.insert(flags.urls.begin(), join_from);  // checked with the others: one name each
-    }
-    if (!phase_every.empty()) {
-      try {
-        plan.phase_every = parse_duration(phase_every);
-      } catch (const std::invalid_argument& e) {
-        throw CLI::ValidationError("--phase-every", e.what());
-      }
-      if (plan.phase_every.count() < 100) {
-        throw CLI::ValidationError("--phase-every", "must be at least 100ms");
-      }
-      if (plan.users_step <= 0) {
-        throw CLI::ValidationError("--users-step", "required (> 0) with --phase-every");
-      }
-    } else if (exec->parsed() && (plan.users_step > 0 || plan.users_start >= 0)) {
-      throw CLI::ValidationError("--users-step", "only means something with --phase-every");
-    }
-    if (phase->parsed() && name.empty() && users < 0) {
-      throw CLI::ValidationError("phase", "give --name, --users or both");
-    }
     daemons = resolve_daemons(flags);
-  } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : kUsage;
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "loadwatch run: %s\n", e.what());
     return kUsage;
@@ -602,7 +591,7 @@ int run_cli(int argc, char** argv) {
     return kUsage;
   }
   const bool several = hosts.size() > 1;
-  if (join->parsed()) {
+  if (join.parsed()) {
     std::vector<Host> joining;  // the hosts after --from
     for (std::size_t i = 1; i < hosts.size(); ++i) joining.push_back(std::move(hosts[i]));
     // The guard stops the run where join opened it, never on --from (its run is its own).
@@ -612,13 +601,13 @@ int run_cli(int argc, char** argv) {
   }
 
   nlohmann::json run;
-  if (start->parsed()) {
+  if (start.parsed()) {
     if (int rc = start_all(hosts, "start", name, labels, &run)) return rc;
     std::printf("%s\n", json_string_or(run, "id").c_str());
     return 0;
   }
-  if (phase->parsed() || stop->parsed()) {
-    const char* what = phase->parsed() ? "phase" : "stop";
+  if (phase.parsed() || stop.parsed()) {
+    const char* what = phase.parsed() ? "phase" : "stop";
     if (!plausible_run_id(run_id)) run_id.clear();  // a bad $LOADWATCH_RUN_ID
     if (run_id.empty() && several) {
       // Whichever run is open may differ from host to host: never guess across hosts.
@@ -630,11 +619,11 @@ int run_cli(int argc, char** argv) {
     }
     std::optional<long long> u;
     if (users >= 0) u = users;
-    std::string body = phase->parsed() ? phase_body(name, u) : "{}";
-    return post_all(hosts, what, run_id, phase->parsed() ? "phases" : "stop", body,
+    std::string body = phase.parsed() ? phase_body(name, u) : "{}";
+    return post_all(hosts, what, run_id, phase.parsed() ? "phases" : "stop", body,
                     [&](const Host& h, const nlohmann::json& r) {
                       std::string prefix = several ? h.name + ": " : "";
-                      if (!phase->parsed()) {
+                      if (!phase.parsed()) {
                         std::printf("%s%s\n", prefix.c_str(), json_string_or(r, "id").c_str());
                         return;
                       }
@@ -644,7 +633,7 @@ int run_cli(int argc, char** argv) {
                           phases.empty() ? "" : json_string_or(phases.back(), "name").c_str());
                     });
   }
-  if (list->parsed()) {
+  if (list.parsed()) {
     int worst = 0;
     for (const Host& h : hosts) {
       if (several)

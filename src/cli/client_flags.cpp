@@ -1,10 +1,10 @@
 #include "cli/client_flags.h"
 
-#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <set>
 #include <stdexcept>
 
+#include "cli/command_line.h"
 #include "config/config.h"
 #include "util/bounded_file.h"
 
@@ -73,7 +73,7 @@ std::vector<std::string> split_commas(const std::string& s) {
 
 }  // namespace
 
-void add_client_flags(CLI::App* app, ClientFlags& flags, const std::string& what) {
+void add_client_flags(CommandLine& app, ClientFlags& flags, const std::string& what) {
   if (flags.env_defaults) {
     flags.user = env_or("LOADWATCH_USER", "");
     flags.password_file = env_or("LOADWATCH_PASSWORD_FILE", "");
@@ -82,20 +82,20 @@ void add_client_flags(CLI::App* app, ClientFlags& flags, const std::string& what
                              ? " (default $LOADWATCH_URL, URLs separated by commas, else "
                                "http://127.0.0.1:9797)"
                              : "";
-  app->add_option("--url", flags.urls,
-                  what + "; repeatable, one per host; NAME=URL names the host" + env_note)
-      ->allow_extra_args(false)  // one value each: a command after -- stays whole
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app->add_option("--url-file", flags.url_file,
-                  "A file of --url values, one a line (# starts a comment)");
-  app->add_option(
+  app.option("--url", flags.urls,
+             what + "; repeatable, one per host; NAME=URL names the host" + env_note)
+      .one_value_each()
+      .take_all();
+  app.option("--url-file", flags.url_file,
+             "A file of --url values, one a line (# starts a comment)");
+  app.option(
       "--user", flags.user,
       std::string("Basic-auth user") + (flags.env_defaults ? " (default $LOADWATCH_USER)" : ""));
-  app->add_option("--password-file", flags.password_file,
-                  std::string("File holding the basic-auth password") +
-                      (flags.env_defaults ? " (default $LOADWATCH_PASSWORD_FILE)" : ""));
-  app->add_option("--ca-file", flags.ca_file, "CA certificates for an https:// URL");
-  app->add_option("--timeout", flags.timeout, "Per request")->capture_default_str();
+  app.option("--password-file", flags.password_file,
+             std::string("File holding the basic-auth password") +
+                 (flags.env_defaults ? " (default $LOADWATCH_PASSWORD_FILE)" : ""));
+  app.option("--ca-file", flags.ca_file, "CA certificates for an https:// URL");
+  app.option("--timeout", flags.timeout, "Per request").capture_default();
 }
 
 std::vector<Daemon> resolve_daemons(const ClientFlags& flags) {

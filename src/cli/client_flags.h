@@ -9,11 +9,9 @@
 
 #include "cli/run_client.h"
 
-namespace CLI {
-class App;  // CLI/CLI.hpp costs its includers about 9 s of CPU each; not all declare flags
-}  // namespace CLI
-
 namespace loadwatch {
+
+class CommandLine;  // cli/command_line.h; not every includer declares flags
 
 /// Caps on a URL file (docs/limits.md).
 inline constexpr std::size_t kMaxUrlFileBytes = 64 * 1024;
@@ -38,7 +36,7 @@ struct Daemon {
 };
 
 /// Declares the flags on `app`; `what` says what the loadwatches are for, in --url's help.
-void add_client_flags(CLI::App* app, ClientFlags& flags, const std::string& what);
+void add_client_flags(CommandLine& app, ClientFlags& flags, const std::string& what);
 
 /// The loadwatches the flags name, in the order given (--url first, then --url-file's lines);
 /// none when no URL was given and there are no env defaults. Throws std::invalid_argument

@@ -1,6 +1,6 @@
 #pragma once
-// A bad command line or input: a message on stderr and exit code 2. Apart from cli_common.h so
-// that a file without a command line of its own does not compile CLI11 (about 9 s of CPU).
+// A bad command line or input: a message on stderr and exit code 2. Apart from cli_common.h for
+// the files without a command line of their own.
 
 #include <iostream>
 #include <string>

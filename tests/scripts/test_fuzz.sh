@@ -4,10 +4,10 @@
 # crash, a sanitizer report or a harness assertion (__builtin_trap).
 #
 # Harness convention: a comment line `// FUZZ_SOURCES: a.cpp b.cpp` lists the repo-relative
-# sources to compile with it, an optional `// FUZZ_LIBS: -lfoo` the libraries to link (an -I,
-# -isystem or -D there is a compile flag for the harness and its sources); the seed corpus is
-# tests/fuzz/corpus/<harness name>/ (read, never written: new inputs go to a scratch corpus in
-# the build dir).
+# sources to compile with it, an optional `// FUZZ_LIBS: -lfoo` the libraries to link (a -D
+# there is a compile flag for the harness and its sources, an -I or -isystem a search path for
+# every compile); the seed corpus is tests/fuzz/corpus/<harness name>/ (read, never written:
+# new inputs go to a scratch corpus in the build dir).
 #
 # Each source is compiled once into an object the harnesses share (47 distinct sources stand
 # behind 93 listings), SANITIZE_JOBS at a time, through ccache when installed. -g1 (line tables)
@@ -56,6 +56,7 @@ flags=(-std=c++20 -O1 -g1 "-fsanitize=fuzzer-no-link,address,undefined"
 # those) is newer.
 declare -A objects_of link_flags_of
 todo=()
+paths=()  # the -I and -isystem of every harness's FUZZ_LIBS
 declare -A queued
 for harness in "${harnesses[@]}"; do
   name=$(basename "$harness" .cpp)
@@ -64,9 +65,14 @@ for harness in "${harnesses[@]}"; do
   libs=$(sed -n 's|^// FUZZ_LIBS:||p' "$harness" | head -1)
   extra=() link=()
   for w in $libs; do
-    case "$w" in -I* | -isystem* | -D*) extra+=("$w") ;; *) link+=("$w") ;; esac
+    case "$w" in
+      -I* | -isystem*) paths+=("$w") ;;
+      -D*) extra+=("$w") ;;
+      *) link+=("$w") ;;
+    esac
   done
-  # Objects built with other flags go to a directory of their own.
+  # Objects built with other -D flags go to a directory of their own. An -I or -isystem only
+  # adds a search path, which every compile gets: a source two harnesses list compiles once.
   objdir="$build/obj/$(printf '%s ' "${extra[@]}" | md5sum | cut -c1-8)"
   files=("${harness#"$src"/}")
   for s in $sources; do files+=("$s"); done
@@ -90,7 +96,7 @@ done
 compile_one() {  # SOURCE OBJECT EXTRA-FLAGS: one object, its errors in OBJECT.log
   mkdir -p "$(dirname "$2")"
   # shellcheck disable=SC2086 # $3 is a list of flags
-  if nice -n 19 "${compile[@]}" "${flags[@]}" $3 -c "$1" -o "$2.tmp" >"$2.log" 2>&1; then
+  if nice -n 19 "${compile[@]}" "${flags[@]}" "${paths[@]}" $3 -c "$1" -o "$2.tmp" >"$2.log" 2>&1; then
     mv "$2.tmp" "$2"
   else
     echo "test_fuzz: FAILED to compile $1:" >&2
