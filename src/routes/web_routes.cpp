@@ -3,6 +3,7 @@
 #include <chrono>
 #include <ctime>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "routes/live_routes.h"
 #include "util/gzip.h"
@@ -129,6 +130,17 @@ HttpResponse landing(const Sampler& sampler) {
   return r;
 }
 
+/// The API's answer around `data`, as Prometheus's API shapes it; bytes that are not UTF-8
+/// (a process name, a source's error) are replaced, never a throw.
+HttpResponse api_success(nlohmann::json data) {
+  HttpResponse r;
+  r.content_type = "application/json";
+  r.body = nlohmann::json{{"status", "success"}, {"data", std::move(data)}}.dump(
+               -1, ' ', false, nlohmann::json::error_handler_t::replace) +
+           "\n";
+  return r;
+}
+
 HttpResponse targets_json(const Sampler& sampler) {
   nlohmann::json out = nlohmann::json::array();
   if (auto snap = sampler.latest()) {
@@ -140,12 +152,7 @@ HttpResponse targets_json(const Sampler& sampler) {
                      {"listen_ports", t.listen_ports}});
     }
   }
-  HttpResponse r;
-  r.content_type = "application/json";
-  r.body = nlohmann::json{{"status", "success"}, {"data", out}}.dump(
-               -1, ' ', false, nlohmann::json::error_handler_t::replace) +
-           "\n";
-  return r;
+  return api_success(std::move(out));
 }
 
 HttpResponse sources_json(const Sampler& sampler) {
@@ -162,12 +169,7 @@ HttpResponse sources_json(const Sampler& sampler) {
                                                          : nlohmann::json(nullptr)}});
     }
   }
-  HttpResponse r;
-  r.content_type = "application/json";
-  r.body = nlohmann::json{{"status", "success"}, {"data", out}}.dump(
-               -1, ' ', false, nlohmann::json::error_handler_t::replace) +
-           "\n";
-  return r;
+  return api_success(std::move(out));
 }
 
 }  // namespace
