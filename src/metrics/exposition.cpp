@@ -271,6 +271,16 @@ bool replace_invalid_utf8(std::string& text) {
   return true;
 }
 
+std::size_t repaired_utf8_size(std::string_view text) {
+  std::size_t size = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t n = utf8_sequence(text, i);
+    size += n == 0 ? kReplacement.size() : n;
+    i += n == 0 ? 1 : n;
+  }
+  return size;
+}
+
 void truncate_utf8(std::string& text, std::size_t max_bytes) {
   if (text.size() <= max_bytes) return;
   std::size_t cut = max_bytes;

@@ -29,6 +29,9 @@ bool valid_utf8(std::string_view text);
 /// Replaces each byte that does not start a well-formed UTF-8 sequence with U+FFFD (as
 /// Python's errors="replace" per byte). Returns true when something was replaced.
 bool replace_invalid_utf8(std::string& text);
+/// The size of `text` once replace_invalid_utf8 has run: each byte that starts no well-formed
+/// sequence takes U+FFFD's three. A cap on text that /metrics writes repaired caps this size.
+std::size_t repaired_utf8_size(std::string_view text);
 /// Cuts `text` to at most `max_bytes` without splitting a UTF-8 sequence.
 void truncate_utf8(std::string& text, std::size_t max_bytes);
 

@@ -88,7 +88,8 @@ class ImpostersHandler : public JsonHandler {
     } else if (key_ == "port") {
       entry_.port.assign(kept);
     } else if (key_ == "name") {
-      entry_.name.assign(v.substr(0, kMaxLabelValueBytes));
+      entry_.name.assign(kept);
+      truncate_utf8(entry_.name, kMaxLabelValueBytes);  // not within a UTF-8 sequence
     } else if (key_ == "numberOfRequests") {
       entry_.requests = 0;
     }

@@ -294,6 +294,12 @@ class Parser {
       if (!closed) return fail("unterminated value of label " + std::string(name));
       if (limits_.strict && !valid_utf8(value))
         return fail("value of label " + std::string(name) + " is not valid UTF-8");
+      // The cap holds for the value as written again: invalid UTF-8 comes out as U+FFFD.
+      if (keep && !limits_.strict && value.size() > limits_.max_label_value / 3 &&
+          repaired_utf8_size(value) > limits_.max_label_value) {
+        keep = false;
+        sample_drop_ = drop_reason::kLabelLimit;
+      }
       if (keep) labels.push_back({std::string(name), std::move(value)});
       skip_blanks(line, i);
       if (i >= line.size()) return fail("unterminated label set");

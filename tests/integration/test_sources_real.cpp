@@ -37,6 +37,7 @@
 #include "procfs/fs_root.h"
 #include "sources/http_fetch.h"
 #include "sources/source_runner.h"
+#include "tests/lib/build_paths.h"
 #include "tests/lib/eventually.h"
 #include "tests/lib/read_line.h"
 #include "tests/lib/sample_values.h"
@@ -277,7 +278,7 @@ std::string promtool_check(const std::vector<prometheus::MetricFamily>& fams, co
 
 std::string source_dir() {
   const char* env = std::getenv("LOADWATCH_SOURCE_DIR");
-  return env ? env : LOADWATCH_SOURCE_DIR;
+  return env ? env : loadwatch::test::source_dir();
 }
 
 }  // namespace

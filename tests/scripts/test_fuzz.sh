@@ -47,9 +47,13 @@ fi
 
 jobs=${SANITIZE_JOBS:-2}
 compile=("$cxx")
-if command -v ccache >/dev/null 2>&1; then compile=(ccache "$cxx"); fi
+if command -v ccache >/dev/null 2>&1; then
+  compile=(ccache "$cxx")
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$src}  # another checkout shares the cache (scripts/build)
+fi
+# -ffile-prefix-map: the objects name no checkout, as the trees' (CMakeLists.txt).
 flags=(-std=c++20 -O1 -g1 "-fsanitize=fuzzer-no-link,address,undefined"
-  -fno-sanitize-recover=undefined -I"$src/src" -I"$src")
+  -fno-sanitize-recover=undefined -ffile-prefix-map="$src"=. -I"$src/src" -I"$src")
 
 # Which objects each harness links, and which of them are out of date: an object is rebuilt
 # when its source is newer, or any header of src/, collectors/ or tests/lib/ (harnesses include

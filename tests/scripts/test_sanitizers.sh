@@ -41,6 +41,7 @@ flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-fr
 launcher=()
 if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$src}  # another checkout shares the cache (scripts/build)
 fi
 compiler=()
 if [ -n "${CXX_SANITIZE:-}" ]; then compiler=(-DCMAKE_CXX_COMPILER="$CXX_SANITIZE"); fi

@@ -13,16 +13,18 @@
 
 #include "analysis/fleet_report.h"
 #include "cli/history_latency.h"
+#include "tests/lib/build_paths.h"
 #include "tests/lib/loopback_server.h"
 #include "web/http_server.h"
 
+using loadwatch::test::fixture_path;
 using namespace loadwatch;
 using namespace loadwatch::report;
 
 namespace {
 
 std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(LOADWATCH_FIXTURES) + "/history/" + name);
+  std::ifstream in(fixture_path("history/" + name));
   REQUIRE(in);
   std::stringstream s;
   s << in.rdbuf();

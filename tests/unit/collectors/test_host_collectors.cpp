@@ -23,14 +23,16 @@
 #include "collectors/topcpu.h"
 #include "collectors/vmstat.h"
 #include "procfs/stat.h"
+#include "tests/lib/build_paths.h"
 
+using loadwatch::test::fixture_path;
 using namespace loadwatch;
 using prometheus::MetricType;
 
 namespace {
 
-const FsRoot kFixtureProc(LOADWATCH_FIXTURES "/proc");
-const FsRoot kFixtureSys(LOADWATCH_FIXTURES "/sys");
+const FsRoot kFixtureProc(fixture_path("proc"));
+const FsRoot kFixtureSys(fixture_path("sys"));
 
 /// Builds a collector with a default config and runs one sample against `proc`.
 struct Harness {

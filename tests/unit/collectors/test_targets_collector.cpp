@@ -10,7 +10,9 @@
 #include "metrics/metric_sink.h"
 #include "procfs/fs_root.h"
 #include "procfs/proc_boot_time.h"
+#include "tests/lib/build_paths.h"
 
+using loadwatch::test::fixture_path;
 using namespace loadwatch;
 
 namespace {
@@ -45,8 +47,8 @@ TEST_CASE("collector over the fixture tree", "[collector]") {
       {"odd", parse_selector("comm:a b) c"), false},
       {"none", parse_selector("comm:nothing"), true},
   };
-  FsRoot proc(LOADWATCH_FIXTURES "/targets/proc");
-  FsRoot sys(LOADWATCH_FIXTURES "/targets/sys");
+  FsRoot proc(fixture_path("targets/proc"));
+  FsRoot sys(fixture_path("targets/sys"));
   auto c = make_targets_collector(CollectorEnv{options, config, proc, sys, nullptr});
   MetricSink sink;
   SampleContext ctx{proc, sys, 0, {}};

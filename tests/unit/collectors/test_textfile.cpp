@@ -12,7 +12,9 @@
 #include "metrics/exposition.h"
 #include "metrics/series_guard.h"
 #include "sources/prom_text_parser.h"
+#include "tests/lib/build_paths.h"
 
+using loadwatch::test::fixture_path;
 using namespace loadwatch;
 
 namespace {
@@ -94,7 +96,7 @@ void write_file(const std::string& path, const std::string& text) {
 }  // namespace
 
 TEST_CASE("textfile: wrk's summary and another job's file are merged; non-.prom ignored") {
-  Harness h(LOADWATCH_FIXTURES "/textfile/ok");
+  Harness h(fixture_path("textfile/ok"));
   auto r = h.collect();
   // wrk_smoke.prom is real output of scripts/wrk/loadwatch.lua; wrk_smoke.stdout.txt beside it
   // is what wrk printed for the same run ("606 requests in 1.01s").
@@ -115,15 +117,14 @@ TEST_CASE("textfile: wrk's summary and another job's file are merged; non-.prom 
 }
 
 TEST_CASE("textfile: a family without HELP gets one naming its file") {
-  Harness h(LOADWATCH_FIXTURES "/textfile/bad");
+  Harness h(fixture_path("textfile/bad"));
   auto r = h.collect();
   // good.prom has no HELP line for job_runs_total.
-  CHECK(r.help["job_runs_total"] == "Metric read from " LOADWATCH_FIXTURES
-                                    "/textfile/bad/good.prom");
+  CHECK(r.help["job_runs_total"] == "Metric read from " + fixture_path("textfile/bad/good.prom"));
 }
 
 TEST_CASE("textfile: broken, timestamped and type-clashing files are skipped with an error") {
-  Harness h(LOADWATCH_FIXTURES "/textfile/bad");
+  Harness h(fixture_path("textfile/bad"));
   auto r = h.collect();
   CHECK(r.values["loadwatch_textfile_scrape_error{}"] == 1);
   CHECK(r.values["job_runs_total{job=a}"] == 3);        // good.prom still exported
@@ -136,7 +137,7 @@ TEST_CASE("textfile: broken, timestamped and type-clashing files are skipped wit
 }
 
 TEST_CASE("textfile: a family another collector already exported keeps its type") {
-  Harness h(LOADWATCH_FIXTURES "/textfile/bad");
+  Harness h(fixture_path("textfile/bad"));
   MetricSink sink;
   sink.gauge("job_runs_total", "from a collector", {{"x", "1"}}, 1);
   auto r = h.collect(std::move(sink));

@@ -119,6 +119,9 @@ TEST_CASE("guard: bad label names and sizes drop the series with a reason") {
                             {{"__name__", "v"}},
                             {{"a", "1"}, {"a", "2"}},
                             {{"a", std::string(kMaxLabelValueBytes + 1, 'v')}},
+                            // 683 bytes, 2,049 once each invalid byte is U+FFFD on the page
+                            {{"a", std::string(kMaxLabelValueBytes / 3 + 1, '\xff')}},
+                            {{"a", std::string(kMaxLabelValueBytes / 3, '\xff')}},
                             {{std::string(kMaxLabelNameBytes + 1, 'n'), "v"}},
                             many,
                             {{"ok", "v"}}}));
@@ -128,9 +131,9 @@ TEST_CASE("guard: bad label names and sizes drop the series with a reason") {
   s.metric.push_back(q);
   sink.foreign(s);
   Page p = guard(sink);
-  CHECK(p.family("g")->metric.size() == 1);
+  CHECK(p.family("g")->metric.size() == 2);
   CHECK(p.dropped(1, "invalid_label") == 3 + 2);  // the summary counts its _count and _sum
-  CHECK(p.dropped(1, "label_limit") == 3);
+  CHECK(p.dropped(1, "label_limit") == 4);
   CHECK_FALSE(p.family("s"));
 }
 
@@ -223,8 +226,10 @@ TEST_CASE("guard: random hostile families always serialize into a strict page") 
   std::mt19937_64 rng(7);
   const std::string names[] = {"a", "a_count", "a_sum", "a_bucket", "loadwatch_load1",
                                "b", "0x",      ""};
-  const std::string values[] = {
-      "", "v", "\xff", "\xc3", "é", "\\", "\n", "\"", std::string(kMaxLabelValueBytes + 1, 'x')};
+  const std::string past_cap(kMaxLabelValueBytes + 1, 'x');
+  const std::string past_cap_repaired(kMaxLabelValueBytes / 2, '\xf3');  // 3 bytes each on the page
+  const std::string values[] = {"",   "v",  "\xff", "\xc3",   "é",
+                                "\\", "\n", "\"",   past_cap, past_cap_repaired};
   const std::string lnames[] = {"l", "m", "le", "quantile", "__name__", "1", "", "source"};
   const MetricType types[] = {MetricType::Counter, MetricType::Gauge, MetricType::Summary,
                               MetricType::Histogram, MetricType::Untyped};
@@ -259,6 +264,9 @@ TEST_CASE("guard: random hostile families always serialize into a strict page") 
     auto strict = parse_prom_text(text, PromTextLimits::strict_mode());
     INFO(text);
     REQUIRE(strict.error == "");
+    for (const auto& f : strict.families)
+      for (const auto& m : f.metric)
+        for (const auto& l : m.label) REQUIRE(l.value.size() <= kMaxLabelValueBytes);
   }
 }
 

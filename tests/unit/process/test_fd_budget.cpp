@@ -13,7 +13,9 @@
 #include "process/fd_budget.h"
 #include "process/process_registry.h"
 #include "process/socket_owners.h"
+#include "tests/lib/build_paths.h"
 
+using loadwatch::test::fixture_path;
 using namespace loadwatch;
 
 namespace {
@@ -76,7 +78,7 @@ TEST_CASE("the budget is half of the soft RLIMIT_NOFILE less a reserve, 0 at uli
 }
 
 TEST_CASE("the registry keeps at most its budget and reads the same without it") {
-  const FsRoot proc(LOADWATCH_FIXTURES "/targets/proc");
+  const FsRoot proc(fixture_path("targets/proc"));
   auto read_all = [&](FdBudget& budget) {
     ProcessRegistry reg(proc, budget);
     reg.begin_sample();

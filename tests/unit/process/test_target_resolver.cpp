@@ -17,15 +17,17 @@
 #include "process/process_tree.h"
 #include "process/target_resolver.h"
 #include "procfs/cgroup_unit.h"
+#include "tests/lib/build_paths.h"
 #include "util/bounded_file.h"
 
+using loadwatch::test::fixture_path;
 using namespace loadwatch;
 namespace fs = std::filesystem;
 
 namespace {
 
-const FsRoot kProc(LOADWATCH_FIXTURES "/targets/proc");
-const FsRoot kSys(LOADWATCH_FIXTURES "/targets/sys");
+const FsRoot kProc(fixture_path("targets/proc"));
+const FsRoot kSys(fixture_path("targets/sys"));
 
 std::vector<pid_t> resolve(ProcessRegistry& reg, const std::string& selector,
                            std::uint64_t* denied = nullptr) {

@@ -41,15 +41,17 @@
 #include "procfs/sock_diag.h"
 #include "procfs/sockstat.h"
 #include "procfs/sysctl.h"
+#include "tests/lib/build_paths.h"
 #include "tests/lib/sample_values.h"
 
+using loadwatch::test::fixture_path;
 using namespace loadwatch;
 using loadwatch::test::value;
 
 namespace {
 
-const std::string kProc = std::string(LOADWATCH_FIXTURES) + "/proc";
-const std::string kNet = std::string(LOADWATCH_FIXTURES) + "/net";
+const std::string kProc = fixture_path("proc");
+const std::string kNet = fixture_path("net");
 
 std::string slurp(const std::string& path) {
   std::string out;

@@ -17,12 +17,14 @@
 #include "procfs/proc_pid_stat.h"
 #include "procfs/proc_pid_statm.h"
 #include "procfs/proc_pid_status.h"
+#include "tests/lib/build_paths.h"
 
+using loadwatch::test::fixture_path;
 using namespace loadwatch;
 
 namespace {
 std::string fixture(const std::string& rel) {
-  return FsRoot(LOADWATCH_FIXTURES "/proc").read_or_throw(rel);
+  return FsRoot(fixture_path("proc")).read_or_throw(rel);
 }
 }  // namespace
 

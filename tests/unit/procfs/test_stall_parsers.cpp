@@ -10,8 +10,10 @@
 #include "procfs/cpu_limit.h"
 #include "procfs/pressure.h"
 #include "procfs/vmstat.h"
+#include "tests/lib/build_paths.h"
 #include "tests/lib/fixture_file.h"
 
+using loadwatch::test::fixture_path;
 using namespace loadwatch;
 using loadwatch::test::read_fixture;
 
@@ -71,7 +73,7 @@ TEST_CASE("cpu.stat gives the bandwidth counters of v1 and v2 in seconds") {
 }
 
 TEST_CASE("the cgroup whose quota binds a process is found with its directory") {
-  FsRoot sys(std::string(LOADWATCH_FIXTURES) + "/sys");
+  FsRoot sys(fixture_path("sys"));
   auto q = cgroup_text_quota("2:cpuacct:/\n1:cpu:/app\n0::/\n", sys);
   REQUIRE(q);
   CHECK(q->cores == Approx(0.2));

@@ -5,7 +5,9 @@
 #include <string>
 
 #include "push/graphite_parser.h"
+#include "tests/lib/build_paths.h"
 
+using loadwatch::test::fixture_path;
 using namespace loadwatch;
 
 TEST_CASE("graphite: a JMeter 2.13 line parses into path, value, timestamp") {
@@ -61,7 +63,7 @@ TEST_CASE("graphite: malformed lines say what is wrong") {
 }
 
 TEST_CASE("graphite: every line of a real JMeter 2.13 capture parses") {
-  std::ifstream in(LOADWATCH_FIXTURES "/jmeter/graphite_2.13_capture.txt");
+  std::ifstream in(fixture_path("jmeter/graphite_2.13_capture.txt"));
   REQUIRE(in);
   std::string line;
   int n = 0;

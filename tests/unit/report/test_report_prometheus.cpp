@@ -15,9 +15,11 @@
 #include "analysis/generator_figures.h"
 #include "report/prometheus_run.h"
 #include "report/prometheus_series_source.h"
+#include "tests/lib/build_paths.h"
 #include "tests/lib/loopback_server.h"
 #include "web/http_server.h"
 
+using loadwatch::test::fixture_path;
 using namespace loadwatch;
 using report::LabeledSeries;
 
@@ -288,7 +290,7 @@ TEST_CASE("a run is found by its whole name, also with the suffix of a second ru
 namespace {
 
 std::string captured(const std::string& name) {
-  std::ifstream in(std::string(LOADWATCH_FIXTURES) + "/prometheus/" + name);
+  std::ifstream in(fixture_path("prometheus/" + name));
   REQUIRE(in);
   std::stringstream s;
   s << in.rdbuf();
@@ -306,7 +308,7 @@ class CapturedPrometheus : public report::SeriesSource {
   std::vector<LabeledSeries> fetch(const std::string& family,
                                    const std::map<std::string, std::string>& match, double from,
                                    double to) override {
-    std::ifstream exists(std::string(LOADWATCH_FIXTURES) + "/prometheus/" + family + ".json");
+    std::ifstream exists(fixture_path("prometheus/" + family + ".json"));
     if (!exists || !match.empty()) return {};
     auto out = report::parse_query_range(captured(family + ".json"));
     report::restamp_to_samples(out, times_);

@@ -23,10 +23,12 @@
 #include "cli/run_client.h"
 #include "procfs/proc_pid_stat.h"
 #include "routes/run_routes.h"
+#include "tests/lib/build_paths.h"
 #include "tests/lib/eventually.h"
 #include "tests/lib/loopback_server.h"
 #include "web/http_server.h"
 
+using loadwatch::test::loadwatch_binary;
 using namespace loadwatch;
 
 namespace {
@@ -218,7 +220,7 @@ TEST_CASE("run exec wraps a command in a run and exits with its code") {
   for (const auto& r : list) CHECK(r.state == RunState::Finished);
   CHECK(list[2].name == "three");
   // The command sees the run and can open phases itself.
-  std::string self = LOADWATCH_BINARY;
+  std::string self = loadwatch_binary();
   CHECK(cli({"exec", url, "--name", "nested", "--", "sh", "-c",
              "test -n \"$LOADWATCH_RUN_ID\" && " + self + " run phase --users 7"}) == 0);
   auto nested = s.book.list()[0];
@@ -351,7 +353,7 @@ TEST_CASE("SIGKILL of run exec: CMD does not run on, and the run is stopped") {
   char tmpl[] = "/tmp/lw_exec_kill_XXXXXX";
   std::string dir = mkdtemp(tmpl);
   std::string pidfile = dir + "/cmd.pid";
-  std::vector<std::string> args = {LOADWATCH_BINARY,
+  std::vector<std::string> args = {loadwatch_binary(),
                                    "run",
                                    "exec",
                                    "--url=" + s.url(),
@@ -394,7 +396,7 @@ TEST_CASE("SIGKILL of run join: the run is stopped where join opened it, not at 
   Reply opened = call(from, "POST", "/api/v1/runs", R"({"name":"inferred"})");
   REQUIRE(opened.status == 201);
   std::string id = opened.json["data"]["id"];
-  std::vector<std::string> args = {LOADWATCH_BINARY, "run", "join", "--from=gen=" + from.url(),
+  std::vector<std::string> args = {loadwatch_binary(), "run", "join", "--from=gen=" + from.url(),
                                    "--url=sut=" + joined.url()};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

@@ -12,14 +12,16 @@
 #include "push/jmeter_model.h"
 #include "runs/run_book.h"
 #include "sources/locust.h"
+#include "tests/lib/build_paths.h"
 
+using loadwatch::test::fixture_path;
 using namespace loadwatch;
 namespace fs = std::filesystem;
 
 namespace {
 
 std::string fixture(const std::string& name) {
-  std::ifstream f(std::string(LOADWATCH_FIXTURES) + "/" + name);
+  std::ifstream f(fixture_path(name));
   REQUIRE(f);
   std::stringstream ss;
   ss << f.rdbuf();
@@ -120,8 +122,7 @@ TEST_CASE("JMeter over Graphite: threads running make a run") {
 TEST_CASE("each wrk summary in the textfile directory is one finished run") {
   char tmpl[] = "/tmp/lw_wrkruns_XXXXXX";
   std::string dir = mkdtemp(tmpl);
-  fs::copy_file(std::string(LOADWATCH_FIXTURES) + "/textfile/ok/wrk_smoke.prom",
-                dir + "/wrk_smoke.prom");
+  fs::copy_file(fixture_path("textfile/ok/wrk_smoke.prom"), dir + "/wrk_smoke.prom");
   RunBook book;
   Options options;
   options.textfile_directory = dir;

@@ -415,6 +415,24 @@ TEST_CASE("limits: oversized labels drop the sample without storing the value",
   CHECK(p.dropped.at("label_limit") == 3);
 }
 
+TEST_CASE("limits: a label value's cap holds for the value written again, invalid UTF-8 repaired",
+          "[prom_text][limits]") {
+  // Each invalid byte is written back as U+FFFD, three bytes: 683 of them make 2,049.
+  using loadwatch::kMaxLabelValueBytes;
+  std::string over(kMaxLabelValueBytes / 3 + 1, '\xf3');
+  std::string at(kMaxLabelValueBytes / 3, '\xf3');
+  auto p = parse_prom_text("a{l=\"" + over + "\"} 1\nb{l=\"" + at + "\"} 2\n");
+  REQUIRE(p.ok());
+  REQUIRE(p.families.size() == 1);
+  CHECK(p.families[0].name == "b");
+  CHECK(p.dropped.at("label_limit") == 1);
+  // What was kept parses back from the page, within the cap.
+  auto again = parse_prom_text(loadwatch::serialize_text(p.families));
+  REQUIRE(again.families.size() == 1);
+  CHECK(again.families[0].metric[0].label[0].value.size() == 3 * at.size());
+  CHECK(again.families[0].metric[0].label[0].value.size() <= kMaxLabelValueBytes);
+}
+
 TEST_CASE("limits: quantiles and buckets per series, HELP length", "[prom_text][limits]") {
   std::string text = "# HELP s " + std::string(10000, 'h') + "é\n# TYPE s summary\n";
   for (int i = 0; i < 100; ++i) text += "s{quantile=\"0." + std::to_string(i) + "1\"} 1\n";

@@ -102,6 +102,17 @@ TEST_CASE("/imposters of mb 2.9.1", "[mountebank]") {
   CHECK(imps[1].requests == 0);
 }
 
+TEST_CASE("a long imposter name is cut at the cap, between UTF-8 sequences", "[mountebank]") {
+  // 2,047 bytes, then "é" (2 bytes): a cut at 2,048 bytes would leave half of it.
+  std::string name = std::string(loadwatch::kMaxLabelValueBytes - 1, 'n') + "\u00e9 and more";
+  std::vector<MountebankImposter> imps;
+  std::string error;
+  REQUIRE(parse_mountebank_imposters(
+      R"({"imposters": [{"protocol": "http", "port": 1, "name": ")" + name + "\"}]}", imps, error));
+  REQUIRE(imps.size() == 1);
+  CHECK(imps[0].name == std::string(loadwatch::kMaxLabelValueBytes - 1, 'n'));
+}
+
 TEST_CASE("mb /metrics: imposter families kept, defaults dropped, labels normalised",
           "[mountebank]") {
   MountebankMapper mapper;
