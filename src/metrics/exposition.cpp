@@ -271,14 +271,16 @@ bool replace_invalid_utf8(std::string& text) {
   return true;
 }
 
-std::size_t repaired_utf8_size(std::string_view text) {
+bool fits_once_repaired(std::string_view text, std::size_t max_bytes) {
+  if (text.size() > max_bytes) return false;
+  if (text.size() <= max_bytes / kReplacement.size()) return true;
   std::size_t size = 0;
-  for (std::size_t i = 0; i < text.size();) {
+  for (std::size_t i = 0; i < text.size() && size <= max_bytes;) {
     std::size_t n = utf8_sequence(text, i);
     size += n == 0 ? kReplacement.size() : n;
     i += n == 0 ? 1 : n;
   }
-  return size;
+  return size <= max_bytes;
 }
 
 void truncate_utf8(std::string& text, std::size_t max_bytes) {

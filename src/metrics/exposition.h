@@ -29,9 +29,11 @@ bool valid_utf8(std::string_view text);
 /// Replaces each byte that does not start a well-formed UTF-8 sequence with U+FFFD (as
 /// Python's errors="replace" per byte). Returns true when something was replaced.
 bool replace_invalid_utf8(std::string& text);
-/// The size of `text` once replace_invalid_utf8 has run: each byte that starts no well-formed
-/// sequence takes U+FFFD's three. A cap on text that /metrics writes repaired caps this size.
-std::size_t repaired_utf8_size(std::string_view text);
+/// True when `text` takes at most `max_bytes` once replace_invalid_utf8 has run: each byte that
+/// starts no well-formed sequence takes U+FFFD's three. A cap on text that /metrics writes
+/// repaired is a cap on that size. Scans only text over a third of `max_bytes`, and stops
+/// once past it.
+bool fits_once_repaired(std::string_view text, std::size_t max_bytes);
 /// Cuts `text` to at most `max_bytes` without splitting a UTF-8 sequence.
 void truncate_utf8(std::string& text, std::size_t max_bytes);
 

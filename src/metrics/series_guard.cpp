@@ -160,11 +160,8 @@ class Guard {
     if (m.label.size() > kMaxLabelsPerSeries) return drop_reason::kLabelLimit;
     for (std::size_t k = 0; k < m.label.size(); ++k) {
       const auto& l = m.label[k];
-      // The value's cap holds for what /metrics writes: invalid UTF-8 repaired (fix_text)
-      // takes up to three times its bytes.
-      if (l.name.size() > kMaxLabelNameBytes || l.value.size() > kMaxLabelValueBytes ||
-          (l.value.size() > kMaxLabelValueBytes / 3 &&
-           repaired_utf8_size(l.value) > kMaxLabelValueBytes))
+      // The value's cap holds for what /metrics writes, invalid UTF-8 repaired (fix_text).
+      if (l.name.size() > kMaxLabelNameBytes || !fits_once_repaired(l.value, kMaxLabelValueBytes))
         return drop_reason::kLabelLimit;
       if (!valid_label_name(l.name) || l.name == "__name__") return drop_reason::kInvalidLabel;
       // The serializer adds these itself.

@@ -295,8 +295,7 @@ class Parser {
       if (limits_.strict && !valid_utf8(value))
         return fail("value of label " + std::string(name) + " is not valid UTF-8");
       // The cap holds for the value as written again: invalid UTF-8 comes out as U+FFFD.
-      if (keep && !limits_.strict && value.size() > limits_.max_label_value / 3 &&
-          repaired_utf8_size(value) > limits_.max_label_value) {
+      if (keep && !limits_.strict && !fits_once_repaired(value, limits_.max_label_value)) {
         keep = false;
         sample_drop_ = drop_reason::kLabelLimit;
       }

@@ -146,3 +146,19 @@ TEST_CASE("replace_invalid_utf8 and truncate_utf8") {
   truncate_utf8(t, 100);
   CHECK(t == "a中");
 }
+
+TEST_CASE("fits_once_repaired counts each invalid byte as U+FFFD's three") {
+  std::string e_acute = "\xC3\xA9";
+  std::string valid;
+  for (int i = 0; i < 1024; ++i) valid += e_acute;  // 2,048 bytes, all valid
+  CHECK(fits_once_repaired(valid, 2048));
+  CHECK_FALSE(fits_once_repaired(valid + "x", 2048));
+  CHECK(fits_once_repaired(std::string(682, '\xff'), 2048));  // 2,046 once repaired
+  CHECK_FALSE(fits_once_repaired(std::string(683, '\xff'), 2048));
+  std::string mixed = valid.substr(0, 2046) + "\xff";  // 2,046 + 3
+  CHECK_FALSE(fits_once_repaired(mixed, 2048));
+  std::string repaired = mixed;
+  replace_invalid_utf8(repaired);
+  CHECK(repaired.size() == 2049);
+  CHECK(fits_once_repaired("", 0));
+}
