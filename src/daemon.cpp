@@ -96,6 +96,7 @@ int serve(const Options& options, Config config) {
     if (!options.storage_path.empty()) store = std::make_unique<RunStore>(options.storage_path);
     RunBookLimits limits;
     limits.min_age_seconds = static_cast<double>(options.runs_min_age.count()) / 1000;
+    limits.max_unseen_gap_seconds = sample_gap_seconds(options.sample_interval);  // it ticks
     runs_ptr = std::make_unique<RunBook>(std::move(store), limits);
   } catch (const std::exception& e) {
     spdlog::critical("--storage.path: {}", e.what());

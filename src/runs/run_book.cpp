@@ -42,9 +42,12 @@ std::string origin_subject(const std::string& origin) {
 
 }  // namespace
 
-RunBook::RunBook(std::unique_ptr<RunStore> store, RunBookLimits limits, Clock clock)
+RunBook::RunBook(std::unique_ptr<RunStore> store, RunBookLimits limits, Clock clock,
+                 Clock monotonic)
     : limits_(limits),
       clock_(clock ? std::move(clock) : Clock(unix_now)),
+      monotonic_(monotonic ? std::move(monotonic) : Clock(monotonic_seconds)),
+      clocks_(limits.max_unseen_gap_seconds),
       store_(std::move(store)) {
   if (!store_) return;
   RunStore::Loaded loaded = store_->load();
@@ -218,14 +221,15 @@ void RunBook::add_finished_locked(Run run) {
   finished_.insert(pos, std::move(run));
 }
 
-void RunBook::end_stale_locked(double now) {
+void RunBook::end_stale_locked() {
   if (!current_ || current_->origin == "api") return;
   auto it = origins_.find(current_->origin);
   if (it == origins_.end()) return;
   const Origin& o = it->second;
-  if (now - o.last_seen > o.stale_after) {
+  double unseen = awake_locked() - o.seen_awake;
+  if (unseen > o.stale_after) {
     spdlog::info("runs: {} not seen for {:.0f} s; its run ends where it was last seen",
-                 current_->origin, now - o.last_seen);
+                 current_->origin, unseen);
     close_locked(o.last_seen);
   }
 }
@@ -449,7 +453,7 @@ void RunBook::tick(double now) {
   bool queued;
   {
     std::lock_guard lock(mutex_);
-    end_stale_locked(now);
+    end_stale_locked();
     if (current_ && now - current_->last_seen >= limits_.heartbeat_seconds) {
       current_->last_seen = now;
       save_locked(*current_);
@@ -487,8 +491,9 @@ void RunBook::generator_seen(const GeneratorSighting& s) {
     }
     Origin& o = origins_[s.origin];
     o.last_seen = std::max(o.last_seen, s.at);
+    o.seen_awake = awake_locked();
     o.stale_after = s.stale_after;
-    end_stale_locked(s.at);
+    end_stale_locked();
     bool mine = current_ && current_->origin == s.origin;
     // Where a change this sighting shows happened: the middle of the span it must lie in.
     const double changed_at = s.since && *s.since < s.at ? (*s.since + s.at) / 2 : s.at;
@@ -536,7 +541,8 @@ void RunBook::generator_run_started(const std::string& origin, const std::string
     std::lock_guard lock(mutex_);
     Origin& o = origins_[origin];
     o.last_seen = std::max(o.last_seen, at);
-    end_stale_locked(at);
+    o.seen_awake = awake_locked();
+    end_stale_locked();
     std::string why;
     if (current_ && current_->origin != origin) {
       spdlog::debug("runs: {} started a run while {} is open; ignored", origin, current_->id);

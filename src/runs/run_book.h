@@ -19,6 +19,7 @@
 #include "runs/run_request.h"
 #include "runs/run_rules.h"
 #include "runs/run_store.h"
+#include "util/clock_watch.h"
 
 namespace loadwatch {
 
@@ -45,6 +46,10 @@ struct RunBookLimits {
   std::size_t max_phases = kMaxRunPhases;
   /// How often the open run's "last seen" time is written: the end an interrupted run gets.
   double heartbeat_seconds = 10;
+  /// A generator's silence is timed on the monotonic clock, less any span longer than this
+  /// between two looks (ticks, sightings): loadwatch or its host was stopped then, and saw
+  /// nothing. Longer than the tick interval (the daemon: 3 samples, at least 5 s).
+  double max_unseen_gap_seconds = 5;
 };
 
 /// Thread-safe. One mutex guards the runs; changes queue their disk writes, which run after it
@@ -54,13 +59,14 @@ struct RunBookLimits {
 /// logged (and returned to the API as a warning); the run stays in memory.
 class RunBook : public RunObserver {
  public:
-  using Clock = std::function<double()>;  // unix seconds
+  using Clock = std::function<double()>;  // seconds
 
   /// `store` may be null: runs then live in memory only. With a store, the stored runs are
   /// loaded: one still open becomes `interrupted`, ending when it was last seen; files that
-  /// cannot be read are set aside and logged (RunStore::load).
+  /// cannot be read are set aside and logged (RunStore::load). `clock` is the wall clock
+  /// (unix seconds), `monotonic` a clock that no one sets (default: steady_clock).
   explicit RunBook(std::unique_ptr<RunStore> store = nullptr, RunBookLimits limits = {},
-                   Clock clock = nullptr);
+                   Clock clock = nullptr, Clock monotonic = nullptr);
   ~RunBook() override;
 
   /// The outcome of a write: the run as it is now, and warnings (e.g. it could not be saved).
@@ -135,7 +141,8 @@ class RunBook : public RunObserver {
     std::optional<Run> run;
   };
   struct Origin {
-    double last_seen = 0;
+    double last_seen = 0;   // unix seconds: where its run ends when it goes quiet
+    double seen_awake = 0;  // the same moment on awake_locked()'s clock
     double stale_after = 30;
     std::optional<double> ramp_started;  // when the generator began changing its users
   };
@@ -154,7 +161,11 @@ class RunBook : public RunObserver {
   std::optional<Run> close_locked(double at);
   void add_phase_locked(std::string name, std::optional<std::int64_t> users, double at);
   void add_finished_locked(Run run);
-  void end_stale_locked(double now);
+  /// Ends the open inferred run whose generator was not seen for its stale_after, counted
+  /// on awake_locked(): a step of the wall clock or a pause of loadwatch is no silence.
+  void end_stale_locked();
+  /// Seconds loadwatch was awake to see generators (ClockWatch), now.
+  double awake_locked() { return clocks_.look(now(), monotonic_()).awake; }
   bool inside_api_run_locked(double start, double end) const;
   std::string unique_id_locked(double start, const std::string& name) const;
   bool id_taken_locked(const std::string& id) const;
@@ -172,11 +183,13 @@ class RunBook : public RunObserver {
 
   const RunBookLimits limits_;
   const Clock clock_;
+  const Clock monotonic_;
 
   mutable std::mutex mutex_;  // guards everything below except the store
   std::optional<Run> current_;
   std::vector<Run> finished_;  // by start, oldest first
   std::map<std::string, Origin> origins_;
+  ClockWatch clocks_;
   std::vector<Write> pending_;  // in the order the changes happened
 
   std::mutex io_mutex_;  // held while writing; taken before mutex_, never while holding it

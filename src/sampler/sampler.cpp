@@ -1,5 +1,7 @@
 #include "sampler/sampler.h"
 
+#include <algorithm>
+
 #include "history/history.h"
 #include "metrics/series_guard.h"
 #include "runs/run_book.h"
@@ -33,6 +35,10 @@ bool is_push_collector(std::string_view name) {
 }
 }  // namespace
 
+double sample_gap_seconds(std::chrono::milliseconds interval) {
+  return std::max(5.0, 3 * std::chrono::duration<double>(interval).count());
+}
+
 bool collector_enabled(const CollectorSpec& spec, const Options& options, const Config& config) {
   if (auto it = options.collectors.find(spec.name); it != options.collectors.end()) {
     return it->second;
@@ -49,7 +55,8 @@ Sampler::Sampler(const Options& options, Config config, HttpServer* http, RunBoo
       proc_(options.procfs),
       sys_(options.sysfs),
       http_(http),
-      runs_(runs) {
+      runs_(runs),
+      clocks_(sample_gap_seconds(options.sample_interval)) {
   CollectorEnv env{options_, config_, proc_, sys_, http_, runs_, runs_};
   for (const auto& spec : collector_table()) {
     if (!collector_enabled(spec, options_, config_)) continue;
@@ -130,6 +137,19 @@ void Sampler::sample_once() {
   }
   out.gauge("loadwatch_last_sample_timestamp_seconds",
             "Unix time of the sample being served; its age shows a stuck sampler.", {}, ctx.now);
+  log_clock_event(clocks_.look(ctx.now, monotonic_seconds()));
+  out.counter("loadwatch_sample_gaps_total",
+              "Spans between two samples of more than 3 intervals (at least 5 s): loadwatch or "
+              "its host was stopped or stalled (SIGSTOP, a VM paused), and saw nothing then.",
+              {}, static_cast<double>(clocks_.gaps()));
+  out.counter("loadwatch_sample_gap_seconds_total",
+              "Seconds in the spans that loadwatch_sample_gaps_total counts.", {},
+              clocks_.gap_seconds());
+  out.counter("loadwatch_clock_steps_total",
+              "Times the wall clock moved over 1 s apart from the monotonic clock between two "
+              "samples (set by hand or NTP, or again after a VM resumed): unix timestamps on "
+              "either side of one are that far off.",
+              {}, static_cast<double>(clocks_.steps()));
   // Totals up to the previous sample: added before the guard runs, so a textfile or source
   // cannot define these families too.
   for (const auto& [key, n] : dropped_) {
@@ -209,6 +229,27 @@ void Sampler::account(const GuardReport& report, const MetricSink& sink) {
           "with U+FFFD (logged once)",
           collector, n);
     }
+  }
+}
+
+void Sampler::log_clock_event(const ClockWatch::Look& look) {
+  if (look.gap == 0 && look.wall_step == 0) return;
+  // Each kind once a minute at most: the counters count every one.
+  double now = monotonic_seconds();
+  if (look.gap > 0 && now - gap_logged_at_ >= 60) {
+    gap_logged_at_ = now;
+    spdlog::warn(
+        "no sample for {:.1f} s: loadwatch or its host was stopped or stalled; generators' "
+        "silence in that span does not end their runs (logged once a minute at most)",
+        look.gap);
+  }
+  if (look.wall_step != 0 && now - step_logged_at_ >= 60) {
+    step_logged_at_ = now;
+    spdlog::warn(
+        "the wall clock moved {:+.1f} s apart from the monotonic clock between two samples (set "
+        "by hand or NTP, or again after a VM resumed): unix timestamps across it are that far "
+        "off (logged once a minute at most)",
+        look.wall_step);
   }
 }
 

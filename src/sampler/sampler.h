@@ -15,6 +15,7 @@
 
 #include "collectors/collector.h"
 #include "metrics/snapshot.h"
+#include "util/clock_watch.h"
 
 namespace loadwatch {
 
@@ -63,6 +64,9 @@ class Sampler {
   /// logging each new (collector, reason, family) once.
   void account(const GuardReport& report, const MetricSink& sink);
   std::string origin_name(std::uint16_t origin) const;
+  /// Logs a gap between samples or a step of the wall clock (ClockWatch), each kind once a
+  /// minute at most.
+  void log_clock_event(const ClockWatch::Look& look);
 
   Options options_;
   Config config_;
@@ -84,8 +88,16 @@ class Sampler {
   std::map<std::pair<std::string, std::string>, double> dropped_;
   std::map<std::string, double> invalid_utf8_;
   std::set<std::string> logged_;
+  // Sampler thread only: the clocks from one sample to the next.
+  ClockWatch clocks_;
+  double gap_logged_at_ = -1e9;  // monotonic seconds of the last warning of each kind
+  double step_logged_at_ = -1e9;
   std::thread thread_;
 };
+
+/// A span between two samples longer than this (3 intervals, at least 5 s, monotonic) is a
+/// gap: the sampler was not running, so nothing was seen in it.
+double sample_gap_seconds(std::chrono::milliseconds interval);
 
 /// Whether a collector is on: the flag wins over the config file, which wins over the default.
 bool collector_enabled(const CollectorSpec& spec, const Options& options, const Config& config);

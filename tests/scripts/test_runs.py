@@ -20,6 +20,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from lwtest import (BINARY, SOURCE_DIR, Loadwatch, bcrypt, free_port, parse_metrics,  # noqa: E402
                     promtool_check, serve)
+import locustfiles  # noqa: E402
 import lwtest  # noqa: E402
 
 WRK_LUA = os.path.join(SOURCE_DIR, "scripts", "wrk", "loadwatch.lua")
@@ -255,17 +256,7 @@ class Runs(unittest.TestCase):
     def test_run_inferred_from_a_locust_step_load(self):
         self.assertTrue(shutil.which("locust"), "locust missing: scripts/install-deps test")
         locustfile = self.dir + "/steps.py"
-        with open(locustfile, "w") as f:
-            f.write("from locust import HttpUser, LoadTestShape, constant, task\n\n"
-                    "class Visitor(HttpUser):\n"
-                    "    wait_time = constant(0.2)\n\n"
-                    "    @task\n"
-                    "    def home(self):\n"
-                    "        self.client.get('/')\n\n"
-                    "class Steps(LoadTestShape):\n"
-                    "    def tick(self):\n"
-                    "        t = self.get_run_time()\n"
-                    "        return (2, 20) if t < 3 else (4, 20) if t < 6 else None\n")
+        locustfiles.write_shape(locustfile, "(2, 20) if t < 3 else (4, 20) if t < 6 else None")
         web = free_port()
         with open(self.dir + "/lw.yml", "w") as f:
             f.write("sources:\n  - {name: lc, kind: locust, url: 'http://127.0.0.1:%d', "

@@ -390,29 +390,82 @@ TEST_CASE("a second generator does not take over an inferred run") {
 }
 
 TEST_CASE("a generator that goes quiet ends its run where it was last seen") {
-  RunBook book(nullptr, {}, [] { return 0.0; });
+  double wall = 100, mono = 7;
+  RunBook book(
+      nullptr, {}, [&] { return wall; }, [&] { return mono; });
   book.generator_seen(seen("locust:lc", GeneratorActivity::Steady, 5, 100));
-  book.tick(110);
+  // Ticks every second, as the sampler's.
+  auto quiet_for = [&](int seconds) {
+    for (int i = 0; i < seconds; ++i) {
+      wall += 1;
+      mono += 1;
+      book.tick(wall);
+    }
+  };
+  quiet_for(10);
   CHECK(book.current());
-  book.tick(116);  // stale_after 15
+  quiet_for(6);  // stale_after 15
   CHECK_FALSE(book.current());
   CHECK(book.list()[0].end == 100);
   // Then another generator may start one.
-  book.generator_seen(seen("locust:b", GeneratorActivity::Steady, 5, 120));
+  book.generator_seen(seen("locust:b", GeneratorActivity::Steady, 5, wall));
   CHECK(book.current()->origin == "locust:b");
 }
 
+TEST_CASE("a generator's silence is timed on the monotonic clock, without loadwatch's pauses") {
+  double wall = 1000, mono = 50;
+  RunBook book(
+      nullptr, {}, [&] { return wall; }, [&] { return mono; });
+  auto tick = [&](double wall_moved, double mono_moved) {
+    wall += wall_moved;
+    mono += mono_moved;
+    book.tick(wall);
+  };
+  book.generator_seen(seen("locust:lc", GeneratorActivity::Steady, 5, wall));
+  tick(1, 1);
+  SECTION("the wall clock set 20 s ahead is no silence") {
+    tick(21, 1);  // NTP, or a VM resumed: the monotonic clock moved 1 s
+    tick(1, 1);
+    CHECK(book.current());
+    // Seen again: the run goes on, its phases on the new wall clock.
+    book.generator_seen(seen("locust:lc", GeneratorActivity::Steady, 6, wall));
+    REQUIRE(book.current());
+    CHECK(book.current()->phases.size() == 2);
+  }
+  SECTION("17 s stopped (SIGSTOP, a VM paused) is no silence") {
+    tick(17, 17);  // both clocks moved, with no tick in between
+    tick(1, 1);
+    CHECK(book.current());
+    book.generator_seen(seen("locust:lc", GeneratorActivity::Steady, 5, wall));
+    CHECK(book.current());
+  }
+  SECTION("a quiet generator still ends its run after 15 awake seconds") {
+    tick(17, 17);  // a pause first: it does not count
+    for (int i = 0; i < 14; ++i) tick(1, 1);
+    CHECK(book.current());  // 15 awake seconds since it was seen: not over 15 yet
+    tick(1, 1);
+    CHECK_FALSE(book.current());
+    CHECK(book.list()[0].end == 1000);  // where it was last seen, on the wall clock
+  }
+}
+
 TEST_CASE("JMeter's annotations open and close a run named after the test") {
-  RunBook book(nullptr, {}, [] { return 0.0; });
+  double mono = 100;
+  RunBookLimits limits;
+  limits.max_unseen_gap_seconds = 100;  // this book looks at its clocks rarely
+  RunBook book(
+      nullptr, limits, [] { return 0.0; }, [&] { return mono; });
   book.generator_run_started("jmeter:jmx", "Checkout plan", 100);
   REQUIRE(book.current());
   CHECK(book.current()->name == "Checkout plan");
   CHECK(book.current()->origin == "jmeter:jmx");
   GeneratorSighting alive = seen("jmeter:jmx", GeneratorActivity::Unknown, std::nullopt, 150);
   alive.stale_after = 60;
+  mono = 150;
   book.generator_seen(alive);
+  mono = 200;
   book.tick(200);
-  CHECK(book.current());  // pushes keep it open
+  CHECK(book.current());  // pushes keep it open (100 s after its start, 50 after the push)
   book.generator_run_ended("jmeter:other", 210);
   CHECK(book.current());
   book.generator_run_ended("jmeter:jmx", 220);
