@@ -21,9 +21,15 @@ struct SourceRate {
   bool reaches_before_stable = false;  // its first change lies before the stable window
 };
 
+/// Steps of the wall clock counted between the samples at t0 and t1 (0 when not recorded).
+double clock_steps_between(const Series& steps, double t0, double t1) {
+  auto before = value_at(steps, t0), after = value_at(steps, t1);
+  return before && after && *after > *before ? *after - *before : 0;
+}
+
 /// The rate over the stable window [from, to] of a phase that began at `start`.
 SourceRate source_rate(const GeneratorSourceSeries& s, double start, double from, double to,
-                       std::optional<std::int64_t> users) {
+                       std::optional<std::int64_t> users, const Series& clock_steps) {
   SourceRate r;
   r.source = &s;
   bool ages = !s.data_age_seconds.empty();
@@ -57,6 +63,23 @@ SourceRate source_rate(const GeneratorSourceSeries& s, double start, double from
         r.rate = wider;
         r.reaches_before_stable = true;
       }
+    }
+  }
+  if (r.rate.value) {
+    // Its window's length comes from the sample times: a step between them is in it.
+    double steps =
+        clock_steps_between(clock_steps, r.rate.first->sample_time, r.rate.last->sample_time);
+    if (steps > 0) {
+      r.rate.value.reset();
+      r.rate.low.reset();
+      r.rate.high.reset();
+      char buf[200];
+      std::snprintf(buf, sizeof buf,
+                    "loadwatch's wall clock was set %.0f time(s) between the rate's two counter "
+                    "changes (loadwatch_clock_steps_total): the window's length is off by the "
+                    "step",
+                    steps);
+      r.rate.unavailable = buf;
     }
   }
   if (r.rate.first && r.rate.last) {
@@ -157,7 +180,7 @@ void summarize_generator(PhaseStats& p, const GeneratorSeries& g, double from, d
   std::vector<SourceRate> rates;
   for (const GeneratorSourceSeries& s : *sources) {
     if (s.requests.empty()) continue;
-    rates.push_back(source_rate(s, p.start.value_or(from), from, to, p.users));
+    rates.push_back(source_rate(s, p.start.value_or(from), from, to, p.users, g.clock_steps));
     const RateEstimate& r = rates.back().rate;
     if (!r.value && p.rps_unavailable.empty()) {
       p.rps_unavailable = (sources->size() > 1 ? s.name + ": " : std::string()) + r.unavailable;

@@ -72,6 +72,9 @@ struct GeneratorSeries {
   std::string latency_window;
   /// Per source: rates come from each one's change points, then add up.
   std::vector<GeneratorSourceSeries> sources;
+  /// Steps of the wall clock of the loadwatch that sampled these (a counter): a rate whose
+  /// window spans one is off by the step, so it is not given.
+  Series clock_steps;
 };
 
 struct MockSeries {

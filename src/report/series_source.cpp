@@ -220,6 +220,7 @@ analysis::RunSeries load_run_series(SeriesSource& source, double from, double to
   rs.generator.p99_seconds = quantile("0.99");
   rs.generator.latency_window = current_latency ? kRollingLatency : kReportedLatency;
   rs.generator.sources = generator_sources(requests, fetch);
+  rs.generator.clock_steps = sum_all(fetch("loadwatch_clock_steps_total"));
 
   rs.mock.requests = sum_all(fetch("loadwatch_mock_requests_total"));
   rs.mock.errors = sum_all(fetch("loadwatch_mock_unmatched_requests_total"));

@@ -157,6 +157,30 @@ TEST_CASE("a phase is summarised from the run's series with the documented windo
   CHECK(*p.mock.error_ratio == Approx(0.01));
 }
 
+TEST_CASE("a rate whose window spans a step of loadwatch's wall clock is not given") {
+  // 100 req/s, one sample a second; the wall clock is set 20 s ahead after the sample at
+  // real second `step_at`: every later sample is stamped 20 s late, and the step counter rises.
+  auto run_with_step = [](double step_at) {
+    RunSeries run;
+    for (double real = 0; real <= 500; real += 1) {
+      double stamped = kT0 + real + (real > step_at ? 20 : 0);
+      run.generator.requests.add(stamped, 100 * real);
+      run.generator.clock_steps.add(stamped, real > step_at ? 1 : 0);
+    }
+    return run;
+  };
+  // Phase [100, 420] on the wall clock: stable window [164, 420].
+  PhaseStats inside = summarize_phase({"s", 10, kT0 + 100, kT0 + 420}, run_with_step(250));
+  CHECK_FALSE(inside.rps);  // 100 * 236 requests over 256 s would read 92 req/s
+  CHECK_FALSE(inside.rps_low);
+  CHECK_THAT(inside.rps_unavailable, Catch::Contains("wall clock was set 1 time(s)"));
+  // A step before the window leaves the rate alone.
+  PhaseStats before = summarize_phase({"s", 10, kT0 + 100, kT0 + 420}, run_with_step(20));
+  REQUIRE(before.rps);
+  CHECK(*before.rps == Approx(100));
+  CHECK(before.rps_unavailable.empty());
+}
+
 TEST_CASE("a run with no series gives a phase of unknowns, not zeros") {
   PhaseStats p = summarize_phase({"idle", std::nullopt, kT0, kT0 + 60}, RunSeries{});
   CHECK_FALSE(p.rps);
