@@ -404,6 +404,31 @@ def alert_groups(c):
                      "loadwatch, and loadwatch_collector_duration_seconds for a collector that "
                      "takes too long. (The staleness check compares the Prometheus scrape time "
                      "with loadwatch's own clock: clock skew between the hosts adds to it.)")),
+            dict(alert="LoadwatchSampleGap",
+                 expr=f"increase(loadwatch_sample_gap_seconds_total[{c.window('time_jumps')}]) > 0\n",
+                 severity="warning",
+                 summary="loadwatch on {{ $labels.instance }} took no sample for a while.",
+                 description=(
+                     "loadwatch on {{ $labels.instance }} went about "
+                     "{{ $value | humanizeDuration }} without a sample in the last "
+                     f"{last(c.window('time_jumps'))}: it, or the host or VM it runs on, was "
+                     "stopped or stalled (a paused VM, SIGSTOP, a read that hung). Nothing was "
+                     "sampled then, and on the system under test the pause stopped the service "
+                     "too: a latency spike or a dip in throughput at that moment is the pause. "
+                     "Check the hypervisor's pause and steal figures, and journalctl -u loadwatch "
+                     "for \"no sample for\".")),
+            dict(alert="LoadwatchClockStepped",
+                 expr=f"increase(loadwatch_clock_steps_total[{c.window('time_jumps')}]) > 0\n",
+                 severity="warning",
+                 summary="The wall clock of {{ $labels.instance }} was set.",
+                 description=(
+                     "The wall clock of {{ $labels.instance }} moved apart from its monotonic "
+                     "clock about {{ $value | printf \"%.0f\" }} time(s) in the last "
+                     f"{last(c.window('time_jumps'))}: set by hand or by NTP, or again after its "
+                     "VM resumed. Unix timestamps on either side of a step, and a rate over a "
+                     "window across one, are off by the step (a run report leaves such a req/s "
+                     "out). Let NTP slew rather than step the clock, and see journalctl -u "
+                     "loadwatch for the step's size.")),
             dict(alert="LoadwatchThresholdOverrideAmbiguous",
                  expr=("label_replace(\n"
                        '  count by (__name__) ({__name__=~"loadwatch:threshold:.+"}),\n'

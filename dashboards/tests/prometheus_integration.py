@@ -32,11 +32,13 @@ loopback only; bounded in time.
    condition: memory leak, fd exhaustion, ephemeral ports (threshold lowered to fit a test),
    listen overflows (the backlog helper), source down, generator failures and P99 (Locust
    against Mountebank's failing and 1.5 s paths), target down and restarted (the victim and
-   the leak killed, then started again), loadwatch not sampling (SIGSTOP). Three host alerts
-   cannot be driven on a shared CI machine (CPU saturation, softirq share, TIME_WAIT near the
-   limit): the test thresholds file makes their conditions always true, which proves the
-   shipped expressions evaluate and join on the real series (their firing logic is covered by
-   the promtool unit tests). Alerts that must NOT be active are checked too.
+   the leak killed, then started again), loadwatch not sampling (SIGSTOP), then its sample gap
+   (after SIGCONT; its clock is never set here, so LoadwatchClockStepped must stay quiet: its
+   firing is covered by the promtool unit tests). Three host alerts cannot be driven on a
+   shared CI machine (CPU saturation, softirq share, TIME_WAIT near the limit): the test
+   thresholds file makes their conditions always true, which proves the shipped expressions
+   evaluate and join on the real series (their firing logic is covered by the promtool unit
+   tests). Alerts that must NOT be active are checked too.
    The leak's kill and restart: LoadwatchMemoryLeakSuspected fires before, is resolved once the
    target is down, and stays quiet while the new process (leaking as fast) is younger than
    the trend window, for that reason: its start time changed, while its own growth is above
@@ -804,6 +806,8 @@ class Run:
         self.expect_not_active("LoadwatchTargetRestarted")
         self.expect_not_active("LoadwatchThresholdOverrideAmbiguous")
         self.expect_not_active("LoadwatchNotSampling")
+        self.expect_not_active("LoadwatchSampleGap")
+        self.expect_not_active("LoadwatchClockStepped")
         # ("ports" may: its fds grow 10/s, predicted to reach its limit within the hour.)
         for t in ("victim", "leak"):
             self.expect_not_active("LoadwatchFdExhaustion", target=t)
@@ -850,13 +854,20 @@ class Run:
         self.check_dashboards()
 
         self.say("stopping loadwatch (SIGSTOP): its scrapes fail")
+        stopped_at = time.monotonic()
         os.kill(self.procs["loadwatch"].pid, signal.SIGSTOP)
         try:
             seen = self.wait_alerts({"not sampling": dict(base, alertname="LoadwatchNotSampling")},
                                     timeout=20)
+            # Stopped past the sampler's gap (3 samples, at least 5 s): it counts the gap.
+            time.sleep(max(0.0, stopped_at + 7 - time.monotonic()))
         finally:
             os.kill(self.procs["loadwatch"].pid, signal.SIGCONT)
         self.say(f"  {seen['not sampling']:8} loadwatch not sampling")
+        seen = self.wait_alerts({"sample gap": dict(base, alertname="LoadwatchSampleGap")},
+                                timeout=20)
+        self.say(f"  {seen['sample gap']:8} loadwatch sample gap, after SIGCONT")
+        self.expect_not_active("LoadwatchClockStepped")
         self.say("PASS")
 
 
