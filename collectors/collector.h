@@ -24,6 +24,9 @@ struct SampleContext {
   double now = 0;  // unix time of this sample, seconds
   std::vector<TargetState> targets;
   std::vector<SourceState> sources{};  // the sources collector fills it
+  /// Monotonic seconds of this sample (steady_clock): the time between two samples, which a
+  /// step of the wall clock (`now`) does not move.
+  double monotonic = 0;
 };
 
 /// Everything a collector may read when it is built or reconfigured.

@@ -34,11 +34,12 @@ class TopCpuCollector final : public Collector {
   TopCpuCollector& operator=(const TopCpuCollector&) = delete;
 
   void collect(SampleContext& ctx, MetricSink& out) override {
-    if (last_ == 0 || ctx.now - last_ >= kTopCpuScanSeconds || ctx.now < last_) {
+    // Periods on the monotonic clock: a step of the wall clock would move the cores figure.
+    if (last_ == 0 || ctx.monotonic - last_ >= kTopCpuScanSeconds) {
       if (host_busy(ctx)) {
         scan(ctx);
       } else {
-        idle(ctx.now);
+        idle(ctx.monotonic);
       }
     }
     for (const auto& [cores, name] : busiest_) {
@@ -179,9 +180,9 @@ class TopCpuCollector final : public Collector {
       it = it->second.gen == scan_gen_ && it->second.handle ? std::next(it) : handles_.erase(it);
     }
     seen_ = std::move(now);
-    double dt = ctx.now - last_;
+    double dt = ctx.monotonic - last_;
     bool first = last_ == 0 || base_only_;
-    last_ = ctx.now;
+    last_ = ctx.monotonic;
     base_only_ = false;
     idle_periods_ = 0;
     busiest_.clear();
@@ -217,7 +218,7 @@ class TopCpuCollector final : public Collector {
   std::uint32_t scan_gen_ = 0;
   std::string text_;
   std::vector<std::pair<double, std::string>> busiest_;  // the last scan's, busiest first
-  double last_ = 0;
+  double last_ = 0;         // monotonic seconds of the last scan (0: none yet)
   bool base_only_ = false;  // an idle period came since the last scan: this one sets the base
   int idle_periods_ = 0;    // idle periods in a row
   double clk_tck_ = 100;

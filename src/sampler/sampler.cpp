@@ -103,6 +103,7 @@ void Sampler::apply_pending_config() {
 void Sampler::sample_once() {
   apply_pending_config();
   SampleContext ctx{proc_, sys_, unix_now(), {}};
+  ctx.monotonic = monotonic_seconds();
   MetricSink out;
   out.gauge("loadwatch_build_info",
             "A metric with a constant 1 labelled by the version and git revision of loadwatch.",
@@ -137,7 +138,7 @@ void Sampler::sample_once() {
   }
   out.gauge("loadwatch_last_sample_timestamp_seconds",
             "Unix time of the sample being served; its age shows a stuck sampler.", {}, ctx.now);
-  log_clock_event(clocks_.look(ctx.now, monotonic_seconds()));
+  log_clock_event(clocks_.look(ctx.now, ctx.monotonic));
   out.counter("loadwatch_sample_gaps_total",
               "Spans between two samples of more than 3 intervals (at least 5 s): loadwatch or "
               "its host was stopped or stalled (SIGSTOP, a VM paused), and saw nothing then.",

@@ -1187,6 +1187,7 @@ TEST_CASE("topcpu keeps one fd per quiet process, through idle periods, within t
   auto scan = [&](bool busy_period) {
     host(busy_period);
     SampleContext ctx{root, sys, now, {}};
+    ctx.monotonic = now;
     MetricSink sink;
     collector->collect(ctx, sink);
     now += kTopCpuScanSeconds;

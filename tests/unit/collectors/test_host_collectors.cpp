@@ -417,8 +417,11 @@ std::string pid_stat(int pid, const std::string& comm, std::uint64_t ticks, std:
          " 1000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
 }
 
-std::map<std::string, double> top_cpu(Collector& c, const FsRoot& root, double now) {
-  SampleContext ctx{root, kFixtureSys, now, {}};
+/// One sample at monotonic time `now`, its wall clock `wall` seconds (default: `now`).
+std::map<std::string, double> top_cpu(Collector& c, const FsRoot& root, double now,
+                                      std::optional<double> wall = std::nullopt) {
+  SampleContext ctx{root, kFixtureSys, wall.value_or(now), {}};
+  ctx.monotonic = now;
   MetricSink sink;
   c.collect(ctx, sink);
   std::map<std::string, double> out;
@@ -483,6 +486,22 @@ TEST_CASE("topcpu collector names the busiest process names by their CPU", "[top
   CHECK(top.size() == kTopCpuNames);
   CHECK(top.count("n7"));
   CHECK_FALSE(top.count("n0"));
+}
+
+TEST_CASE("topcpu's cores are per monotonic second, whatever the wall clock does", "[topcpu]") {
+  TopCpuFixture f;
+  auto& [tmp, root, c, hz] = f;
+  tmp.write("101/stat", pid_stat(101, "hog", 0, 5));
+  CHECK(top_cpu(*c, root, 1000).empty());
+  // 5 s later by the monotonic clock, the wall clock set 20 s ahead: 2.5 s of CPU in 5 s.
+  tmp.write("101/stat", pid_stat(101, "hog", 5 * hz / 2, 5));
+  auto top = top_cpu(*c, root, 1005, 1025);
+  CHECK(top["hog"] == Approx(0.5));  // not 2.5 s over the 25 s the wall clock moved
+  // And set back 30 s: the next scan comes 5 monotonic seconds on, as usual.
+  tmp.write("101/stat", pid_stat(101, "hog", 5 * hz, 5));
+  CHECK(top_cpu(*c, root, 1008, 998) == top);  // within the scan period: the same figures
+  top = top_cpu(*c, root, 1010, 1000);
+  CHECK(top["hog"] == Approx(0.5));
 }
 
 TEST_CASE("topcpu reads the stat of a one-thread process only when its schedstat moved",
