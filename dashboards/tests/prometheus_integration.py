@@ -203,6 +203,7 @@ REPORT_TOLERANCES = [
     (r"targets\[.*\]\.open_fds_max|host\.time_wait_max", 0.15, 3),
     (r"host\.ephemeral_port_ratio_max", 0.15, 0.002),
     (r"host\.listen_overflows", "span", 5),               # an increase over the phase
+    (r"host\.sample_gap_seconds", 0, 1.0),                # loadwatch's own gaps, seen by both
     (r"rps", "span", 5),
     (r"targets\[.*\]\.(cpu_cores|busiest_process_core_share)"
      r"|host\.(cpu_cores_by_mode\..*|softirq_cores)", "span", 0.05),  # CPU counts 10 ms ticks

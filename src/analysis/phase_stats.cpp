@@ -72,6 +72,7 @@ void to_json(ojson& j, const HostPhaseStats& h) {
   jf::put(j, "swap_in_pages_per_second", h.swap_in_pages_per_second);
   jf::put(j, "swap_out_pages_per_second", h.swap_out_pages_per_second);
   if (!h.top_cpu_cores.empty()) j["top_cpu_cores"] = h.top_cpu_cores;
+  jf::put(j, "sample_gap_seconds", h.sample_gap_seconds);
 }
 
 void from_json(const json& j, HostPhaseStats& h) {
@@ -106,6 +107,7 @@ void from_json(const json& j, HostPhaseStats& h) {
   h.io_stall_ratio = jf::ratio(j, "io_stall_ratio");
   h.swap_in_pages_per_second = jf::non_negative(j, "swap_in_pages_per_second");
   h.swap_out_pages_per_second = jf::non_negative(j, "swap_out_pages_per_second");
+  h.sample_gap_seconds = jf::non_negative(j, "sample_gap_seconds");
   h.top_cpu_cores.clear();
   if (const json* top = jf::object(j, "top_cpu_cores")) {
     for (const auto& item : top->items()) {

@@ -60,6 +60,9 @@ struct HostPhaseStats {
   // The busiest process names on the host (everyone's, targets' too), comm -> mean cores over
   // the stable window: who "others" are.
   std::map<std::string, double> top_cpu_cores;
+  // Seconds of the phase in which loadwatch took no sample (it, or its host or VM, was
+  // stopped): its figures have a hole there, and on the system under test so did the service.
+  std::optional<double> sample_gap_seconds;
 
   bool operator==(const HostPhaseStats&) const = default;
 };

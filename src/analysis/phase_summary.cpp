@@ -82,6 +82,21 @@ std::map<std::string, double> top_cpu(const HostSeries& s, double from, double t
   return out;
 }
 
+/// Seconds of [start, end] inside loadwatch's gaps. The counter rises at the first sample after
+/// a gap by the gap's length, so each rise covers the span back to the sample before it: the
+/// part of that span inside the window counts (a gap can begin before a phase that began
+/// while loadwatch was stopped). Unknown when the series does not reach the window.
+std::optional<double> gap_seconds_in(const Series& gaps, double start, double end) {
+  if (gaps.empty() || gaps.t.front() > end || gaps.t.back() < start) return std::nullopt;
+  double seconds = 0;
+  for (std::size_t i = 1; i < gaps.t.size(); ++i) {
+    double rise = gaps.v[i] - gaps.v[i - 1];
+    double from = std::max(gaps.t[i - 1], start), to = std::min(gaps.t[i], end);
+    if (rise > 0 && to > from) seconds += std::min(rise, to - from);
+  }
+  return seconds;
+}
+
 HostPhaseStats summarize_host(const HostSeries& s, double start, double stable, double end) {
   HostPhaseStats h;
   h.cores = s.cores;
@@ -108,6 +123,7 @@ HostPhaseStats summarize_host(const HostSeries& s, double start, double stable, 
   h.swap_in_pages_per_second = rate_in(s.swap_in_pages, stable, end);
   h.swap_out_pages_per_second = rate_in(s.swap_out_pages, stable, end);
   h.top_cpu_cores = top_cpu(s, stable, end);
+  h.sample_gap_seconds = gap_seconds_in(s.sample_gap_seconds, start, end);
   return h;
 }
 

@@ -47,6 +47,7 @@ struct HostSeries {
   Series io_pressure_waiting, io_pressure_stalled;
   Series swap_in_pages, swap_out_pages;         // counters
   std::map<std::string, Series> top_cpu_cores;  // comm -> cores, while among the busiest names
+  Series sample_gap_seconds;  // counter: loadwatch's spans without a sample (it was stopped)
 };
 
 /// One generator source's own counters, with the ages that say which moment they describe.

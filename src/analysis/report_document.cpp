@@ -170,6 +170,14 @@ void measurement_lines(const CapacityReport& r, Section& s) {
       s.notes.push_back("- " + fmt_phase(p.name, p.users) + ": no req/s: " + p.rps_unavailable +
                         ".");
     }
+    if (p.host.sample_gap_seconds && *p.host.sample_gap_seconds > 0) {
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "%.1f s", *p.host.sample_gap_seconds);
+      s.notes.push_back("- " + fmt_phase(p.name, p.users) + ": loadwatch took no sample for " +
+                        buf +
+                        " (it, or its host or VM, was stopped): its figures have a hole there, "
+                        "and a pause of the system under test shows in its latency.");
+    }
   }
 }
 

@@ -61,6 +61,7 @@ constexpr KeptFamily kKept[] = {
     {"loadwatch_mock_requests_total", ""},
     {"loadwatch_mock_unmatched_requests_total", ""},
     {"loadwatch_clock_steps_total", ""},  // a rate window across a step is off by it
+    {"loadwatch_sample_gap_seconds_total", ""},
 };
 
 /// The kept family named `name`, or null. The drop label (if any) is summed away, e.g. "cpu"

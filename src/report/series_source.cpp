@@ -190,6 +190,11 @@ analysis::RunSeries load_run_series(SeriesSource& source, double from, double to
   rs.host.io_pressure_stalled = sum_all(fetch("loadwatch_pressure_io_stalled_seconds_total"));
   rs.host.swap_in_pages = sum_all(fetch("loadwatch_swap_in_pages_total"));
   rs.host.swap_out_pages = sum_all(fetch("loadwatch_swap_out_pages_total"));
+  // A gap's length is the counter's rise at the first sample after it, over the span from the
+  // sample before: that one may lie before the run (loadwatch stopped as the run began).
+  constexpr double kGapLookbackSeconds = 3600;
+  rs.host.sample_gap_seconds = sum_all(
+      source.fetch("loadwatch_sample_gap_seconds_total", {}, from - kGapLookbackSeconds, to));
 
   // Generator: requests and failures summed over sources; latency from the busiest source,
   // its recent window when the generator reports one (Locust's cumulative quantiles would

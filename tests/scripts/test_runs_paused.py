@@ -2,7 +2,8 @@
 Locust source's staleness rule (SIGSTOP, as a paused VM), nor when its wall clock is set 20 s
 ahead (libfaketime, as NTP or a VM resumed and set again): a generator's silence is timed on
 the monotonic clock, less loadwatch's own pauses. /metrics counts the gap and the step; the
-gap's length is checked against the test's own monotonic clock. Loopback only; about 40 s."""
+gap's length is checked against the test's own monotonic clock, on /metrics and in the run's
+report. Loopback only; about 45 s."""
 import json
 import os
 import re
@@ -119,6 +120,16 @@ class RunsPaused(unittest.TestCase):
             self.assertEqual(len(self.runs(lw)), 1, json.dumps(self.runs(lw)))
             self.assertEqual(done[0]["id"], run["id"])
             self.assertEqual([p["users"] for p in done[0]["phases"]], [2])
+            # Its report says how long loadwatch saw nothing in the phase: the stop, as the
+            # test's own clock measured it, less the part before the phase's start (it was
+            # stopped as soon as the phase showed: at most a sample apart).
+            status, _, body = lw.get("/api/v1/runs/%s/report?format=json" % run["id"])
+            self.assertEqual(status, 200, body)
+            in_phase = json.loads(body)["phases"][0]["host"]["sample_gap_seconds"]
+            self.assertLessEqual(in_phase, gap + 0.01)
+            self.assertGreaterEqual(in_phase, stopped - 0.8)
+            status, _, body = lw.get("/api/v1/runs/%s/report?format=markdown" % run["id"])
+            self.assertIn("loadwatch took no sample for %.1f s" % in_phase, body.decode())
             self.locust.terminate()
             self.locust.wait(timeout=20)
 

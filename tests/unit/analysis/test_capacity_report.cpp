@@ -50,6 +50,7 @@ PhaseStats full_phase() {
   p.host.time_wait_limit = 8192;
   p.host.listen_overflows = 12;
   p.host.ephemeral_port_ratio_max = 0.08;
+  p.host.sample_gap_seconds = 17.1;
   p.generator_target = "locust";
   p.mock.p95_seconds = 0.004;
   p.mock.error_ratio = 0.001;
@@ -422,6 +423,22 @@ TEST_CASE("a knee is marked where the data has one, even just above the flat tol
   r = scaling({1, 2, 4, 8, 16}, {400, 460, 462, 461, 463});
   analyse(r);
   CHECK(r.knee.shape.empty());
+}
+
+TEST_CASE("a phase in which loadwatch took no sample for a while says so") {
+  CapacityReport r = scaling({1, 2, 4}, {100, 200, 300});
+  r.phases[1].host.sample_gap_seconds = 17.06;
+  r.phases[2].host.sample_gap_seconds = 0;  // seen, none: no note
+  analyse(r);
+  for (Format f : {Format::table, Format::markdown}) {
+    std::string text = render_report(r, f);
+    CHECK_THAT(text, Catch::Contains("loadwatch took no sample for 17.1 s"));
+    CHECK(text.find("no sample for") == text.rfind("no sample for"));  // one phase
+  }
+  CapacityReport back = report_from_json(render_report(r, Format::json));
+  CHECK(*back.phases[1].host.sample_gap_seconds == Approx(17.06));
+  CHECK(*back.phases[2].host.sample_gap_seconds == 0);
+  CHECK_FALSE(back.phases[0].host.sample_gap_seconds);  // not known: left out, not 0
 }
 
 TEST_CASE("a phase without req/s is left out of the knee and the fit, never read as 0") {

@@ -181,6 +181,26 @@ TEST_CASE("a rate whose window spans a step of loadwatch's wall clock is not giv
   CHECK(before.rps_unavailable.empty());
 }
 
+TEST_CASE("a phase counts the seconds in which loadwatch took no sample") {
+  RunSeries run;
+  // One sample a second, but none from 230 to 247: the counter rises by 17 at 247.
+  for (double t = 0; t <= 500; t += 1) {
+    if (t > 230 && t < 247) continue;
+    run.host.sample_gap_seconds.add(kT0 + t, t >= 247 ? 17 : 0);
+  }
+  PhaseStats during = summarize_phase({"s", 10, kT0 + 100, kT0 + 400}, run);
+  CHECK(*during.host.sample_gap_seconds == Approx(17));
+  // A phase that began while loadwatch was stopped: the part of the gap after its start.
+  PhaseStats began_inside = summarize_phase({"s", 10, kT0 + 235, kT0 + 400}, run);
+  CHECK(*began_inside.host.sample_gap_seconds == Approx(12));
+  PhaseStats before = summarize_phase({"s", 10, kT0 + 100, kT0 + 200}, run);
+  CHECK(*before.host.sample_gap_seconds == 0);
+  PhaseStats after = summarize_phase({"s", 10, kT0 + 400, kT0 + 500}, run);
+  CHECK(*after.host.sample_gap_seconds == 0);
+  PhaseStats unknown = summarize_phase({"s", 10, kT0 + 100, kT0 + 400}, RunSeries{});
+  CHECK_FALSE(unknown.host.sample_gap_seconds);
+}
+
 TEST_CASE("a run with no series gives a phase of unknowns, not zeros") {
   PhaseStats p = summarize_phase({"idle", std::nullopt, kT0, kT0 + 60}, RunSeries{});
   CHECK_FALSE(p.rps);
