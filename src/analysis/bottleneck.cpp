@@ -427,6 +427,16 @@ std::string ruled_out(const PhaseStats& at, const PhaseStats* lowest, const Phas
   return (out.empty() ? "no host or process figure is high" : out) + latency;
 }
 
+/// The CPU the phase has no figure for: its checks could not fire, so it may be the limit.
+std::vector<std::string> unknown_cpu(const PhaseStats& at) {
+  std::vector<std::string> out;
+  if (!host_cpu_load(at)) out.push_back("the host's CPU");
+  for (const TargetPhaseStats& t : at.targets) {
+    if (!t.cpu_cores) out.push_back("target " + t.name + "'s CPU");
+  }
+  return out;
+}
+
 bool has_system_figures(const PhaseStats& p) {
   const HostPhaseStats& h = p.host;
   return !p.targets.empty() || h.cores || !h.cpu_cores_by_mode.empty() || h.softirq_cores ||
@@ -524,8 +534,16 @@ Bottleneck find_bottleneck(const PhaseStats& at, const PhaseStats* previous,
   check_softirq(at, b.findings);
   if (b.findings.empty()) check_queueing(lowest, highest ? *highest : at, at, b.findings);
   if (b.findings.empty()) {
-    b.summary = "no limit loadwatch can see: " + ruled_out(at, lowest, highest ? *highest : at) +
-                "; the limit is outside what it watches";
+    b.summary = "no limit loadwatch can see: " + ruled_out(at, lowest, highest ? *highest : at);
+    std::vector<std::string> unknown = unknown_cpu(at);
+    if (unknown.empty()) {
+      b.summary += "; the limit is outside what it watches";
+    } else {
+      // Never "nothing saturated" about a CPU it has no figure for.
+      std::string list;
+      for (const std::string& u : unknown) list += (list.empty() ? "" : ", ") + u;
+      b.summary += "; not known in this phase: " + list + ", which may be the limit";
+    }
     return b;
   }
   const Finding& f = b.findings.front();

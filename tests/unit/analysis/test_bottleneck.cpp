@@ -56,6 +56,31 @@ std::vector<Check> checks_of(const Bottleneck& b) {
 
 }  // namespace
 
+TEST_CASE("a CPU the phase has no figure for is named as not known, never ruled out") {
+  // A phase with low targets' CPU and its other figures quiet, but no host CPU (a source
+  // without it, or rates left out): nothing fires, and the host's CPU may still be the limit.
+  PhaseStats p;
+  p.name = "8";
+  p.users = 8;
+  p.targets = {cpu_target("app", 0.2, 0.2), cpu_target("db", 0.1, 0.1)};
+  p.targets[1].cpu_cores.reset();
+  p.host.time_wait_max = 10;
+  p.host.listen_overflows = 0;
+  Bottleneck b = find_bottleneck(p, nullptr, nullptr);
+  REQUIRE(b.assessed);
+  CHECK(b.findings.empty());
+  CHECK_THAT(b.summary, Catch::StartsWith("no limit loadwatch can see: "));
+  CHECK_THAT(b.summary, Catch::EndsWith("; not known in this phase: the host's CPU, target db's "
+                                        "CPU, which may be the limit"));
+  CHECK_THAT(b.summary, !Catch::Contains("outside what it watches"));
+  // With the figures there and low, it is said to lie outside.
+  p.targets[1].cpu_cores = 0.1;
+  p.host.cores = 2;
+  p.host.cpu_busy_cores = 0.4;
+  b = find_bottleneck(p, nullptr, nullptr);
+  CHECK_THAT(b.summary, Catch::EndsWith("; the limit is outside what it watches"));
+}
+
 TEST_CASE("the checks run in the documented order and the first finding is the verdict") {
   PhaseStats p = everything_saturated();
   PhaseStats before = p;
